@@ -1,0 +1,143 @@
+//! The GCRA arithmetic, as free functions over plain numbers.
+//!
+//! Nothing here touches an atomic or a clock: every function takes the limiter's state `tat` (the
+//! instant at which the next permit arrives), the clock reading `now`, and the limiter's constants,
+//! all in the same time unit, and returns a decision. That keeps the rules of SPEC §3 in one place
+//! that a property test can call directly.
+//!
+//! With `n` permits per period and emission interval `T`, the limiter uses `window = n * T`
+//! (saturating). A call for `k` permits whose increment is `k * T`:
+//! - is admitted at once if `max(tat, now) + k*T <= now + window`
+//!   (for `k = 1` this is the textbook `tat <= now + tau` with `tau = (n - 1) * T`);
+//! - otherwise its last permit arrives at `slot = max(tat, now) + k*T - window`.
+//!
+//! The new `tat` is `max(tat, now) + k*T`. If that sum would overflow a `u64`, the permit would
+//! arrive after the end of the clock's range, so the call is refused with a wait of `u64::MAX`:
+//! saturating there instead would let every later call through.
+//!
+//! ```
+//! use ritmo_core::gcra;
+//! // 10 permits per 1000 ticks: T = 100, window = 1000. A fresh limiter (tat = 0) at now = 0:
+//! assert_eq!(gcra::check(0, 0, 100, 1000), Ok(100));
+//! // Ten calls later tat = 1000: the eleventh must wait 100 ticks for its permit.
+//! assert_eq!(gcra::check(1000, 0, 100, 1000), Err(100));
+//! ```
+
+/// Decides a call at once: `Ok(new_tat)` if it is admitted now, `Err(wait)` with the number of
+/// time units until its permit arrives otherwise (`u64::MAX` if it never can).
+///
+/// `increment` is `k * T` for a call of `k` permits; `window` is `n * T`.
+///
+/// ```
+/// # use ritmo_core::gcra::check;
+/// // 5 permits per 1000: T = 200. tat = 1000 at now = 0 means the burst is spent.
+/// assert_eq!(check(1000, 0, 200, 1000), Err(200));
+/// assert_eq!(check(1000, 200, 200, 1000), Ok(1200));
+/// ```
+#[inline(always)]
+pub const fn check(tat: u64, now: u64, increment: u64, window: u64) -> Result<u64, u64> {
+    let start = if tat > now { tat } else { now };
+    let Some(new_tat) = start.checked_add(increment) else {
+        return Err(u64::MAX);
+    };
+    let limit = now.saturating_add(window);
+    if new_tat <= limit {
+        Ok(new_tat)
+    } else {
+        Err(new_tat - limit)
+    }
+}
+
+/// The outcome of a call that may wait up to `max_wait` for its permit.
+///
+/// ```
+/// # use ritmo_core::gcra::{reserve, Reserve};
+/// assert_eq!(reserve(1000, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1200, wait: 200 });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reserve {
+    /// The permit is there now; the state becomes `new_tat`.
+    Now {
+        /// The state after taking the permit.
+        new_tat: u64,
+    },
+    /// The permit arrives in `wait` time units, within `max_wait`: the call reserves it (the state
+    /// becomes `new_tat`) and waits.
+    Wait {
+        /// The state after reserving the permit.
+        new_tat: u64,
+        /// How long until the reserved permit arrives.
+        wait: u64,
+    },
+    /// The permit arrives in `wait` time units, later than `max_wait`: the call is rejected at once
+    /// and the state is left as it was.
+    Reject {
+        /// How long until the permit would arrive (`u64::MAX`: never).
+        wait: u64,
+    },
+}
+
+/// Decides a call that may wait up to `max_wait` time units for its permit (SPEC §3).
+///
+/// ```
+/// # use ritmo_core::gcra::{reserve, Reserve};
+/// // 5 per 1000 (T = 200), burst spent, max_wait 500: waits 200, then 400, then 600 is refused.
+/// assert_eq!(reserve(1000, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1200, wait: 200 });
+/// assert_eq!(reserve(1200, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1400, wait: 400 });
+/// assert_eq!(reserve(1400, 0, 200, 1000, 500), Reserve::Reject { wait: 600 });
+/// ```
+#[inline]
+pub const fn reserve(tat: u64, now: u64, increment: u64, window: u64, max_wait: u64) -> Reserve {
+    match check(tat, now, increment, window) {
+        Ok(new_tat) => Reserve::Now { new_tat },
+        Err(wait) if wait <= max_wait => Reserve::Wait {
+            // `check` refused only because of the window, so the sum did not overflow.
+            new_tat: (if tat > now { tat } else { now }) + increment,
+            wait,
+        },
+        Err(wait) => Reserve::Reject { wait },
+    }
+}
+
+/// How many single permits would be admitted right now without waiting, in `0..=permits`.
+///
+/// ```
+/// # use ritmo_core::gcra::available;
+/// assert_eq!(available(0, 0, 100, 1000, 10), 10);   // fresh: the full burst
+/// assert_eq!(available(1000, 0, 100, 1000, 10), 0); // burst spent
+/// assert_eq!(available(1000, 100, 100, 1000, 10), 1);
+/// ```
+pub const fn available(tat: u64, now: u64, interval: u64, window: u64, permits: u32) -> u32 {
+    let start = if tat > now { tat } else { now } as u128;
+    let limit = now as u128 + window as u128;
+    if start >= limit || interval == 0 {
+        return 0;
+    }
+    let fit = (limit - start) / interval as u128;
+    if fit > permits as u128 {
+        permits
+    } else {
+        fit as u32
+    }
+}
+
+/// The state after returning a reservation's permits, or `None` if they cannot go back.
+///
+/// Permits go back only if no later call changed the state after the reservation (`tat` still
+/// equals what the reservation wrote): then the state steps back by the `increment` it added.
+/// Otherwise later callers are already queued behind it and the slot is left unused, since giving
+/// it back would let two calls share one slot.
+///
+/// ```
+/// # use ritmo_core::gcra::refund;
+/// assert_eq!(refund(1200, 1200, 200), Some(1000)); // the last reservation: goes back
+/// assert_eq!(refund(1400, 1200, 200), None);       // someone queued behind it: left unused
+/// ```
+#[inline]
+pub const fn refund(tat: u64, written: u64, increment: u64) -> Option<u64> {
+    if tat == written {
+        Some(written.saturating_sub(increment))
+    } else {
+        None
+    }
+}

@@ -1,0 +1,884 @@
+//! [`RateLimiter`]: a clock, a config converted to the clock's ticks, and one word of state.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::clock::{Clock, FixedRateClock, ManualTime, TickRate};
+use crate::config::Config;
+use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
+use crate::event::{Event, Listener};
+use crate::gcra::{self, Reserve};
+use crate::state::State;
+use crate::wait::{AdvanceClock, Wait};
+
+/// A config converted into the limiter's time unit, once, when the limiter is built.
+///
+/// The unit is the clock's tick, or a fixed-point fraction of it on clocks slower than 1 GHz: a
+/// reading is shifted left by `shift` bits so that one unit is at most a nanosecond. On a 32768 Hz
+/// clock, rounding the emission interval up to whole ticks would cost up to 30 µs per permit
+/// (3% at 1000 permits per second); in units of 1/32768 of a tick it costs under a nanosecond.
+/// Shifting is the only operation the hot path applies to a reading: no multiply, no divide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rate {
+    /// Emission interval `T`, rounded up.
+    interval: u64,
+    /// `n * T` (saturating): a call of `k` permits is admitted if `max(tat, now) + k*T <= now + window`.
+    window: u64,
+    /// `max_wait`, rounded down.
+    max_wait: u64,
+    /// Readings are shifted left by this many bits into units.
+    shift: u32,
+    /// The largest reading that shifts without overflow.
+    max_reading: u64,
+    /// Units per second (`hz << shift`).
+    unit_hz: u64,
+}
+
+impl Rate {
+    const fn new(config: &Config, tick: TickRate) -> Rate {
+        let hz = tick.hz() as u128;
+        let mut shift = 0;
+        while shift < 32 && (hz << shift) < 1_000_000_000 {
+            shift += 1;
+        }
+        let unit_hz = hz << shift;
+        let per_second = 1_000_000_000u128;
+        let n = config.permits() as u128;
+        let interval = (config.period().as_nanos() * unit_hz).div_ceil(per_second * n);
+        let interval = saturate(if interval == 0 { 1 } else { interval });
+        let window = saturate(interval as u128 * n);
+        let max_wait = saturate(config.max_wait().as_nanos() * unit_hz / per_second);
+        Rate {
+            interval,
+            window,
+            max_wait,
+            shift,
+            max_reading: u64::MAX >> shift,
+            unit_hz: saturate(unit_hz),
+        }
+    }
+
+    /// A clock reading in units (saturating).
+    #[inline(always)]
+    const fn units(&self, reading: u64) -> u64 {
+        if reading > self.max_reading {
+            u64::MAX
+        } else {
+            reading << self.shift
+        }
+    }
+
+    /// An instant in units as a clock reading, rounded up.
+    const fn reading_ceil(&self, units: u64) -> u64 {
+        let ticks = units >> self.shift;
+        if ticks << self.shift == units {
+            ticks
+        } else {
+            ticks + 1
+        }
+    }
+
+    /// `k * T`, saturating.
+    const fn increment(&self, k: u32) -> u64 {
+        saturate(self.interval as u128 * k as u128)
+    }
+
+    /// A duration in units, rounded down.
+    const fn units_floor(&self, d: Duration) -> u64 {
+        saturate(d.as_nanos() * self.unit_hz as u128 / 1_000_000_000)
+    }
+}
+
+const fn saturate(x: u128) -> u64 {
+    if x > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        x as u64
+    }
+}
+
+/// What a limiter reports about itself: its id, the permits that would pass right now, and its
+/// permits per period.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock, RateLimiter, Snapshot};
+/// let limiter = RateLimiter::new("api", Config::new(10, Duration::from_secs(1))?, ManualClock::new());
+/// limiter.try_acquire_n(3).unwrap();
+/// assert_eq!(
+///     limiter.snapshot(),
+///     Snapshot { instance: "api", available_permits: 7, permits: 10 }
+/// );
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Snapshot {
+    /// The limiter's id.
+    pub instance: &'static str,
+    /// Calls of one permit that would pass right now without waiting.
+    pub available_permits: u32,
+    /// Permits per period.
+    pub permits: u32,
+}
+
+/// A GCRA rate limiter: at most `permits` calls per `period`, evenly spaced, with a burst of up to
+/// `permits` after a quiet moment.
+///
+/// All state is one `u64` (`tat`, the instant the next permit arrives), changed by one
+/// compare-and-swap. An admitted call costs one clock read and one CAS, a rejected one a clock read
+/// and a load; neither allocates. Build it in a `const` context on a clock with a constant tick
+/// rate ([`RateLimiter::new`]), or at run time on any clock ([`RateLimiter::with_clock`]).
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock, RateLimiter};
+///
+/// let clock = ManualClock::new();
+/// let search = RateLimiter::new("search", Config::new(10, Duration::from_secs(1))?, &clock);
+/// for _ in 0..10 {
+///     search.try_acquire().unwrap(); // a full burst of 10 passes at once
+/// }
+/// assert!(search.try_acquire().is_err()); // the 11th is rejected
+/// clock.advance(Duration::from_millis(100)); // one permit every 100 ms
+/// assert!(search.try_acquire().is_ok());
+/// assert!(search.try_acquire().is_err());
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+pub struct RateLimiter<C> {
+    state: State,
+    rate: Rate,
+    id: &'static str,
+    config: Config,
+    listener: Option<&'static dyn Listener>,
+    clock: C,
+}
+
+impl<C> fmt::Debug for RateLimiter<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .field("tat", &self.state.tat())
+            .field("has_listener", &self.listener.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: FixedRateClock> RateLimiter<C> {
+    /// A limiter named `id` on `clock`, in a `const` context if need be: a `static` limiter on a
+    /// microcontroller.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{const_config, ManualClock, RateLimiter};
+    ///
+    /// static CLOCK: ManualClock = ManualClock::new();
+    /// static RADIO: RateLimiter<&ManualClock> =
+    ///     RateLimiter::new("radio", const_config!(36, Duration::from_secs(3600)), &CLOCK);
+    /// assert_eq!(RADIO.available_permits(), 36);
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new(id: &'static str, config: Config, clock: C) -> Self {
+        Self::build(id, config, clock, C::TICK_RATE)
+    }
+
+    /// A limiter named `id` on `clock`.
+    #[cfg(loom)]
+    pub fn new(id: &'static str, config: Config, clock: C) -> Self {
+        Self::build(id, config, clock, C::TICK_RATE)
+    }
+}
+
+impl<C: Clock> RateLimiter<C> {
+    /// A limiter named `id` on a clock whose tick rate is known only at run time (a TSC clock
+    /// calibrated at start-up, say).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Clock, Config, RateLimiter, TickRate};
+    ///
+    /// struct Calibrated { hz: u64 }
+    /// impl Clock for Calibrated {
+    ///     fn now(&self) -> u64 { 0 }
+    ///     fn tick_rate(&self) -> TickRate { TickRate::from_hz(self.hz) }
+    /// }
+    /// let limiter = RateLimiter::with_clock("api", Config::new(2, Duration::from_secs(1))?, Calibrated { hz: 2_900_000_000 });
+    /// assert_eq!(limiter.available_permits(), 2);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn with_clock(id: &'static str, config: Config, clock: C) -> Self {
+        let tick = clock.tick_rate();
+        Self::build(id, config, clock, tick)
+    }
+}
+
+impl<C> RateLimiter<C> {
+    #[cfg(not(loom))]
+    const fn build(id: &'static str, config: Config, clock: C, tick: TickRate) -> Self {
+        RateLimiter {
+            state: State::new(),
+            rate: Rate::new(&config, tick),
+            id,
+            config,
+            listener: None,
+            clock,
+        }
+    }
+
+    #[cfg(loom)]
+    fn build(id: &'static str, config: Config, clock: C, tick: TickRate) -> Self {
+        RateLimiter {
+            state: State::new(),
+            rate: Rate::new(&config, tick),
+            id,
+            config,
+            listener: None,
+            clock,
+        }
+    }
+
+    /// The same limiter, reporting rejections and released reservations to `listener`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{const_config, Event, Listener, ManualClock, RateLimiter};
+    /// struct Log;
+    /// impl Listener for Log {
+    ///     fn on_event(&self, _event: &Event) {}
+    /// }
+    /// static CLOCK: ManualClock = ManualClock::new();
+    /// static API: RateLimiter<&ManualClock> =
+    ///     RateLimiter::new("api", const_config!(5, Duration::from_secs(1)), &CLOCK).with_listener(&Log);
+    /// # assert!(API.try_acquire().is_ok());
+    /// ```
+    #[must_use]
+    pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// The limiter's id.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("geocoding", Config::new(5, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert_eq!(l.id(), "geocoding");
+    /// ```
+    pub const fn id(&self) -> &'static str {
+        self.id
+    }
+
+    /// The config it was built with.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let c = Config::new(5, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(*RateLimiter::new("x", c, ManualClock::new()).config(), c);
+    /// ```
+    pub const fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The clock it reads.
+    ///
+    /// ```
+    /// # use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(5, Duration::from_secs(1)).unwrap(), ManualClock::starting_at(9));
+    /// assert_eq!(l.clock().now(), 9);
+    /// ```
+    pub const fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    #[inline(always)]
+    fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
+        if k == 0 || k > self.config.permits() {
+            Err(InvalidPermits::new(self.id, k, self.config.permits()))
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    fn rejected(&self, wait: u64) -> RateLimitExceeded {
+        let error =
+            RateLimitExceeded::new(self.id, Reason::NoPermitInTime, wait, self.rate.unit_hz);
+        if let Some(listener) = self.listener {
+            listener.on_event(&Event::Rejected(error));
+        }
+        error
+    }
+}
+
+impl<C: Clock> RateLimiter<C> {
+    #[inline(always)]
+    fn now_units(&self) -> u64 {
+        self.rate.units(self.clock.now())
+    }
+
+    /// Takes one permit if it is there now; never waits.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert!(l.try_acquire().is_ok());
+    /// assert!(l.try_acquire().is_err());
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self) -> Result<(), RateLimitExceeded> {
+        if !self.config.enabled() {
+            return Ok(());
+        }
+        let now = self.now_units();
+        match self.state.take(now, self.rate.interval, self.rate.window) {
+            Ok(_) => Ok(()),
+            Err(wait) => Err(self.rejected(wait)),
+        }
+    }
+
+    /// Takes `k` permits as one unit if they are all there now; never waits. `k = 0` and
+    /// `k > permits` are [`AcquireError::InvalidPermits`].
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("uart", Config::new(64, Duration::from_millis(10)).unwrap(), ManualClock::new());
+    /// assert!(l.try_acquire_n(60).is_ok());
+    /// assert!(l.try_acquire_n(5).is_err()); // only 4 left
+    /// assert!(l.try_acquire_n(4).is_ok());
+    /// ```
+    #[inline]
+    pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
+        self.check_permits(k)?;
+        if !self.config.enabled() {
+            return Ok(());
+        }
+        let now = self.now_units();
+        match self
+            .state
+            .take(now, self.rate.increment(k), self.rate.window)
+        {
+            Ok(_) => Ok(()),
+            Err(wait) => Err(self.rejected(wait).into()),
+        }
+    }
+
+    /// Takes one permit now, or reserves the next one if it arrives within the config's
+    /// `max_wait`; otherwise rejects at once without changing anything.
+    ///
+    /// The [`Reservation`] knows its slot. Commit it once the work runs; dropping or cancelling it
+    /// before then returns the permit if no later reservation was made (SPEC §3).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(5, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
+    /// let l = RateLimiter::new("geocoding", config, &clock);
+    /// for _ in 0..5 { l.try_acquire().unwrap(); }
+    /// let first = l.reserve().unwrap();
+    /// assert_eq!(first.wait_time(), Duration::from_millis(200));
+    /// let second = l.reserve().unwrap();
+    /// assert_eq!(second.wait_time(), Duration::from_millis(400));
+    /// assert!(l.reserve().is_err()); // would wait 600 ms
+    /// first.commit();
+    /// second.commit();
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve(&self) -> Result<Reservation<'_, C>, RateLimitExceeded> {
+        self.reserve_units(1, self.rate.max_wait)
+            .map_err(|e| match e {
+                AcquireError::RateLimited(e) => e,
+                AcquireError::InvalidPermits(_) => unreachable!("1 permit is always valid"),
+            })
+    }
+
+    /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit (their slot is the
+    /// last one's).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("frames", config, ManualClock::new());
+    /// l.try_acquire_n(10).unwrap();
+    /// let r = l.reserve_n(3).unwrap();
+    /// assert_eq!(r.wait_time(), Duration::from_millis(300));
+    /// # r.commit();
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve_n(&self, k: u32) -> Result<Reservation<'_, C>, AcquireError> {
+        self.reserve_units(k, self.rate.max_wait)
+    }
+
+    /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait` instead of the
+    /// config's: waiting in turn with a deadline.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// let l = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// assert!(l.reserve_n_within(1, Duration::from_millis(999)).is_err());
+    /// let r = l.reserve_n_within(1, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(r.wait_time(), Duration::from_secs(1));
+    /// # r.commit();
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve_n_within(
+        &self,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<Reservation<'_, C>, AcquireError> {
+        self.reserve_units(k, self.rate.units_floor(max_wait))
+    }
+
+    fn reserve_units(&self, k: u32, max_wait: u64) -> Result<Reservation<'_, C>, AcquireError> {
+        self.check_permits(k)?;
+        let now = self.now_units();
+        if !self.config.enabled() {
+            return Ok(Reservation::new(self, 0, 0, now, 0, k));
+        }
+        let increment = self.rate.increment(k);
+        match self
+            .state
+            .reserve(now, increment, self.rate.window, max_wait)
+        {
+            Reserve::Now { new_tat } => Ok(Reservation::new(self, new_tat, increment, now, 0, k)),
+            Reserve::Wait { new_tat, wait } => Ok(Reservation::new(
+                self,
+                new_tat,
+                increment,
+                now.saturating_add(wait),
+                wait,
+                k,
+            )),
+            Reserve::Reject { wait } => Err(self.rejected(wait).into()),
+        }
+    }
+
+    /// Takes one permit, waiting for it with `waiter` if it arrives within `max_wait`.
+    ///
+    /// If the waiter is interrupted, the permit goes back by SPEC §3's rule and the call fails with
+    /// [`Reason::Interrupted`].
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("api", config, &clock);
+    /// for _ in 0..3 {
+    ///     l.acquire_with(&mut AdvanceClock).unwrap();
+    /// }
+    /// assert_eq!(clock.now(), 500_000_000); // the third waited for its slot
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_with<W: Wait<C> + ?Sized>(
+        &self,
+        waiter: &mut W,
+    ) -> Result<(), RateLimitExceeded> {
+        let reservation = self.reserve()?;
+        reservation.wait_with(waiter)
+    }
+
+    /// Takes `k` permits as one unit, waiting with `waiter` as [`acquire_with`](Self::acquire_with).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(8, Duration::from_millis(8))?.with_max_wait(Duration::from_millis(8));
+    /// let uart = RateLimiter::new("uart", config, &clock);
+    /// uart.acquire_n_with(8, &mut AdvanceClock).unwrap();
+    /// uart.acquire_n_with(4, &mut AdvanceClock).unwrap();
+    /// assert_eq!(clock.now(), 4_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_n_with<W: Wait<C> + ?Sized>(
+        &self,
+        k: u32,
+        waiter: &mut W,
+    ) -> Result<(), AcquireError> {
+        let reservation = self.reserve_n(k)?;
+        Ok(reservation.wait_with(waiter)?)
+    }
+
+    /// Calls of one permit that would pass right now without waiting, in `0..=permits`. Takes
+    /// nothing.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let l = RateLimiter::new("x", Config::new(10, Duration::from_secs(1)).unwrap(), &clock);
+    /// l.try_acquire_n(10).unwrap();
+    /// assert_eq!(l.available_permits(), 0);
+    /// clock.advance(Duration::from_millis(350));
+    /// assert_eq!(l.available_permits(), 3);
+    /// ```
+    pub fn available_permits(&self) -> u32 {
+        if !self.config.enabled() {
+            return self.config.permits();
+        }
+        gcra::available(
+            self.state.tat(),
+            self.now_units(),
+            self.rate.interval,
+            self.rate.window,
+            self.config.permits(),
+        )
+    }
+
+    /// How long until one permit would pass without waiting: zero if one is there now. Takes
+    /// nothing.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(10, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert_eq!(l.retry_after(), Duration::ZERO);
+    /// l.try_acquire_n(10).unwrap();
+    /// assert_eq!(l.retry_after(), Duration::from_millis(100));
+    /// ```
+    pub fn retry_after(&self) -> Duration {
+        match self.retry_after_n(1) {
+            Ok(d) => d,
+            Err(_) => Duration::ZERO,
+        }
+    }
+
+    /// How long until `k` permits would pass at once without waiting. Takes nothing.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(10, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// l.try_acquire_n(10).unwrap();
+    /// assert_eq!(l.retry_after_n(4).unwrap(), Duration::from_millis(400));
+    /// assert!(l.retry_after_n(11).is_err());
+    /// ```
+    pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
+        self.check_permits(k)?;
+        if !self.config.enabled() {
+            return Ok(Duration::ZERO);
+        }
+        let wait = match gcra::check(
+            self.state.tat(),
+            self.now_units(),
+            self.rate.increment(k),
+            self.rate.window,
+        ) {
+            Ok(_) => 0,
+            Err(wait) => wait,
+        };
+        Ok(TickRate::from_hz(self.rate.unit_hz).duration_ceil(wait))
+    }
+
+    /// Its id, available permits and permits per period. Takes nothing.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(4, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert_eq!(l.snapshot().available_permits, 4);
+    /// ```
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            instance: self.id,
+            available_permits: self.available_permits(),
+            permits: self.config.permits(),
+        }
+    }
+}
+
+impl<C: ManualTime> RateLimiter<C> {
+    /// Takes one permit, waiting for it by advancing the fake clock to its slot: tests never
+    /// sleep. Rejects at once if the permit would take longer than `max_wait`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(5, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
+    /// let l = RateLimiter::new("geocoding", config, &clock);
+    /// for _ in 0..6 { l.acquire().unwrap(); }
+    /// assert_eq!(clock.now(), 200_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire(&self) -> Result<(), RateLimitExceeded> {
+        self.acquire_with(&mut AdvanceClock)
+    }
+
+    /// Takes `k` permits, advancing the fake clock to their slot if they must wait.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("frames", config, &clock);
+    /// l.acquire_n(10).unwrap();
+    /// l.acquire_n(5).unwrap();
+    /// assert_eq!(clock.now(), 500_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_n(&self, k: u32) -> Result<(), AcquireError> {
+        self.acquire_n_with(k, &mut AdvanceClock)
+    }
+}
+
+/// Permits taken now or reserved for a slot: commit it when the work runs, or let it go.
+///
+/// Dropping or [`cancel`](Reservation::cancel)ling a reservation that was not committed returns its
+/// permits, but only if no later call changed the limiter since (it was the last reservation);
+/// otherwise its slot is left unused, since giving it back would let two calls share one slot.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock, RateLimiter};
+/// let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
+/// let l = RateLimiter::new("api", config, ManualClock::new());
+/// l.try_acquire().unwrap();
+/// let a = l.reserve().unwrap(); // slot at 1 s
+/// let b = l.reserve().unwrap(); // slot at 2 s
+/// assert!(!a.cancel()); // b is queued behind a: a's slot stays unused
+/// assert!(b.cancel());  // b was the last: its permit goes back
+/// assert_eq!(l.reserve().unwrap().wait_time(), Duration::from_secs(2));
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[must_use = "a reservation returns its permit when dropped: commit it once the work runs"]
+pub struct Reservation<'a, C: Clock> {
+    limiter: &'a RateLimiter<C>,
+    written: u64,
+    increment: u64,
+    slot: u64,
+    wait: u64,
+    permits: u32,
+    settled: bool,
+}
+
+impl<C: Clock> fmt::Debug for Reservation<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reservation")
+            .field("limiter", &self.limiter.id)
+            .field("permits", &self.permits)
+            .field("slot", &self.slot)
+            .field("wait", &self.wait_time())
+            .finish()
+    }
+}
+
+impl<'a, C: Clock> Reservation<'a, C> {
+    fn new(
+        limiter: &'a RateLimiter<C>,
+        written: u64,
+        increment: u64,
+        slot: u64,
+        wait: u64,
+        permits: u32,
+    ) -> Self {
+        Reservation {
+            limiter,
+            written,
+            increment,
+            slot,
+            wait,
+            permits,
+            settled: false,
+        }
+    }
+
+    /// The limiter this reservation is for.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// let r = l.reserve().unwrap();
+    /// assert_eq!(r.limiter().id(), "x");
+    /// # r.commit();
+    /// ```
+    pub fn limiter(&self) -> &'a RateLimiter<C> {
+        self.limiter
+    }
+
+    /// How many permits it holds.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(4, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert_eq!(l.reserve_n(3).unwrap().permits(), 3);
+    /// ```
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// How long, from when it was made, the caller must wait for the slot (zero if the permits were
+    /// there at once), rounded up to the nanosecond.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert_eq!(l.reserve().unwrap().wait_time(), Duration::ZERO);
+    /// ```
+    pub fn wait_time(&self) -> Duration {
+        TickRate::from_hz(self.limiter.rate.unit_hz).duration_ceil(self.wait)
+    }
+
+    /// The slot as a reading of the limiter's clock (rounded up to a whole tick): the caller may
+    /// run once the clock reads at least this.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let c = Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("x", c, ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// assert_eq!(l.reserve().unwrap().slot(), 1_000_000_000);
+    /// ```
+    pub fn slot(&self) -> u64 {
+        self.limiter.rate.reading_ceil(self.slot)
+    }
+
+    /// How long from now until the slot: zero once it has arrived.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let c = Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("x", c, &clock);
+    /// l.try_acquire().unwrap();
+    /// let r = l.reserve().unwrap();
+    /// clock.advance(Duration::from_millis(300));
+    /// assert_eq!(r.remaining(), Duration::from_millis(700));
+    /// # r.commit();
+    /// ```
+    pub fn remaining(&self) -> Duration {
+        let now = self.limiter.now_units();
+        TickRate::from_hz(self.limiter.rate.unit_hz).duration_ceil(self.slot.saturating_sub(now))
+    }
+
+    /// Whether the slot has arrived.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// let r = l.reserve().unwrap();
+    /// assert!(r.is_ready());
+    /// # r.commit();
+    /// ```
+    pub fn is_ready(&self) -> bool {
+        self.limiter.now_units() >= self.slot
+    }
+
+    /// Keeps the permits: the work runs (or has run).
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// l.reserve().unwrap().commit();
+    /// assert_eq!(l.available_permits(), 0);
+    /// ```
+    pub fn commit(mut self) {
+        self.settled = true;
+    }
+
+    /// Gives the reservation up before its work runs; returns whether its permits went back
+    /// (see [`Reservation`]).
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert!(l.reserve().unwrap().cancel());
+    /// assert_eq!(l.available_permits(), 1);
+    /// ```
+    pub fn cancel(mut self) -> bool {
+        self.release(Reason::Cancelled)
+    }
+
+    /// Gives the reservation up because its waiter was interrupted, and returns the error the
+    /// call should fail with ([`Reason::Interrupted`], `retry_after` the time left to the slot).
+    /// For adapters that implement their own waiting.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter, Reason};
+    /// # use core::time::Duration;
+    /// let c = Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("x", c, ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// let err = l.reserve().unwrap().interrupted();
+    /// assert_eq!((err.reason(), err.retry_after()), (Reason::Interrupted, Duration::from_secs(1)));
+    /// ```
+    pub fn interrupted(mut self) -> RateLimitExceeded {
+        let left = self.slot.saturating_sub(self.limiter.now_units());
+        self.release(Reason::Interrupted);
+        RateLimitExceeded::new(
+            self.limiter.id,
+            Reason::Interrupted,
+            left,
+            self.limiter.rate.unit_hz,
+        )
+    }
+
+    /// Waits for the slot with `waiter`, then commits; if interrupted, gives the permits back and
+    /// fails with [`Reason::Interrupted`].
+    ///
+    /// ```
+    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let c = Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("x", c, &clock);
+    /// l.try_acquire().unwrap();
+    /// l.reserve().unwrap().wait_with(&mut AdvanceClock).unwrap();
+    /// assert_eq!(clock.now(), 1_000_000_000);
+    /// ```
+    pub fn wait_with<W: Wait<C> + ?Sized>(self, waiter: &mut W) -> Result<(), RateLimitExceeded> {
+        if self.wait > 0
+            && !self.is_ready()
+            && waiter.wait_until(&self.limiter.clock, self.slot()).is_err()
+        {
+            return Err(self.interrupted());
+        }
+        self.commit();
+        Ok(())
+    }
+
+    fn release(&mut self, reason: Reason) -> bool {
+        if self.settled {
+            return false;
+        }
+        self.settled = true;
+        if self.increment == 0 {
+            return true;
+        }
+        let returned = self.limiter.state.refund(self.written, self.increment);
+        if let Some(listener) = self.limiter.listener {
+            listener.on_event(&Event::Released {
+                instance: self.limiter.id,
+                permits: self.permits,
+                reason,
+                returned,
+            });
+        }
+        returned
+    }
+}
+
+impl<C: Clock> Drop for Reservation<'_, C> {
+    fn drop(&mut self) {
+        self.release(Reason::Cancelled);
+    }
+}

@@ -1,0 +1,100 @@
+//! The limiter's one word of state, `tat`, and the compare-and-swap loops that move it.
+//!
+//! Every change is one CAS on `tat`; a rejected call only loads it. A call that loses the CAS race
+//! retries at once with the value it just read, and only after many consecutive losses spins with
+//! `core::hint::spin_loop` between tries. Nothing parks, sleeps or takes a lock here (on targets
+//! without 64-bit atomics the "CAS" is a short critical section: see [`crate::sync`]).
+
+use crate::gcra::{self, Reserve};
+use crate::sync::U64Cell;
+
+/// Consecutive CAS losses after which a retry first spins briefly.
+const LOSSES_BEFORE_SPIN: u32 = 16;
+
+/// `tat`: the instant, in the limiter's time unit, at which the next permit arrives. 0 at start,
+/// so a new limiter holds its full burst.
+///
+/// On 64-bit targets the state has a cache line of its own, so that two limiters used by two
+/// cores do not slow each other down (false sharing).
+#[derive(Debug)]
+#[cfg_attr(target_pointer_width = "64", repr(align(128)))]
+pub(crate) struct State {
+    tat: U64Cell,
+}
+
+#[inline(always)]
+fn backoff(losses: &mut u32) {
+    *losses += 1;
+    if *losses > LOSSES_BEFORE_SPIN {
+        for _ in 0..(*losses - LOSSES_BEFORE_SPIN).min(64) {
+            core::hint::spin_loop();
+        }
+    }
+}
+
+impl State {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        State {
+            tat: U64Cell::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        State {
+            tat: U64Cell::new(0),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn tat(&self) -> u64 {
+        self.tat.load()
+    }
+
+    /// Takes `increment` worth of permits if they are there now: `Ok(new_tat)`, or `Err(wait)`.
+    #[inline(always)]
+    pub(crate) fn take(&self, now: u64, increment: u64, window: u64) -> Result<u64, u64> {
+        let mut tat = self.tat.load();
+        let mut losses = 0;
+        loop {
+            let new_tat = gcra::check(tat, now, increment, window)?;
+            match self.tat.compare_exchange_weak(tat, new_tat) {
+                Ok(_) => return Ok(new_tat),
+                Err(found) => tat = found,
+            }
+            backoff(&mut losses);
+        }
+    }
+
+    /// Takes the permits now, or reserves them if they arrive within `max_wait`; the returned
+    /// decision has been applied to the state (a rejection changes nothing).
+    #[inline]
+    pub(crate) fn reserve(&self, now: u64, increment: u64, window: u64, max_wait: u64) -> Reserve {
+        let mut tat = self.tat.load();
+        let mut losses = 0;
+        loop {
+            let decision = gcra::reserve(tat, now, increment, window, max_wait);
+            let new_tat = match decision {
+                Reserve::Now { new_tat } | Reserve::Wait { new_tat, .. } => new_tat,
+                Reserve::Reject { .. } => return decision,
+            };
+            match self.tat.compare_exchange_weak(tat, new_tat) {
+                Ok(_) => return decision,
+                Err(found) => tat = found,
+            }
+            backoff(&mut losses);
+        }
+    }
+
+    /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed
+    /// the state since (SPEC §3). Returns whether the permits went back.
+    #[inline]
+    pub(crate) fn refund(&self, written: u64, increment: u64) -> bool {
+        let tat = self.tat.load();
+        match gcra::refund(tat, written, increment) {
+            Some(back) => self.tat.compare_exchange(tat, back).is_ok(),
+            None => false,
+        }
+    }
+}

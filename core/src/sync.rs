@@ -1,0 +1,129 @@
+//! The one place ritmo-core gets its shared-memory primitive from.
+//!
+//! [`U64Cell`] is a `u64` that several threads (or a thread and an interrupt handler) can load,
+//! store and compare-and-swap. It is backed by:
+//! - `portable_atomic::AtomicU64` on targets with native 64-bit atomics (x86-64, AArch64, RISC-V 64);
+//! - a `critical_section::Mutex<Cell<u64>>` on targets without them (Cortex-M0/M3/M4, RISC-V 32).
+//!   A critical section masks interrupts on a single-core MCU, so an interrupt handler that takes
+//!   permits can never spin on a lock held by the code it interrupted (a seqlock fallback could);
+//! - loom's `AtomicU64` under `--cfg loom`, so the model checker sees every interleaving.
+
+#[cfg(all(not(loom), target_has_atomic = "64"))]
+mod imp {
+    use portable_atomic::{AtomicU64, Ordering};
+
+    #[derive(Debug)]
+    pub(crate) struct U64Cell(AtomicU64);
+
+    impl U64Cell {
+        pub(crate) const fn new(value: u64) -> Self {
+            Self(AtomicU64::new(value))
+        }
+        #[inline(always)]
+        pub(crate) fn load(&self) -> u64 {
+            self.0.load(Ordering::Acquire)
+        }
+        #[inline(always)]
+        pub(crate) fn store(&self, value: u64) {
+            self.0.store(value, Ordering::Release)
+        }
+        /// Replaces `current` with `new`; on failure returns the value found.
+        #[inline(always)]
+        pub(crate) fn compare_exchange(&self, current: u64, new: u64) -> Result<u64, u64> {
+            self.0
+                .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
+        }
+        /// Like `compare_exchange`, but may fail spuriously: for retry loops.
+        #[inline(always)]
+        pub(crate) fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+            self.0
+                .compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Acquire)
+        }
+        #[inline(always)]
+        pub(crate) fn fetch_max(&self, value: u64) -> u64 {
+            self.0.fetch_max(value, Ordering::AcqRel)
+        }
+    }
+}
+
+#[cfg(all(not(loom), not(target_has_atomic = "64")))]
+mod imp {
+    use core::cell::Cell;
+    use critical_section::Mutex;
+
+    #[derive(Debug)]
+    pub(crate) struct U64Cell(Mutex<Cell<u64>>);
+
+    impl U64Cell {
+        pub(crate) const fn new(value: u64) -> Self {
+            Self(Mutex::new(Cell::new(value)))
+        }
+        #[inline]
+        pub(crate) fn load(&self) -> u64 {
+            critical_section::with(|cs| self.0.borrow(cs).get())
+        }
+        #[inline]
+        pub(crate) fn store(&self, value: u64) {
+            critical_section::with(|cs| self.0.borrow(cs).set(value))
+        }
+        #[inline]
+        pub(crate) fn compare_exchange(&self, current: u64, new: u64) -> Result<u64, u64> {
+            critical_section::with(|cs| {
+                let cell = self.0.borrow(cs);
+                let found = cell.get();
+                if found == current {
+                    cell.set(new);
+                    Ok(found)
+                } else {
+                    Err(found)
+                }
+            })
+        }
+        #[inline]
+        pub(crate) fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+            self.compare_exchange(current, new)
+        }
+        #[inline]
+        pub(crate) fn fetch_max(&self, value: u64) -> u64 {
+            critical_section::with(|cs| {
+                let cell = self.0.borrow(cs);
+                let found = cell.get();
+                cell.set(found.max(value));
+                found
+            })
+        }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    use loom::sync::atomic::{AtomicU64, Ordering};
+
+    #[derive(Debug)]
+    pub(crate) struct U64Cell(AtomicU64);
+
+    impl U64Cell {
+        pub(crate) fn new(value: u64) -> Self {
+            Self(AtomicU64::new(value))
+        }
+        pub(crate) fn load(&self) -> u64 {
+            self.0.load(Ordering::Acquire)
+        }
+        pub(crate) fn store(&self, value: u64) {
+            self.0.store(value, Ordering::Release)
+        }
+        pub(crate) fn compare_exchange(&self, current: u64, new: u64) -> Result<u64, u64> {
+            self.0
+                .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
+        }
+        pub(crate) fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+            self.0
+                .compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Acquire)
+        }
+        pub(crate) fn fetch_max(&self, value: u64) -> u64 {
+            self.0.fetch_max(value, Ordering::AcqRel)
+        }
+    }
+}
+
+pub(crate) use imp::U64Cell;

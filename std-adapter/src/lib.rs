@@ -1,0 +1,9 @@
+//! Placeholder adapter: filled in by a later change.
+#![no_std]
+
+/// The crate's version.
+///
+/// ```
+/// assert!(!env!("CARGO_PKG_VERSION").is_empty());
+/// ```
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
