@@ -455,7 +455,7 @@ impl<const N: usize> fmt::Debug for InlineText<N> {
 pub struct ConfigError {
     code: ErrorCode,
     cause: Option<ErrorCode>,
-    text: InlineText<32>,
+    text: Option<InlineText<32>>,
     key: InlineText<56>,
 }
 
@@ -470,7 +470,7 @@ impl ConfigError {
         ConfigError {
             code,
             cause: None,
-            text: InlineText::EMPTY,
+            text: None,
             key: InlineText::EMPTY,
         }
     }
@@ -483,7 +483,7 @@ impl ConfigError {
     /// assert_eq!(e.text(), "geocoding");
     /// ```
     pub fn with_text(mut self, text: &str) -> Self {
-        self.text = InlineText::new(text);
+        self.text = Some(InlineText::new(text));
         self
     }
 
@@ -540,7 +540,10 @@ impl ConfigError {
     /// assert_eq!(parse_duration("1 s").unwrap_err().text(), "1 s");
     /// ```
     pub fn text(&self) -> &str {
-        self.text.as_str()
+        match &self.text {
+            Some(text) => text.as_str(),
+            None => "",
+        }
     }
 
     /// The settings key the error came from, if any.
@@ -575,8 +578,8 @@ impl fmt::Display for ConfigError {
         if let Some(cause) = self.cause {
             write!(f, " ({}: {})", cause.as_str(), cause.description())?;
         }
-        if !self.text.as_str().is_empty() {
-            write!(f, ": {:?}", self.text.as_str())?;
+        if let Some(text) = &self.text {
+            write!(f, ": {:?}", text.as_str())?;
         }
         if let Some(key) = self.key() {
             write!(f, " at key {key}")?;
@@ -595,7 +598,7 @@ impl defmt::Format for ConfigError {
             "{=str}: {=str} {=str} {=str}",
             self.code.as_str(),
             self.code.description(),
-            self.text.as_str(),
+            self.text(),
             self.key.as_str()
         )
     }

@@ -11,9 +11,10 @@
 //!   (for `k = 1` this is the textbook `tat <= now + tau` with `tau = (n - 1) * T`);
 //! - otherwise its last permit arrives at `slot = max(tat, now) + k*T - window`.
 //!
-//! The new `tat` is `max(tat, now) + k*T`. If that sum would overflow a `u64`, the permit would
-//! arrive after the end of the clock's range, so the call is refused with a wait of `u64::MAX`:
-//! saturating there instead would let every later call through.
+//! The new `tat` is `max(tat, now) + k*T`, saturating. Nothing here overflows: the slot is
+//! computed as `max(tat, now) - (window - k*T)` (never negative: `k <= n`), and a state that has
+//! saturated at `u64::MAX` means the next permit arrives after the end of the clock's range, so it
+//! admits nothing more (saturating there and then comparing would let every later call through).
 //!
 //! ```
 //! use ritmo_core::gcra;
@@ -37,14 +38,14 @@
 #[inline(always)]
 pub const fn check(tat: u64, now: u64, increment: u64, window: u64) -> Result<u64, u64> {
     let start = if tat > now { tat } else { now };
-    let Some(new_tat) = start.checked_add(increment) else {
-        return Err(u64::MAX);
-    };
-    let limit = now.saturating_add(window);
-    if new_tat <= limit {
-        Ok(new_tat)
+    // The instant the call's last permit arrives: `start + k*T - window`, without overflow.
+    let slot = start.saturating_sub(window.saturating_sub(increment));
+    if start == u64::MAX {
+        Err(u64::MAX)
+    } else if slot <= now {
+        Ok(start.saturating_add(increment))
     } else {
-        Err(new_tat - limit)
+        Err(slot - now)
     }
 }
 
@@ -90,9 +91,8 @@ pub enum Reserve {
 pub const fn reserve(tat: u64, now: u64, increment: u64, window: u64, max_wait: u64) -> Reserve {
     match check(tat, now, increment, window) {
         Ok(new_tat) => Reserve::Now { new_tat },
-        Err(wait) if wait <= max_wait => Reserve::Wait {
-            // `check` refused only because of the window, so the sum did not overflow.
-            new_tat: (if tat > now { tat } else { now }) + increment,
+        Err(wait) if wait <= max_wait && wait != u64::MAX => Reserve::Wait {
+            new_tat: (if tat > now { tat } else { now }).saturating_add(increment),
             wait,
         },
         Err(wait) => Reserve::Reject { wait },
@@ -108,7 +108,11 @@ pub const fn reserve(tat: u64, now: u64, increment: u64, window: u64, max_wait: 
 /// assert_eq!(available(1000, 100, 100, 1000, 10), 1);
 /// ```
 pub const fn available(tat: u64, now: u64, interval: u64, window: u64, permits: u32) -> u32 {
-    let start = if tat > now { tat } else { now } as u128;
+    let start = if tat > now { tat } else { now };
+    if start == u64::MAX {
+        return 0; // the state is exhausted: see the module docs
+    }
+    let start = start as u128;
     let limit = now as u128 + window as u128;
     if start >= limit || interval == 0 {
         return 0;
@@ -139,5 +143,93 @@ pub const fn refund(tat: u64, written: u64, increment: u64) -> Option<u64> {
         Some(written.saturating_sub(increment))
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `check` in exact `u128` arithmetic, straight from SPEC §3 (plus the exhausted state).
+    fn check_ref(tat: u64, now: u64, inc: u64, window: u64) -> Result<u64, u64> {
+        let start = tat.max(now);
+        if start == u64::MAX {
+            return Err(u64::MAX);
+        }
+        let (start, now, inc, window) = (start as u128, now as u128, inc as u128, window as u128);
+        if start + inc <= now + window {
+            Ok((start + inc).min(u64::MAX as u128) as u64)
+        } else {
+            Err((start + inc - window - now) as u64)
+        }
+    }
+
+    fn edgy() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            Just(0u64),
+            Just(u64::MAX),
+            (0u64..16).prop_map(|d| u64::MAX - d),
+            0u64..1_000,
+            any::<u64>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+        #[test]
+        fn check_matches_exact_arithmetic(
+            tat in edgy(), now in edgy(), t in 1u64..1_000_000, n in 1u64..64, k in 1u64..64,
+        ) {
+            let k = k.min(n);
+            let window = t.saturating_mul(n);
+            let inc = t.saturating_mul(k);
+            prop_assert_eq!(check(tat, now, inc, window), check_ref(tat, now, inc, window));
+        }
+
+        #[test]
+        fn reserve_agrees_with_check(
+            tat in edgy(), now in edgy(), t in 1u64..1_000_000, n in 1u64..64, max_wait in edgy(),
+        ) {
+            let window = t.saturating_mul(n);
+            match (reserve(tat, now, t, window, max_wait), check(tat, now, t, window)) {
+                (Reserve::Now { new_tat }, Ok(expected)) => prop_assert_eq!(new_tat, expected),
+                (Reserve::Wait { new_tat, wait }, Err(w)) => {
+                    prop_assert_eq!(wait, w);
+                    prop_assert!(wait <= max_wait);
+                    prop_assert_eq!(new_tat, tat.max(now).saturating_add(t));
+                }
+                (Reserve::Reject { wait }, Err(w)) => {
+                    prop_assert_eq!(wait, w);
+                    prop_assert!(wait > max_wait || wait == u64::MAX);
+                }
+                (r, c) => prop_assert!(false, "reserve {:?} vs check {:?}", r, c),
+            }
+        }
+
+        #[test]
+        fn available_counts_what_check_admits(
+            tat in 0u64..10_000, now in 0u64..10_000, t in 1u64..500, n in 1u32..20,
+        ) {
+            let window = t * n as u64;
+            let mut state = tat;
+            let mut admitted = 0;
+            while let Ok(next) = check(state, now, t, window) {
+                state = next;
+                admitted += 1;
+            }
+            prop_assert_eq!(available(tat, now, t, window, n), admitted);
+        }
+
+        #[test]
+        fn a_refund_undoes_exactly_the_last_take(tat in 0u64..1 << 40, now in 0u64..1 << 40, t in 1u64..1 << 20) {
+            let window = t * 4;
+            if let Ok(written) = check(tat, now, t, window) {
+                let back = refund(written, written, t).unwrap();
+                prop_assert_eq!(back, tat.max(now));
+                prop_assert_eq!(refund(written + 1, written, t), None);
+            }
+        }
     }
 }
