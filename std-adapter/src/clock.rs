@@ -194,7 +194,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         let (inner1, b, outer1) = (Instant::now(), clock.now(), Instant::now());
         let by_clock = clock.tick_rate().duration_ceil(b - a).as_secs_f64();
-        let (inner, outer) = ((inner1 - inner0).as_secs_f64(), (outer1 - outer0).as_secs_f64());
+        let (inner, outer) = (
+            (inner1 - inner0).as_secs_f64(),
+            (outer1 - outer0).as_secs_f64(),
+        );
         assert!(
             by_clock >= inner * 0.99 && by_clock <= outer * 1.01,
             "clock says {by_clock} s, Instant between {inner} and {outer} s"

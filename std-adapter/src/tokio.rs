@@ -14,7 +14,9 @@
 use core::future::Future;
 use core::time::Duration;
 
-use ritmo_core::{AcquireError, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation, TickRate};
+use ritmo_core::{
+    AcquireError, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation, TickRate,
+};
 
 mod sealed {
     pub trait Sealed {}
