@@ -37,12 +37,12 @@ struct Inner {
 /// use ritmo_std::{BlockingExt, Interrupt};
 ///
 /// let config = Config::new(1, Duration::from_secs(60))?.with_max_wait(Duration::from_secs(120));
-/// let limiter = ritmo_std::limiter("api", config);
+/// let limiter = &ritmo_std::limiter("api", config);
 /// limiter.try_acquire().unwrap(); // the next permit is a minute away
 ///
 /// std::thread::scope(|s| {
 ///     let (tx, rx) = std::sync::mpsc::channel();
-///     let waiter = s.spawn(|| {
+///     let waiter = s.spawn(move || {
 ///         tx.send(Interrupt::current()).unwrap(); // this thread's own token
 ///         let result = limiter.acquire();
 ///         (result, Interrupt::current().is_interrupted())
