@@ -212,11 +212,8 @@ fn main() {
         + (elapsed.as_nanos() * u128::from(o.permits) / o.period.as_nanos()) as u64;
     let configured = f64::from(o.permits) / o.period.as_secs_f64();
     let after_burst = admitted.saturating_sub(u64::from(o.permits)) as f64 / elapsed.as_secs_f64();
-    let mean_wait = if waited > 0 {
-        Duration::from_nanos(counts.waited_nanos.load(Ordering::Relaxed) / waited)
-    } else {
-        Duration::ZERO
-    };
+    let waited_nanos = counts.waited_nanos.load(Ordering::Relaxed);
+    let mean_wait = Duration::from_nanos(waited_nanos.checked_div(waited).unwrap_or(0));
     println!(
         "\nsummary over {:.3} s of the limiter's clock:",
         elapsed.as_secs_f64()

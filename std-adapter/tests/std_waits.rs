@@ -33,7 +33,7 @@ fn an_interrupted_last_waiter_gives_its_slot_to_the_next_caller() {
         let waiter = s.spawn(move || {
             let reservation = limiter.reserve().unwrap();
             tx.send(reservation.slot()).unwrap();
-            reservation.wait_with(&mut ParkWait::with_interrupt(&token))
+            reservation.wait_with(&mut ParkWait::with_interrupt(token))
         });
         let slot = rx.recv().unwrap();
         token.interrupt();
