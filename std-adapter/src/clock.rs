@@ -9,7 +9,14 @@
 //! 10 ns. ritmo's limiter never scales time on the hot path (it converts its config into the
 //! clock's ticks once, when built), so it can use the raw counter directly: [`StdClock`] reads
 //! it through the `quanta` crate and reports the counter's calibrated rate as its
-//! [`TickRate`].
+//! [`TickRate`]. On a busy shared 2-core VM (invariant TSC, 2.45 GHz) a release build measured
+//! 82 ns for `Instant::now()`, 103 ns for [`InstantClock`] (the epoch lookup and conversion on
+//! top), 29 ns for [`StdClock`], and 26 to 36 ns for a whole admitted or rejected
+//! `try_acquire` on it: the ratio, not the absolute numbers, is what carries over.
+//!
+//! A coarse cached clock (a reading refreshed by a background thread) would be cheaper still,
+//! but its granularity is the refresh period, which caps how exact the limiter can be; ritmo
+//! does not ship one.
 //!
 //! | clock | one reading | tick | epoch | when to use |
 //! | --- | --- | --- | --- | --- |
