@@ -110,7 +110,11 @@ impl Interrupt {
     /// assert!(!std::thread::spawn(|| Interrupt::current().is_interrupted()).join().unwrap());
     /// ```
     pub fn current() -> Self {
-        CURRENT.with(Interrupt::clone)
+        // During the thread's own teardown (a wait inside another thread-local's destructor) the
+        // token is gone: such a wait gets a fresh token that nobody else can interrupt.
+        CURRENT
+            .try_with(Interrupt::clone)
+            .unwrap_or_else(|_| Interrupt::new())
     }
 
     /// Sets the flag and wakes every thread waiting on this token. A thread that starts waiting
@@ -264,7 +268,7 @@ impl<C: Clock + ?Sized> Wait<C> for ParkWait {
     fn wait_until(&mut self, clock: &C, deadline: u64) -> Result<(), Interrupted> {
         match &self.interrupt {
             Some(token) => Self::park_until(token, clock, deadline),
-            None => CURRENT.with(|token| Self::park_until(token, clock, deadline)),
+            None => Self::park_until(&Interrupt::current(), clock, deadline),
         }
     }
 }

@@ -95,6 +95,43 @@ fn an_interrupted_waiter_with_others_behind_it_leaves_its_slot_unused() {
 }
 
 #[test]
+fn one_shared_token_interrupts_every_thread_waiting_on_it() {
+    let limiter = &slow_limiter();
+    let shutdown = &Interrupt::new();
+    thread::scope(|s| {
+        let (tx, rx) = mpsc::channel();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let tx = tx.clone();
+                s.spawn(move || {
+                    let reservation = limiter.reserve().unwrap();
+                    tx.send(reservation.slot()).unwrap();
+                    reservation.wait_with(&mut ParkWait::with_interrupt(shutdown))
+                })
+            })
+            .collect();
+        let mut slots: Vec<u64> = (0..3).map(|_| rx.recv().unwrap()).collect();
+        slots.sort_unstable();
+        shutdown.interrupt();
+        for waiter in waiters {
+            assert_eq!(
+                waiter.join().unwrap().unwrap_err().reason(),
+                Reason::Interrupted
+            );
+        }
+        // Whatever order they gave up in, no slot is handed out twice: the next caller gets
+        // one of theirs (each permit returned only while its waiter was the last).
+        let next = limiter.reserve().unwrap();
+        assert!(
+            slots.contains(&next.slot()),
+            "{} not in {slots:?}",
+            next.slot()
+        );
+        next.commit();
+    });
+}
+
+#[test]
 fn acquire_observes_the_thread_token_and_a_set_flag_fails_waits_at_once() {
     let limiter = slow_limiter();
     thread::spawn(move || {
