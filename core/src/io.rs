@@ -50,16 +50,18 @@ impl<E: fmt::Display> fmt::Display for WriteError<E> {
     }
 }
 
-impl<E: core::error::Error + 'static> core::error::Error for WriteError<E> {
+// No `source()` for `Io`: that would need `E: 'static`, which would follow every writer's error
+// type around; `Display` shows it.
+impl<E: core::error::Error> core::error::Error for WriteError<E> {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
-            WriteError::Io(e) => Some(e),
+            WriteError::Io(_) => None,
             WriteError::RateLimited(e) => Some(e),
         }
     }
 }
 
-impl<E: embedded_io::Error + 'static> embedded_io::Error for WriteError<E> {
+impl<E: embedded_io::Error> embedded_io::Error for WriteError<E> {
     fn kind(&self) -> embedded_io::ErrorKind {
         match self {
             WriteError::Io(e) => e.kind(),
@@ -231,17 +233,12 @@ impl<'a, C, W, Wt> RateLimitedWrite<'a, C, W, Wt> {
     }
 }
 
-impl<C, W: embedded_io::ErrorType, Wt> embedded_io::ErrorType for RateLimitedWrite<'_, C, W, Wt>
-where
-    W::Error: 'static,
-{
+impl<C, W: embedded_io::ErrorType, Wt> embedded_io::ErrorType for RateLimitedWrite<'_, C, W, Wt> {
     type Error = WriteError<W::Error>;
 }
 
 impl<C: Clock, W: embedded_io::Write, Wt: Wait<C>> embedded_io::Write
     for RateLimitedWrite<'_, C, W, Wt>
-where
-    W::Error: 'static,
 {
     fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
         if buf.is_empty() {
