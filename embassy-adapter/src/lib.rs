@@ -52,6 +52,19 @@
 //! ```
 //!
 //! A config built in a `const` context must be valid: `const_config!` fails the build otherwise.
+//!
+//! # Testing firmware code on the host
+//!
+//! Enable embassy-time's `mock-driver` (1 MHz ticks) and `generic-queue-8` in your
+//! dev-dependencies, plus `critical-section`'s `std`: then poll the future, see it pending,
+//! `embassy_time::MockDriver::get().advance(..)` to its slot, and poll it ready. The driver is
+//! global, so run such tests one at a time (behind a mutex). This crate's own tests do exactly
+//! that.
+//!
+//! # Features
+//!
+//! - `defmt`: `defmt::Format` for [`EmbassyClock`] and for ritmo-core's errors, snapshots and
+//!   configs.
 #![no_std]
 
 mod clock;
@@ -61,6 +74,9 @@ mod write;
 pub use clock::EmbassyClock;
 pub use wait::AsyncAcquire;
 pub use write::AsyncRateLimitedWrite;
+
+/// The error of [`AsyncRateLimitedWrite`] (and of ritmo-core's blocking writer).
+pub use ritmo_core::WriteError;
 
 /// A limiter on embassy-time's clock.
 ///
