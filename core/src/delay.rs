@@ -13,6 +13,10 @@ use embedded_hal::delay::DelayNs;
 /// Waits for a permit by calling an `embedded_hal::delay::DelayNs` until the limiter's clock
 /// reaches the slot. Never interrupted.
 ///
+/// The limiter's clock must move while the delay runs (a hardware timer does; a fake clock needs a
+/// fake delay that advances it, as below), or the wait never ends. With Embassy, blocking code can
+/// pass `embassy_time::Delay`.
+///
 /// Waiting is the one place that scales time (the ticks left to the slot into nanoseconds for the
 /// delay); taking a permit never does.
 ///

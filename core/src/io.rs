@@ -73,45 +73,35 @@ impl<E: embedded_io::Error> embedded_io::Error for WriteError<E> {
     }
 }
 
-/// How many bytes of a `len`-byte buffer the next chunk holds: at most the limiter's burst.
-///
-/// ```
-/// # use core::time::Duration;
-/// # use ritmo_core::{io::chunk_len, Config, ManualClock, RateLimiter};
-/// let uart = RateLimiter::new("uart", Config::new(960, Duration::from_secs(1))?, ManualClock::new());
-/// assert_eq!(chunk_len(&uart, 4800), 960);
-/// assert_eq!(chunk_len(&uart, 100), 100);
-/// # Ok::<(), ritmo_core::ConfigError>(())
-/// ```
-pub fn chunk_len<C>(limiter: &RateLimiter<C>, len: usize) -> usize {
-    let burst = usize::try_from(limiter.config().permits()).unwrap_or(usize::MAX);
-    len.min(burst)
-}
-
-/// Reserves permits for a chunk of `len` bytes (`1..=permits`, see [`chunk_len`]), waiting as
-/// long as it takes. For adapters that write their own rate-limited sinks (the async writer of
-/// ritmo-embassy).
+/// Reserves permits for the next chunk of a `len`-byte buffer, waiting as long as it takes: a
+/// chunk holds `len` bytes, at most the limiter's burst (`permits`) and at least one; the
+/// reservation's [`permits()`](Reservation::permits) is the chunk's length. For adapters that
+/// write their own rate-limited sinks (the async writer of ritmo-embassy); writers skip empty
+/// buffers before asking.
 ///
 /// ```
 /// # use core::time::Duration;
 /// # use ritmo_core::{io::reserve_chunk, Config, ManualClock, RateLimiter};
 /// let uart = RateLimiter::new("uart", Config::new(10, Duration::from_secs(1))?, ManualClock::new());
-/// uart.try_acquire_n(10).unwrap();
-/// let r = reserve_chunk(&uart, 5).unwrap(); // max_wait is 0, a writer waits anyway
-/// assert_eq!(r.wait_time(), Duration::from_millis(500));
-/// # r.commit();
+/// let burst = reserve_chunk(&uart, 4800).unwrap();
+/// assert_eq!((burst.permits(), burst.wait_time()), (10, Duration::ZERO));
+/// burst.commit();
+/// let next = reserve_chunk(&uart, 5).unwrap(); // max_wait is 0: a writer waits anyway
+/// assert_eq!((next.permits(), next.wait_time()), (5, Duration::from_millis(500)));
+/// # next.commit();
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
 pub fn reserve_chunk<C: Clock>(
     limiter: &RateLimiter<C>,
     len: usize,
 ) -> Result<Reservation<'_, C>, RateLimitExceeded> {
-    let k = u32::try_from(len).unwrap_or(u32::MAX);
+    let burst = limiter.config().permits();
+    let k = u32::try_from(len).map_or(burst, |len| len.clamp(1, burst));
     match limiter.reserve_n_within(k, Duration::MAX) {
         Ok(reservation) => Ok(reservation),
         Err(AcquireError::RateLimited(e)) => Err(e),
         Err(AcquireError::InvalidPermits(_)) => {
-            unreachable!("chunk_len keeps a chunk within 1..=permits")
+            unreachable!("a chunk is within 1..=permits, and a config has permits >= 1")
         }
     }
 }
@@ -244,9 +234,11 @@ impl<C: Clock, W: embedded_io::Write, Wt: Wait<C>> embedded_io::Write
         if buf.is_empty() {
             return self.inner.write(buf).map_err(WriteError::Io);
         }
-        let chunk = &buf[..chunk_len(self.limiter, buf.len())];
-        reserve_chunk(self.limiter, chunk.len())
-            .and_then(|reservation| reservation.wait_with(&mut self.waiter))
+        let reservation =
+            reserve_chunk(self.limiter, buf.len()).map_err(WriteError::RateLimited)?;
+        let chunk = &buf[..reservation.permits() as usize];
+        reservation
+            .wait_with(&mut self.waiter)
             .map_err(WriteError::RateLimited)?;
         self.inner.write_all(chunk).map_err(WriteError::Io)?;
         Ok(chunk.len())

@@ -1,7 +1,7 @@
 //! [`AsyncRateLimitedWrite`]: an `embedded_io_async::Write` limited in bytes per period.
 
 use embedded_io_async::{ErrorType, Write};
-use ritmo_core::io::{chunk_len, reserve_chunk};
+use ritmo_core::io::reserve_chunk;
 use ritmo_core::{RateLimiter, WriteError};
 
 use crate::clock::EmbassyClock;
@@ -132,9 +132,9 @@ impl<W: Write> Write for AsyncRateLimitedWrite<'_, W> {
         if buf.is_empty() {
             return self.inner.write(buf).await.map_err(WriteError::Io);
         }
-        let chunk = &buf[..chunk_len(self.limiter, buf.len())];
         let reservation =
-            reserve_chunk(self.limiter, chunk.len()).map_err(WriteError::RateLimited)?;
+            reserve_chunk(self.limiter, buf.len()).map_err(WriteError::RateLimited)?;
+        let chunk = &buf[..reservation.permits() as usize];
         crate::wait::wait_for(reservation).await;
         self.inner.write_all(chunk).await.map_err(WriteError::Io)?;
         Ok(chunk.len())

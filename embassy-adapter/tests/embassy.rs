@@ -349,3 +349,17 @@ fn dropping_a_write_while_it_waits_writes_nothing_and_returns_the_permits() {
         "permits back"
     );
 }
+
+#[test]
+fn futures_on_a_static_limiter_are_send() {
+    // What an `InterruptExecutor` (or a `SendSpawner`) asks of a task's future.
+    fn assert_send<T: Send>(_: &T) {}
+    let acquire = RADIO.acquire();
+    assert_send(&acquire);
+    let call = RADIO.call(async { 1 });
+    assert_send(&call);
+    let mut buf = [0u8; 8];
+    let mut out = AsyncRateLimitedWrite::new(&mut buf[..], &RADIO);
+    let write = out.write(b"abc");
+    assert_send(&write);
+}
