@@ -1,0 +1,3 @@
+//! placeholder
+#![no_std]
+#![no_main]
