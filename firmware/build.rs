@@ -9,6 +9,11 @@ fn main() {
     println!("cargo:rerun-if-changed=memory.x");
     println!("cargo:rerun-if-changed=build.rs");
 
+    // Only the defmt firmware links defmt's linker script (the others have no defmt logger).
+    if env::var_os("CARGO_FEATURE_DEFMT").is_some() {
+        println!("cargo:rustc-link-arg-bin=defmt_log=-Tdefmt.x");
+    }
+
     println!("cargo::rustc-check-cfg=cfg(board, values(\"microbit\", \"lm3s6965evb\", \"mps2_an386\"))");
     let target = env::var("TARGET").unwrap();
     let board = if target.starts_with("thumbv6m") {
