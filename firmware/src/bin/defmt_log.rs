@@ -24,8 +24,8 @@ fn main() -> ! {
             Err(e) => break e,
         }
     };
-    defmt::info!("ritmo: {=u32} admitted, then {}", admitted, rejection);
+    defmt::println!("ritmo: {=u32} admitted, then {}", admitted, rejection);
     CLOCK.advance(Duration::from_millis(100));
-    defmt::info!("ritmo: after 100 ms {}", RADIO.snapshot());
+    defmt::println!("ritmo: after 100 ms {}", RADIO.snapshot());
     ritmo_firmware::exit(admitted == 10)
 }
