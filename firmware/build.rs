@@ -14,7 +14,9 @@ fn main() {
         println!("cargo:rustc-link-arg-bin=defmt_log=-Tdefmt.x");
     }
 
-    println!("cargo::rustc-check-cfg=cfg(board, values(\"microbit\", \"lm3s6965evb\", \"mps2_an386\"))");
+    println!(
+        "cargo::rustc-check-cfg=cfg(board, values(\"microbit\", \"lm3s6965evb\", \"mps2_an386\"))"
+    );
     let target = env::var("TARGET").unwrap();
     let board = if target.starts_with("thumbv6m") {
         "microbit"

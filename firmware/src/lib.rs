@@ -159,7 +159,11 @@ macro_rules! check {
 /// Ends the emulation: status 0 on success, 1 on failure.
 pub fn exit(success: bool) -> ! {
     use cortex_m_semihosting::debug;
-    debug::exit(if success { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    debug::exit(if success {
+        debug::EXIT_SUCCESS
+    } else {
+        debug::EXIT_FAILURE
+    });
     // Only reached when not run under a semihosting debugger or emulator.
     loop {
         cortex_m::asm::wfi();

@@ -26,17 +26,32 @@ static RADIO: RateLimiter<&ManualClock> =
 /// 10 per second: a burst of 10 passes, the 11th is rejected; 100 ms later exactly one more passes.
 fn scenario(limiter: &RateLimiter<&ManualClock>, clock: &ManualClock, id: &str) {
     for i in 0..10 {
-        check!(limiter.try_acquire().is_ok(), "burst permit {} of {}", i + 1, id);
+        check!(
+            limiter.try_acquire().is_ok(),
+            "burst permit {} of {}",
+            i + 1,
+            id
+        );
     }
     let err = limiter.try_acquire().unwrap_err();
     check!(err.instance_id() == id);
     check!(err.reason() == Reason::NoPermitInTime);
-    check!(err.retry_after() == Duration::from_millis(100), "{:?}", err.retry_after());
+    check!(
+        err.retry_after() == Duration::from_millis(100),
+        "{:?}",
+        err.retry_after()
+    );
     clock.advance(Duration::from_millis(99));
     check!(limiter.try_acquire().is_err(), "a permit came back early");
     clock.advance(Duration::from_millis(1));
-    check!(limiter.try_acquire().is_ok(), "the permit did not come back after 100 ms");
-    check!(limiter.try_acquire().is_err(), "more than one permit came back");
+    check!(
+        limiter.try_acquire().is_ok(),
+        "the permit did not come back after 100 ms"
+    );
+    check!(
+        limiter.try_acquire().is_err(),
+        "more than one permit came back"
+    );
     check!(limiter.available_permits() == 0);
 }
 
@@ -54,7 +69,10 @@ mod registry {
         let config = Config::new(10, Duration::from_secs(1)).unwrap();
         let radio = REGISTRY.get_or_create("radio", config).unwrap();
         let again = REGISTRY.get_or_create("radio", config).unwrap();
-        check!(core::ptr::eq(radio, again), "the registry made a second \"radio\"");
+        check!(
+            core::ptr::eq(radio, again),
+            "the registry made a second \"radio\""
+        );
         scenario(radio, &REG_CLOCK, "radio");
         log!("registry: a static registry's limiter ran the scenario");
     }
@@ -89,7 +107,13 @@ fn real_clock(syst: &mut SYST) {
 
     check!(SENSOR.acquire_with(&mut waiter).is_ok());
     let woke_again = clock.now();
-    check!(woke_again >= slot + interval, "{} < {} + {}", woke_again, slot, interval);
+    check!(
+        woke_again >= slot + interval,
+        "{} < {} + {}",
+        woke_again,
+        slot,
+        interval
+    );
     check!(waiter.delays > 0, "the waiter never delayed");
 
     // The clock never goes back, across at least one SysTick wrap (the 24-bit counter).
@@ -122,8 +146,11 @@ const RACE_RELOAD: u32 = 3_000;
 const RACE_PERIOD: Duration = Duration::from_secs(1);
 
 static RACE_CLOCK: ManualClock = ManualClock::new();
-static SHARED: RateLimiter<&ManualClock> =
-    RateLimiter::new("shared", const_config!(RACE_BURST, RACE_PERIOD), &RACE_CLOCK);
+static SHARED: RateLimiter<&ManualClock> = RateLimiter::new(
+    "shared",
+    const_config!(RACE_BURST, RACE_PERIOD),
+    &RACE_CLOCK,
+);
 
 // Written by the handler only (load + store: Cortex-M0 has no atomic read-modify-write).
 static FIRED: AtomicU32 = AtomicU32::new(0);
@@ -220,10 +247,22 @@ fn race(syst: &mut SYST) {
         fired, preempted, admitted, drained, lost, isr, total, RACE_BURST, advances, rejected,
         ISR_REJECTED.load(Ordering::Relaxed), refunded
     );
-    check!(total == RACE_BURST + advances, "admitted {} != {}", total, RACE_BURST + advances);
-    check!(advances > fired / 4, "time hardly moved: {} advances", advances);
+    check!(
+        total == RACE_BURST + advances,
+        "admitted {} != {}",
+        total,
+        RACE_BURST + advances
+    );
+    check!(
+        advances > fired / 4,
+        "time hardly moved: {} advances",
+        advances
+    );
     check!(isr > 0 && admitted > 0, "one side never got a permit");
-    check!(preempted > 0, "no interrupt landed inside a limiter call: the race was not exercised");
+    check!(
+        preempted > 0,
+        "no interrupt landed inside a limiter call: the race was not exercised"
+    );
     check!(SHARED.available_permits() == 0);
     check!(SHARED.try_acquire().is_err());
 }

@@ -9,8 +9,11 @@ use panic_halt as _;
 use ritmo_core::{const_config, RateLimiter};
 use ritmo_firmware::SysTickClock;
 
-static LIMITER: RateLimiter<SysTickClock> =
-    RateLimiter::new("uart", const_config!(10, Duration::from_secs(1)), SysTickClock);
+static LIMITER: RateLimiter<SysTickClock> = RateLimiter::new(
+    "uart",
+    const_config!(10, Duration::from_secs(1)),
+    SysTickClock,
+);
 
 #[entry]
 fn main() -> ! {
