@@ -46,13 +46,19 @@ pub struct SysTickClock;
 impl SysTickClock {
     /// Starts SysTick as the clock, with its wrap interrupt; the reading starts at 0.
     pub fn start(syst: &mut SYST) {
+        syst.disable_interrupt();
         syst.disable_counter();
-        critical_section::with(|cs| WRAPS.borrow(cs).set(0));
         syst.set_clock_source(SystClkSource::Core);
         syst.set_reload(CLOCK_RELOAD);
         syst.clear_current();
-        syst.enable_interrupt();
         syst.enable_counter();
+        // The counter reads 0 until it first loads the reload value.
+        while SYST::get_current() == 0 {}
+        critical_section::with(|cs| {
+            SCB::clear_pendst();
+            WRAPS.borrow(cs).set(0);
+        });
+        syst.enable_interrupt();
     }
 
     /// Counts one wrap; the SysTick handler calls it while SysTick runs as the clock.
@@ -67,6 +73,7 @@ impl SysTickClock {
 impl Clock for SysTickClock {
     fn now(&self) -> u64 {
         critical_section::with(|cs| {
+            let period = u64::from(CLOCK_RELOAD) + 1;
             let mut wraps = WRAPS.borrow(cs).get();
             let mut current = SYST::get_current();
             // Wrapped, but the handler has not run yet (interrupts are masked here): count that
@@ -75,7 +82,10 @@ impl Clock for SysTickClock {
                 wraps += 1;
                 current = SYST::get_current();
             }
-            wraps * (u64::from(CLOCK_RELOAD) + 1) + u64::from(CLOCK_RELOAD - current)
+            // The counter runs RELOAD, RELOAD - 1, .., 1, 0 and wraps (pends the interrupt) as it
+            // reaches 0: 0 is the first tick of the next period, RELOAD the second.
+            let into_period = (period - u64::from(current)) % period;
+            wraps * period + into_period
         })
     }
 
