@@ -39,7 +39,7 @@ static WRAPS: Mutex<Cell<u64>> = Mutex::new(Cell::new(0));
 
 /// A ritmo clock on SysTick: a 24-bit down-counter at the core clock, extended to 64 bits by
 /// counting its wraps in the SysTick handler ([`SysTickClock::on_wrap`]). Cortex-M0 has no DWT
-/// cycle counter (and QEMU models none), so this is the one clock that runs on every core here.
+/// cycle counter, so SysTick is the one timer every core here has.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SysTickClock;
 
