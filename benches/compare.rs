@@ -192,9 +192,7 @@ fn contention(c: &mut Criterion, tsc: &TscClock) {
         threaded(
             b,
             2,
-            || {
-                [0, 1].map(|_| RateLimiter::with_clock("bench", ritmo_unlimited(), tsc.clone()))
-            },
+            || [0, 1].map(|_| RateLimiter::with_clock("bench", ritmo_unlimited(), tsc.clone())),
             |l, i| assert_ok(l[i].try_acquire().is_ok()),
         )
     });

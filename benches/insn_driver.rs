@@ -54,19 +54,46 @@ const PATHS: &[(&str, &str)] = &[
     ("empty", "the loop alone, subtracted from every other path"),
     ("tsc_read", "one read of the TSC (quanta `Clock::raw`)"),
     ("ritmo_admitted", "try_acquire, TSC clock, admitted"),
-    ("governor_admitted", "check, default (quanta) clock, admitted"),
+    (
+        "governor_admitted",
+        "check, default (quanta) clock, admitted",
+    ),
     ("ritmo_rejected", "try_acquire, TSC clock, rejected"),
-    ("governor_rejected", "check, default (quanta) clock, rejected"),
+    (
+        "governor_rejected",
+        "check, default (quanta) clock, rejected",
+    ),
     ("ritmo_logic_admitted", "try_acquire, ManualClock, admitted"),
-    ("governor_logic_admitted", "check, FakeRelativeClock, admitted"),
+    (
+        "governor_logic_admitted",
+        "check, FakeRelativeClock, admitted",
+    ),
     ("ritmo_logic_rejected", "try_acquire, ManualClock, rejected"),
-    ("governor_logic_rejected", "check, FakeRelativeClock, rejected"),
+    (
+        "governor_logic_rejected",
+        "check, FakeRelativeClock, rejected",
+    ),
     ("ritmo_acquire_4", "try_acquire_n(4), TSC clock, admitted"),
-    ("governor_acquire_4", "check_n(4), default (quanta) clock, admitted"),
-    ("ritmo_rejected_err", "try_acquire, TSC clock, rejected, the error kept"),
-    ("governor_rejected_err", "check, default (quanta) clock, rejected, the error kept"),
-    ("ritmo_admitted_listener", "try_acquire, TSC clock, admitted, listener installed"),
-    ("ritmo_rejected_listener", "try_acquire, TSC clock, rejected, listener installed"),
+    (
+        "governor_acquire_4",
+        "check_n(4), default (quanta) clock, admitted",
+    ),
+    (
+        "ritmo_rejected_err",
+        "try_acquire, TSC clock, rejected, the error kept",
+    ),
+    (
+        "governor_rejected_err",
+        "check, default (quanta) clock, rejected, the error kept",
+    ),
+    (
+        "ritmo_admitted_listener",
+        "try_acquire, TSC clock, admitted, listener installed",
+    ),
+    (
+        "ritmo_rejected_listener",
+        "try_acquire, TSC clock, rejected, listener installed",
+    ),
 ];
 
 fn run(path: &str, n: u64) -> Result<(), String> {
@@ -76,7 +103,9 @@ fn run(path: &str, n: u64) -> Result<(), String> {
         if ok {
             Ok(())
         } else {
-            Err(format!("{path}: the call after the loop took the wrong path"))
+            Err(format!(
+                "{path}: the call after the loop took the wrong path"
+            ))
         }
     };
     match path {
@@ -174,7 +203,10 @@ fn run(path: &str, n: u64) -> Result<(), String> {
 fn main() {
     // `cargo bench` and `cargo test --benches` run this binary too (with `--bench` or nothing):
     // then it lists its paths and exits.
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     let Some(path) = args.first() else {
         println!("insn_driver: run through scripts/instructions; paths:");
         for (name, what) in PATHS {
