@@ -18,10 +18,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Bencher, Criterion};
 use governor::clock::FakeRelativeClock;
-use ritmo::{ManualClock, RateLimiter};
+use ritmo::std::StdClock;
+use ritmo::{Clock, ManualClock, RateLimiter, Registry};
 
 mod support;
-use support::{TscClock, governor_hourly, governor_unlimited, ritmo_hourly, ritmo_unlimited};
+use support::{governor_hourly, governor_unlimited, ritmo_hourly, ritmo_unlimited};
 
 type Governor<C = governor::clock::DefaultClock> = governor::RateLimiter<
     governor::state::NotKeyed,
@@ -78,12 +79,12 @@ fn threaded<L: Sync>(
     });
 }
 
-fn admitted(c: &mut Criterion, tsc: &TscClock) {
+fn admitted(c: &mut Criterion, clock: &StdClock) {
     let mut g = c.benchmark_group("admitted");
     g.bench_function("ritmo", |b| {
         fresh(
             b,
-            || RateLimiter::with_clock("bench", ritmo_unlimited(), tsc.clone()),
+            || RateLimiter::with_clock("bench", ritmo_unlimited(), clock.clone()),
             |l| assert_ok(l.try_acquire().is_ok()),
         )
     });
@@ -97,10 +98,10 @@ fn admitted(c: &mut Criterion, tsc: &TscClock) {
     g.finish();
 }
 
-fn rejected(c: &mut Criterion, tsc: &TscClock) {
+fn rejected(c: &mut Criterion, clock: &StdClock) {
     let mut g = c.benchmark_group("rejected");
     g.bench_function("ritmo", |b| {
-        let l = RateLimiter::with_clock("bench", ritmo_hourly(), tsc.clone());
+        let l = RateLimiter::with_clock("bench", ritmo_hourly(), clock.clone());
         l.try_acquire().expect("the one permit");
         b.iter(|| assert_err(black_box(&l).try_acquire().is_err()))
     });
@@ -144,12 +145,12 @@ fn logic(c: &mut Criterion) {
     g.finish();
 }
 
-fn acquire_n(c: &mut Criterion, tsc: &TscClock) {
+fn acquire_n(c: &mut Criterion, clock: &StdClock) {
     let mut g = c.benchmark_group("acquire_4_admitted");
     g.bench_function("ritmo", |b| {
         fresh(
             b,
-            || RateLimiter::with_clock("bench", ritmo_unlimited(), tsc.clone()),
+            || RateLimiter::with_clock("bench", ritmo_unlimited(), clock.clone()),
             |l| assert_ok(l.try_acquire_n(4).is_ok()),
         )
     });
@@ -163,14 +164,49 @@ fn acquire_n(c: &mut Criterion, tsc: &TscClock) {
     g.finish();
 }
 
-fn contention(c: &mut Criterion, tsc: &TscClock) {
+/// A limiter found by name once in a registry, then used through the reference it returned
+/// (nothing is looked up per call), beside governor's direct limiter; and, for scale, governor's
+/// keyed limiter, its way of naming quotas, which looks the key up on every call.
+fn registry(c: &mut Criterion, clock: &StdClock) {
+    let mut g = c.benchmark_group("registry_handle_admitted");
+    g.bench_function("ritmo", |b| {
+        let registry: Registry<StdClock, 4> = Registry::new(clock.clone());
+        b.iter_custom(|iters| {
+            let l = registry
+                .get_or_create("geocoding", ritmo_unlimited())
+                .expect("room for one");
+            let start = Instant::now();
+            for _ in 0..iters {
+                assert_ok(black_box(l).try_acquire().is_ok());
+            }
+            start.elapsed()
+        })
+    });
+    g.bench_function("governor", |b| {
+        fresh(
+            b,
+            || Governor::direct(governor_unlimited()),
+            |l| assert_ok(l.check().is_ok()),
+        )
+    });
+    g.bench_function("governor_keyed", |b| {
+        fresh(
+            b,
+            || governor::RateLimiter::hashmap(governor_unlimited()),
+            |l| assert_ok(l.check_key(&"geocoding").is_ok()),
+        )
+    });
+    g.finish();
+}
+
+fn contention(c: &mut Criterion, clock: &StdClock) {
     for threads in [1, 2] {
         let mut g = c.benchmark_group(format!("one_limiter_{threads}_threads"));
         g.bench_function("ritmo", |b| {
             threaded(
                 b,
                 threads,
-                || RateLimiter::with_clock("bench", ritmo_unlimited(), tsc.clone()),
+                || RateLimiter::with_clock("bench", ritmo_unlimited(), clock.clone()),
                 |l, _| assert_ok(l.try_acquire().is_ok()),
             )
         });
@@ -192,7 +228,7 @@ fn contention(c: &mut Criterion, tsc: &TscClock) {
         threaded(
             b,
             2,
-            || [0, 1].map(|_| RateLimiter::with_clock("bench", ritmo_unlimited(), tsc.clone())),
+            || [0, 1].map(|_| RateLimiter::with_clock("bench", ritmo_unlimited(), clock.clone())),
             |l, i| assert_ok(l[i].try_acquire().is_ok()),
         )
     });
@@ -207,9 +243,9 @@ fn contention(c: &mut Criterion, tsc: &TscClock) {
     g.finish();
 }
 
-fn clock_read(c: &mut Criterion, tsc: &TscClock) {
+fn clock_read(c: &mut Criterion, clock: &StdClock) {
     let mut g = c.benchmark_group("clock");
-    g.bench_function("tsc_read", |b| b.iter(|| black_box(tsc).raw()));
+    g.bench_function("std_clock_read", |b| b.iter(|| black_box(clock).now()));
     g.bench_function("instant_now", |b| b.iter(Instant::now));
     g.finish();
 }
@@ -253,6 +289,7 @@ fn print_ratios(dir: &Path, since: SystemTime) {
         "logic_admitted",
         "logic_rejected",
         "acquire_4_admitted",
+        "registry_handle_admitted",
         "one_limiter_1_threads",
         "one_limiter_2_threads",
         "two_limiters_2_threads",
@@ -276,7 +313,10 @@ fn print_ratios(dir: &Path, since: SystemTime) {
     for (g, r, gov) in rows {
         println!("{g:<24} {r:>9.2} {gov:>9.2} {:>16.3}", r / gov);
     }
-    for f in ["tsc_read", "instant_now"] {
+    if let Some(t) = median_ns(dir, "registry_handle_admitted", "governor_keyed", since) {
+        println!("{:<24} {:>9} {t:>9.2}", "(governor, keyed by id)", "");
+    }
+    for f in ["std_clock_read", "instant_now"] {
         if let Some(t) = median_ns(dir, "clock", f, since) {
             println!("{:<24} {t:>9.2}", format!("clock/{f}"));
         }
@@ -292,13 +332,14 @@ fn main() {
         .measurement_time(Duration::from_secs(2))
         .sample_size(40)
         .configure_from_args();
-    let tsc = TscClock::new();
-    admitted(&mut c, &tsc);
-    rejected(&mut c, &tsc);
+    let clock = StdClock::new();
+    admitted(&mut c, &clock);
+    rejected(&mut c, &clock);
     logic(&mut c);
-    acquire_n(&mut c, &tsc);
-    contention(&mut c, &tsc);
-    clock_read(&mut c, &tsc);
+    acquire_n(&mut c, &clock);
+    registry(&mut c, &clock);
+    contention(&mut c, &clock);
+    clock_read(&mut c, &clock);
     c.final_summary();
     print_ratios(&dir, since);
 }

@@ -18,10 +18,11 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use governor::clock::FakeRelativeClock;
-use ritmo::{Event, Listener, ManualClock, RateLimiter};
+use ritmo::std::StdClock;
+use ritmo::{Clock, Event, Listener, ManualClock, RateLimiter, Registry};
 
 mod support;
-use support::{TscClock, governor_hourly, governor_unlimited, ritmo_hourly, ritmo_unlimited};
+use support::{governor_hourly, governor_unlimited, ritmo_hourly, ritmo_unlimited};
 
 type Governor<C = governor::clock::DefaultClock> = governor::RateLimiter<
     governor::state::NotKeyed,
@@ -52,13 +53,16 @@ static EVENTS: Counting = Counting(AtomicU64::new(0));
 
 const PATHS: &[(&str, &str)] = &[
     ("empty", "the loop alone, subtracted from every other path"),
-    ("tsc_read", "one read of the TSC (quanta `Clock::raw`)"),
-    ("ritmo_admitted", "try_acquire, TSC clock, admitted"),
+    (
+        "clock_read",
+        "one read of the default clock (StdClock: the TSC through quanta)",
+    ),
+    ("ritmo_admitted", "try_acquire, default clock, admitted"),
     (
         "governor_admitted",
         "check, default (quanta) clock, admitted",
     ),
-    ("ritmo_rejected", "try_acquire, TSC clock, rejected"),
+    ("ritmo_rejected", "try_acquire, default clock, rejected"),
     (
         "governor_rejected",
         "check, default (quanta) clock, rejected",
@@ -73,14 +77,21 @@ const PATHS: &[(&str, &str)] = &[
         "governor_logic_rejected",
         "check, FakeRelativeClock, rejected",
     ),
-    ("ritmo_acquire_4", "try_acquire_n(4), TSC clock, admitted"),
+    (
+        "ritmo_registry",
+        "try_acquire through a registry's handle, default clock, admitted",
+    ),
+    (
+        "ritmo_acquire_4",
+        "try_acquire_n(4), default clock, admitted",
+    ),
     (
         "governor_acquire_4",
         "check_n(4), default (quanta) clock, admitted",
     ),
     (
         "ritmo_rejected_err",
-        "try_acquire, TSC clock, rejected, the error kept",
+        "try_acquire, default clock, rejected, the error kept",
     ),
     (
         "governor_rejected_err",
@@ -88,17 +99,17 @@ const PATHS: &[(&str, &str)] = &[
     ),
     (
         "ritmo_admitted_listener",
-        "try_acquire, TSC clock, admitted, listener installed",
+        "try_acquire, default clock, admitted, listener installed",
     ),
     (
         "ritmo_rejected_listener",
-        "try_acquire, TSC clock, rejected, listener installed",
+        "try_acquire, default clock, rejected, listener installed",
     ),
 ];
 
 fn run(path: &str, n: u64) -> Result<(), String> {
     let four = NonZeroU32::new(4).unwrap();
-    let tsc = TscClock::new();
+    let clock = StdClock::new();
     let expect = |ok: bool| {
         if ok {
             Ok(())
@@ -112,15 +123,15 @@ fn run(path: &str, n: u64) -> Result<(), String> {
         "empty" => {
             // The same loop doing nothing but what every path does besides its call: store the
             // reference, load it back (`black_box`), store a one-word result.
-            measured(&tsc, n, |c| std::ptr::from_ref(c));
+            measured(&clock, n, |c| std::ptr::from_ref(c));
             Ok(())
         }
-        "tsc_read" => {
-            measured(&tsc, n, |c| c.raw());
+        "clock_read" => {
+            measured(&clock, n, |c| c.now());
             Ok(())
         }
         "ritmo_admitted" => {
-            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), tsc);
+            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), clock);
             measured(&l, n, |l| l.try_acquire().is_ok());
             expect(l.try_acquire().is_ok())
         }
@@ -130,7 +141,7 @@ fn run(path: &str, n: u64) -> Result<(), String> {
             expect(l.check().is_ok())
         }
         "ritmo_rejected" => {
-            let l = RateLimiter::with_clock("insn", ritmo_hourly(), tsc);
+            let l = RateLimiter::with_clock("insn", ritmo_hourly(), clock);
             l.try_acquire().map_err(|e| e.to_string())?;
             measured(&l, n, |l| l.try_acquire().is_ok());
             expect(l.try_acquire().is_err())
@@ -163,8 +174,16 @@ fn run(path: &str, n: u64) -> Result<(), String> {
             measured(&l, n, |l| l.check().is_ok());
             expect(l.check().is_err())
         }
+        "ritmo_registry" => {
+            let registry: Registry<StdClock, 4> = Registry::new(clock);
+            let l = registry
+                .get_or_create("geocoding", ritmo_unlimited())
+                .map_err(|e| e.to_string())?;
+            measured(l, n, |l| l.try_acquire().is_ok());
+            expect(l.try_acquire().is_ok())
+        }
         "ritmo_acquire_4" => {
-            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), tsc);
+            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), clock);
             measured(&l, n, |l| l.try_acquire_n(4).is_ok());
             expect(l.try_acquire_n(4).is_ok())
         }
@@ -174,7 +193,7 @@ fn run(path: &str, n: u64) -> Result<(), String> {
             expect(matches!(l.check_n(four), Ok(Ok(()))))
         }
         "ritmo_rejected_err" => {
-            let l = RateLimiter::with_clock("insn", ritmo_hourly(), tsc);
+            let l = RateLimiter::with_clock("insn", ritmo_hourly(), clock);
             l.try_acquire().map_err(|e| e.to_string())?;
             measured(&l, n, |l| l.try_acquire());
             expect(l.try_acquire().is_err())
@@ -186,12 +205,13 @@ fn run(path: &str, n: u64) -> Result<(), String> {
             expect(l.check().is_err())
         }
         "ritmo_admitted_listener" => {
-            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), tsc).with_listener(&EVENTS);
+            let l =
+                RateLimiter::with_clock("insn", ritmo_unlimited(), clock).with_listener(&EVENTS);
             measured(&l, n, |l| l.try_acquire().is_ok());
             expect(l.try_acquire().is_ok() && EVENTS.0.load(Ordering::Relaxed) == 0)
         }
         "ritmo_rejected_listener" => {
-            let l = RateLimiter::with_clock("insn", ritmo_hourly(), tsc).with_listener(&EVENTS);
+            let l = RateLimiter::with_clock("insn", ritmo_hourly(), clock).with_listener(&EVENTS);
             l.try_acquire().map_err(|e| e.to_string())?;
             measured(&l, n, |l| l.try_acquire().is_ok());
             expect(l.try_acquire().is_err() && EVENTS.0.load(Ordering::Relaxed) == n + 1)
@@ -222,6 +242,12 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if path == "clock_kind" {
+        // For scripts/instructions: whether the default clock reads the TSC here.
+        let counter = StdClock::new().is_counter();
+        println!("{}", if counter { "tsc" } else { "os" });
+        return;
+    }
     if let Err(e) = run(path, n) {
         eprintln!("insn_driver: {e}");
         std::process::exit(1);

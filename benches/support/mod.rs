@@ -1,47 +1,15 @@
-//! What the benches share: a TSC clock for ritmo and the quotas both libraries are given.
+//! What the benches share: the quotas both libraries are given.
+//!
+//! ritmo runs on its default server clock, `ritmo::std::StdClock` (the CPU's time-stamp counter
+//! through quanta, its tick rate measured at start-up), governor on its default, quanta's clock
+//! too: both read the same counter.
 
 #![allow(dead_code)] // each bench binary uses part of it
 
 use core::num::NonZeroU32;
 use core::time::Duration;
 
-use ritmo::{Clock, Config, TickRate};
-
-/// The CPU's time-stamp counter through `quanta::Clock::raw()`, the counter governor's default
-/// clock reads too, with its tick rate measured once at start-up. ritmo converts its config to
-/// these ticks when the limiter is built, so a call reads the counter and never scales it.
-#[derive(Debug, Clone)]
-pub struct TscClock {
-    clock: quanta::Clock,
-    hz: u64,
-}
-
-impl TscClock {
-    /// Calibrates (quanta measures the counter against the OS clock once per process).
-    pub fn new() -> Self {
-        let clock = quanta::Clock::new();
-        let span: u64 = 1 << 40;
-        let nanos = clock.delta_as_nanos(0, span).max(1);
-        let hz = (u128::from(span) * 1_000_000_000 / u128::from(nanos)) as u64;
-        TscClock { clock, hz }
-    }
-
-    /// The raw counter, for measuring what a bare read costs.
-    #[inline]
-    pub fn raw(&self) -> u64 {
-        self.clock.raw()
-    }
-}
-
-impl Clock for TscClock {
-    #[inline]
-    fn now(&self) -> u64 {
-        self.clock.raw()
-    }
-    fn tick_rate(&self) -> TickRate {
-        TickRate::from_hz(self.hz)
-    }
-}
+use ritmo::Config;
 
 /// A quota no benchmark can spend: a burst of `u32::MAX`, one permit per nanosecond (the finest
 /// rate ritmo accepts), so every measured call is admitted.
