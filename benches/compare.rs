@@ -5,9 +5,9 @@
 //! shared and noisy, so compare the ratios within one run, not absolute times across runs.
 //!
 //! ```text
-//! cargo bench --bench compare                  # everything (about a minute)
+//! cargo bench --bench compare                  # everything (about 2.5 minutes)
 //! cargo bench --bench compare -- admitted      # one group
-//! cargo test --benches                         # smoke: each function runs once
+//! cargo bench --bench compare -- --test        # smoke: each function runs once
 //! ```
 
 use std::hint::black_box;
