@@ -7,8 +7,9 @@ use crate::clock::{Clock, FixedRateClock, ManualTime, TickRate};
 use crate::config::Config;
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
+use crate::gcra::Refused;
 use crate::gcra::{self, Reserve};
-use crate::state::State;
+use crate::state::{State, Take};
 use crate::wait::{AdvanceClock, Wait};
 
 /// A config converted into the limiter's time unit, once, when the limiter is built.
@@ -26,6 +27,10 @@ struct Rate {
     window: u64,
     /// `max_wait`, rounded down.
     max_wait: u64,
+    /// `window - interval + 1` (never overflows: `window >= interval >= 1`), the bound a single
+    /// permit is checked against on the hot path; 0 on a disabled limiter, so that the hot path
+    /// never admits there and the slow path lets the call through without counting it.
+    limit: u64,
     /// Readings are shifted left by this many bits into units.
     shift: u32,
     /// The largest reading that shifts without overflow.
@@ -52,6 +57,11 @@ impl Rate {
             interval,
             window,
             max_wait,
+            limit: if config.enabled() {
+                window - interval + 1
+            } else {
+                0
+            },
             shift,
             max_reading: u64::MAX >> shift,
             unit_hz: saturate(unit_hz),
@@ -151,6 +161,9 @@ pub struct RateLimiter<C> {
     id: &'static str,
     config: Config,
     listener: Option<&'static dyn Listener>,
+    /// Enabled and without a listener: a rejection only returns its error. One flag, so that the
+    /// rejected path tests one byte instead of two things.
+    plain_reject: bool,
     clock: C,
 }
 
@@ -222,6 +235,7 @@ impl<C> RateLimiter<C> {
             id,
             config,
             listener: None,
+            plain_reject: config.enabled(),
             clock,
         }
     }
@@ -234,6 +248,7 @@ impl<C> RateLimiter<C> {
             id,
             config,
             listener: None,
+            plain_reject: config.enabled(),
             clock,
         }
     }
@@ -255,6 +270,7 @@ impl<C> RateLimiter<C> {
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
         self.listener = Some(listener);
+        self.plain_reject = false;
         self
     }
 
@@ -303,21 +319,43 @@ impl<C> RateLimiter<C> {
         }
     }
 
-    #[cold]
+    /// The error for a call rejected with `wait` units to go, published to the listener if there
+    /// is one. Inline and small: the listener call itself is out of line.
+    #[inline]
     fn rejected(&self, wait: u64) -> RateLimitExceeded {
         let error =
             RateLimitExceeded::new(self.id, Reason::NoPermitInTime, wait, self.rate.unit_hz);
         if let Some(listener) = self.listener {
-            listener.on_event(&Event::Rejected(error));
+            publish_rejected(listener, error);
         }
         error
     }
 }
 
+/// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
+/// as the straight path.
+#[cold]
+#[inline(always)]
+fn unlikely() {}
+
+#[cold]
+#[inline(never)]
+fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
+    listener.on_event(&Event::Rejected(error));
+}
+
 impl<C: Clock> RateLimiter<C> {
+    /// The clock's reading in units. Clocks of 1 GHz and more (a TSC, `ManualClock`) need no
+    /// shift: one predictable branch skips the shift and its saturation check.
     #[inline(always)]
     fn now_units(&self) -> u64 {
-        self.rate.units(self.clock.now())
+        let reading = self.clock.now();
+        if self.rate.shift == 0 {
+            reading
+        } else {
+            unlikely();
+            self.rate.units(reading)
+        }
     }
 
     /// Takes one permit if it is there now; never waits.
@@ -329,15 +367,55 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.try_acquire().is_ok());
     /// assert!(l.try_acquire().is_err());
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self) -> Result<(), RateLimitExceeded> {
+        // A disabled limiter has `limit` 0: `take` refuses without touching the state, and the
+        // call passes in `refused_slow`.
+        // The state is loaded before the limiter's constants are read, so that the compiler
+        // reads each constant where it is used (the acquire load keeps it from sinking them).
+        let now = self.now_units();
+        let tat = self.state.tat();
+        let verdict = match gcra::check_limit(tat, now, self.rate.interval, self.rate.limit) {
+            Ok(new_tat) => match self.state.replace(tat, new_tat) {
+                Ok(()) => Ok(()),
+                Err(found) => self.take_contended(found, now, self.rate.interval, self.rate.limit),
+            },
+            Err(refused) if self.plain_reject => Err(refused.wait()),
+            Err(refused) => self.refused_slow(refused),
+        };
+        // The error is built here, inline, from the wait alone: a caller that only asks
+        // `is_ok()` does not pay for it, and no slow path returns 40 bytes through memory.
+        verdict.map_err(|wait| self.error(wait))
+    }
+
+    #[inline(always)]
+    fn error(&self, wait: u64) -> RateLimitExceeded {
+        RateLimitExceeded::new(self.id, Reason::NoPermitInTime, wait, self.rate.unit_hz)
+    }
+
+    /// A refusal on a limiter that is disabled (the call passes: `Ok`) or has a listener
+    /// (published; `Err(wait)`).
+    #[cold]
+    #[inline(never)]
+    fn refused_slow(&self, refused: Refused) -> Result<(), u64> {
         if !self.config.enabled() {
             return Ok(());
         }
-        let now = self.now_units();
-        match self.state.take(now, self.rate.interval, self.rate.window) {
+        let wait = refused.wait();
+        if let Some(listener) = self.listener {
+            listener.on_event(&Event::Rejected(self.error(wait)));
+        }
+        Err(wait)
+    }
+
+    /// A call that lost the CAS race: decides again, out of line. `Err(wait)` if refused.
+    #[cold]
+    #[inline(never)]
+    fn take_contended(&self, found: u64, now: u64, increment: u64, limit: u64) -> Result<(), u64> {
+        match self.state.take_contended(found, now, increment, limit) {
             Ok(_) => Ok(()),
-            Err(wait) => Err(self.rejected(wait)),
+            Err(refused) if self.plain_reject => Err(refused.wait()),
+            Err(refused) => self.refused_slow(refused),
         }
     }
 
@@ -359,13 +437,16 @@ impl<C: Clock> RateLimiter<C> {
             return Ok(());
         }
         let now = self.now_units();
-        match self
-            .state
-            .take(now, self.rate.increment(k), self.rate.window)
-        {
-            Ok(_) => Ok(()),
-            Err(wait) => Err(self.rejected(wait).into()),
-        }
+        let increment = self.rate.increment(k);
+        // `increment <= window` since `k <= permits`.
+        let limit = self.rate.window - increment + 1;
+        let verdict = match self.state.take(now, increment, limit) {
+            Take::Taken => Ok(()),
+            Take::Refused(refused) if self.plain_reject => Err(refused.wait()),
+            Take::Refused(refused) => self.refused_slow(refused),
+            Take::Lost(found) => self.take_contended(found, now, increment, limit),
+        };
+        verdict.map_err(|wait| self.error(wait).into())
     }
 
     /// Takes one permit now, or reserves the next one if it arrives within the config's

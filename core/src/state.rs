@@ -5,8 +5,19 @@
 //! `core::hint::spin_loop` between tries. Nothing parks, sleeps or takes a lock here (on targets
 //! without 64-bit atomics the "CAS" is a short critical section: see [`crate::sync`]).
 
-use crate::gcra::{self, Reserve};
+use crate::gcra::{self, Refused, Reserve};
 use crate::sync::U64Cell;
+
+/// What [`State::take`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Take {
+    /// The permits were taken.
+    Taken,
+    /// They are not there now; nothing changed.
+    Refused(Refused),
+    /// Another call changed the state first (it now holds the value given): decide again.
+    Lost(u64),
+}
 
 /// Consecutive CAS losses after which a retry first spins briefly.
 const LOSSES_BEFORE_SPIN: u32 = 16;
@@ -52,13 +63,47 @@ impl State {
         self.tat.load()
     }
 
-    /// Takes `increment` worth of permits if they are there now: `Ok(new_tat)`, or `Err(wait)`.
+    /// Replaces `current` with `new` (one CAS, which may fail spuriously); on failure returns the
+    /// value found. For a caller that decided from [`tat`](Self::tat) itself.
     #[inline(always)]
-    pub(crate) fn take(&self, now: u64, increment: u64, window: u64) -> Result<u64, u64> {
-        let mut tat = self.tat.load();
+    pub(crate) fn replace(&self, current: u64, new: u64) -> Result<(), u64> {
+        match self.tat.compare_exchange_weak(current, new) {
+            Ok(_) => Ok(()),
+            Err(found) => Err(found),
+        }
+    }
+
+    /// Takes `increment` worth of permits if they are there now, with one load and one CAS.
+    /// `limit` is `window - increment + 1`, or 0 to admit nothing (see [`gcra::check_limit`]).
+    ///
+    /// A lost CAS is returned as it is ([`Take::Lost`]): the caller continues with
+    /// [`take_contended`](Self::take_contended) out of line, so that the retry loop's bookkeeping
+    /// costs the fast path nothing.
+    #[inline(always)]
+    pub(crate) fn take(&self, now: u64, increment: u64, limit: u64) -> Take {
+        let tat = self.tat.load();
+        match gcra::check_limit(tat, now, increment, limit) {
+            Ok(new_tat) => match self.tat.compare_exchange_weak(tat, new_tat) {
+                Ok(_) => Take::Taken,
+                Err(found) => Take::Lost(found),
+            },
+            Err(refused) => Take::Refused(refused),
+        }
+    }
+
+    /// [`take`](Self::take) after a lost CAS: retries with the value found, spinning briefly after
+    /// many consecutive losses. `Ok(new_tat)` once taken.
+    #[inline]
+    pub(crate) fn take_contended(
+        &self,
+        mut tat: u64,
+        now: u64,
+        increment: u64,
+        limit: u64,
+    ) -> Result<u64, Refused> {
         let mut losses = 0;
         loop {
-            let new_tat = gcra::check(tat, now, increment, window)?;
+            let new_tat = gcra::check_limit(tat, now, increment, limit)?;
             match self.tat.compare_exchange_weak(tat, new_tat) {
                 Ok(_) => return Ok(new_tat),
                 Err(found) => tat = found,

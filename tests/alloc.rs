@@ -1,0 +1,190 @@
+//! No call allocates: every path of a limiter, run many times under a counting global allocator,
+//! asserts exactly 0 allocations and 0 bytes.
+//!
+//! Its own test binary without the test harness (`harness = false` in Cargo.toml): the allocator
+//! counts every thread, so nothing else may run while a path is measured. The counting allocator
+//! is `stats_alloc`'s, since ritmo forbids `unsafe` and a `GlobalAlloc` implementation needs it.
+
+use std::alloc::System;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ritmo::std::{BlockingExt, StdClock};
+use ritmo::{Config, Event, Listener, ManualClock, RateLimiter, Registry};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Calls per path.
+const CALLS: u32 = 1000;
+
+/// Runs `call` once unmeasured (anything lazily set up on first use is not a per-call cost),
+/// then `CALLS` times measured; fails unless nothing was allocated.
+fn assert_no_allocation(path: &str, mut call: impl FnMut()) {
+    call();
+    let region = Region::new(GLOBAL);
+    for _ in 0..CALLS {
+        call();
+    }
+    let stats = region.change();
+    println!(
+        "{path:<44} {} allocations, {} reallocations, {} bytes in {CALLS} calls",
+        stats.allocations, stats.reallocations, stats.bytes_allocated
+    );
+    assert_eq!(
+        (
+            stats.allocations,
+            stats.reallocations,
+            stats.bytes_allocated
+        ),
+        (0, 0, 0),
+        "{path} allocated"
+    );
+}
+
+fn config(permits: u32, period: Duration) -> Config {
+    Config::new(permits, period).expect("a valid config")
+}
+
+#[derive(Debug)]
+struct Counting(AtomicU64);
+
+impl Listener for Counting {
+    fn on_event(&self, _event: &Event) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+static EVENTS: Counting = Counting(AtomicU64::new(0));
+
+fn core_paths() {
+    let clock = ManualClock::new();
+    let max_wait = Duration::from_secs(1);
+
+    let unlimited = RateLimiter::new("admitted", config(u32::MAX, Duration::from_secs(5)), &clock);
+    assert_no_allocation("try_acquire, admitted", || {
+        assert!(unlimited.try_acquire().is_ok());
+    });
+    assert_no_allocation("try_acquire_n(3), admitted", || {
+        assert!(unlimited.try_acquire_n(3).is_ok());
+    });
+    assert_no_allocation("try_acquire_n(0), invalid", || {
+        assert!(unlimited.try_acquire_n(0).is_err());
+    });
+
+    let spent = RateLimiter::new("rejected", config(1, Duration::from_secs(3600)), &clock);
+    spent.try_acquire().unwrap();
+    assert_no_allocation("try_acquire, rejected (the error kept)", || {
+        let err = spent.try_acquire().unwrap_err();
+        assert_eq!(err.instance_id(), "rejected");
+    });
+    assert_no_allocation("try_acquire, rejected, error displayed to a sink", || {
+        use std::fmt::Write;
+        struct Sink;
+        impl Write for Sink {
+            fn write_str(&mut self, _: &str) -> std::fmt::Result {
+                Ok(())
+            }
+        }
+        let err = spent.try_acquire().unwrap_err();
+        write!(Sink, "{err}").unwrap();
+    });
+    assert_no_allocation("reserve, rejected beyond max_wait", || {
+        assert!(spent.reserve().is_err());
+    });
+
+    let heard = RateLimiter::new("listened", config(1, Duration::from_secs(3600)), &clock)
+        .with_listener(&EVENTS);
+    heard.try_acquire().unwrap();
+    assert_no_allocation("try_acquire, rejected, listener installed", || {
+        assert!(heard.try_acquire().is_err());
+    });
+
+    let paced = RateLimiter::new(
+        "paced",
+        config(10, Duration::from_secs(1)).with_max_wait(max_wait),
+        &clock,
+    );
+    assert_no_allocation("reserve then commit (reserved)", || {
+        paced.reserve().unwrap().commit();
+        clock.advance(Duration::from_millis(100)); // one permit back for the next call
+    });
+    assert_no_allocation("reserve then cancel (refunded)", || {
+        assert!(paced.reserve().unwrap().cancel());
+    });
+    assert_no_allocation("reserve then drop (refunded)", || {
+        drop(paced.reserve().unwrap());
+    });
+    while paced.try_acquire().is_ok() {} // the burst spent: every acquire below waits
+    assert_no_allocation("acquire on ManualClock (waited)", || {
+        let before = ritmo::Clock::now(&clock);
+        paced.acquire().unwrap();
+        assert!(
+            ritmo::Clock::now(&clock) > before,
+            "the call waited for its slot"
+        );
+    });
+    assert_no_allocation("acquire_n(2) on ManualClock (waited)", || {
+        paced.acquire_n(2).unwrap();
+    });
+    assert_no_allocation("available_permits, retry_after, snapshot", || {
+        let _ = (
+            paced.available_permits(),
+            paced.retry_after(),
+            paced.snapshot(),
+        );
+    });
+}
+
+fn registry_paths() {
+    let clock = ManualClock::new();
+    let registry: Registry<&ManualClock, 4> = Registry::new(&clock);
+    let five = config(5, Duration::from_secs(1)).with_max_wait(Duration::from_secs(1));
+    let handle = registry.get_or_create("geocoding", five).unwrap();
+    assert_no_allocation("registry handle: acquire (waited)", || {
+        handle.acquire().unwrap();
+    });
+    assert_no_allocation("registry handle: try_acquire_n(5) (rejected)", || {
+        handle.try_acquire_n(5).unwrap_err();
+    });
+    assert_no_allocation("registry: get_or_create of an existing id", || {
+        assert!(std::ptr::eq(
+            registry.get_or_create("geocoding", five).unwrap(),
+            handle
+        ));
+    });
+}
+
+fn std_paths() {
+    let clock = StdClock::new();
+    let unlimited = RateLimiter::with_clock(
+        "std",
+        config(u32::MAX, Duration::from_nanos(u64::from(u32::MAX))),
+        clock.clone(),
+    );
+    assert_no_allocation("StdClock: try_acquire, admitted", || {
+        assert!(unlimited.try_acquire().is_ok());
+    });
+    // 10 000 per second with a wait of up to 1 s: after the burst every call parks for its slot
+    // (about 100 µs), so the measured calls wait for real.
+    let paced = RateLimiter::with_clock(
+        "std-paced",
+        config(10_000, Duration::from_secs(1)).with_max_wait(Duration::from_secs(1)),
+        clock,
+    );
+    paced.try_acquire_n(10_000).unwrap();
+    assert_no_allocation("StdClock: blocking acquire (waited)", || {
+        BlockingExt::acquire(&paced).unwrap();
+    });
+    assert_no_allocation("StdClock: call wrapper", || {
+        assert_eq!(paced.call(|| 7).unwrap(), 7);
+    });
+}
+
+fn main() {
+    core_paths();
+    registry_paths();
+    std_paths();
+    println!("tests/alloc.rs: no path allocated");
+}
