@@ -8,6 +8,10 @@ mod error;
 mod event;
 pub mod gcra;
 mod limiter;
+#[cfg(feature = "defmt")]
+mod log;
+pub mod registry;
+pub mod settings;
 mod state;
 mod sync;
 mod wait;
@@ -17,4 +21,8 @@ pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duratio
 pub use error::{AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason};
 pub use event::{Event, Listener};
 pub use limiter::{RateLimiter, Reservation, Snapshot};
+#[cfg(feature = "defmt")]
+pub use log::DefmtListener;
+pub use registry::Registry;
+pub use settings::{Overrides, Setting, Settings};
 pub use wait::{AdvanceClock, Interrupted, Wait};

@@ -1,6 +1,9 @@
 //! Placeholder adapter: filled in by a later change.
 #![no_std]
 
+#[cfg(feature = "serde")]
+pub mod settings;
+
 /// The crate's version.
 ///
 /// ```
