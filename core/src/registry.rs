@@ -10,8 +10,8 @@
 //! critical section.
 //!
 //! The program must provide a critical-section implementation, as for any user of the
-//! `critical-section` crate: on a server, the `std` feature of `critical-section` in the binary's
-//! `Cargo.toml`; on a microcontroller, the one its HAL or `cortex-m` provides.
+//! `critical-section` crate: on a server, `ritmo-std` (the `std` feature of `ritmo`) brings std's;
+//! on a microcontroller, the one its HAL or `cortex-m` provides.
 
 use core::fmt;
 

@@ -1,5 +1,45 @@
-//! Placeholder adapter: filled in by a later change.
-#![no_std]
+//! The std adapter of ritmo: a fast server clock, blocking waits with interruption, call
+//! wrappers, and (feature `tokio`) async waits.
+//!
+//! - [`StdClock`], the default: a raw CPU counter read (~10 ns) whose rate is calibrated once;
+//!   [`InstantClock`] on `std::time::Instant` (~25 ns, constant tick rate, `static` limiters).
+//!   The [`clock` module docs](crate::clock) say how they were chosen.
+//! - [`limiter`] / [`StdRateLimiter`]: a limiter on a [`StdClock`] in one line.
+//! - [`BlockingExt`]: `acquire()` / `acquire_n(k)` park the thread until their slot;
+//!   `call(|| work())`, `call_n`, `try_call` run work only once a permit is had.
+//! - [`Interrupt`] / [`ParkWait`]: interrupt a waiting thread from another one; its permit goes
+//!   back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
+//! - `AsyncExt` and `TokioClock` (feature `tokio`): `acquire_async().await`, `call_async(fut)`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use ritmo_core::Config;
+//! use ritmo_std::BlockingExt;
+//!
+//! let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(250));
+//! let search = ritmo_std::limiter("search", config);
+//! for _ in 0..10 {
+//!     search.acquire()?; // the burst passes at once
+//! }
+//! let hits = search.call(|| 3)?; // parks ~100 ms for the next permit, then runs
+//! assert_eq!((hits, search.available_permits()), (3, 0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod blocking;
+pub mod clock;
+#[cfg(feature = "tokio")]
+mod tokio;
+mod wait;
+
+pub use blocking::BlockingExt;
+pub use clock::{InstantClock, StdClock};
+#[cfg(feature = "tokio")]
+pub use tokio::{AsyncExt, TokioClock};
+pub use wait::{Interrupt, ParkWait};
+
+use ritmo_core::{Config, RateLimiter};
 
 #[cfg(feature = "serde")]
 pub mod settings;
@@ -7,6 +47,36 @@ pub mod settings;
 /// The crate's version.
 ///
 /// ```
-/// assert!(!env!("CARGO_PKG_VERSION").is_empty());
+/// assert!(!ritmo_std::VERSION.is_empty());
 /// ```
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A limiter on the default server clock.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_std::StdRateLimiter;
+/// struct Client {
+///     limiter: StdRateLimiter,
+/// }
+/// let client = Client {
+///     limiter: ritmo_std::limiter("api", ritmo_core::Config::new(5, Duration::from_secs(1))?),
+/// };
+/// assert_eq!(client.limiter.available_permits(), 5);
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+pub type StdRateLimiter = RateLimiter<StdClock>;
+
+/// A limiter named `id` on a new [`StdClock`]: the usual way to make one on a server.
+///
+/// ```
+/// use std::time::Duration;
+/// let api = ritmo_std::limiter("api", ritmo_core::Config::new(2, Duration::from_secs(1))?);
+/// assert!(api.try_acquire().is_ok());
+/// assert!(api.try_acquire().is_ok());
+/// assert!(api.try_acquire().is_err());
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+pub fn limiter(id: &'static str, config: Config) -> StdRateLimiter {
+    RateLimiter::with_clock(id, config, StdClock::new())
+}

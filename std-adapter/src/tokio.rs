@@ -1,0 +1,239 @@
+//! Async waits on tokio's timer ([`AsyncExt`]), and [`TokioClock`], a clock on
+//! `tokio::time::Instant` (feature `tokio`).
+//!
+//! A call that must wait is a future that sleeps with `tokio::time::sleep_until` until its slot,
+//! without blocking a thread. Dropping the future before its slot drops its reservation, which
+//! gives the permit back by SPEC §3's rule (and the wrapped work, never polled, never runs); once
+//! the slot has arrived the permit is kept, also if the work's future is dropped half-way.
+//!
+//! Any clock works: the time left to the slot is converted with the clock's tick rate, slept,
+//! and the clock read again. In tests with tokio's paused time (`start_paused = true`,
+//! `tokio::time::advance`), use [`TokioClock`]: it reads tokio's clock, so the limiter sees the
+//! paused time too, while [`StdClock`](crate::StdClock) keeps reading the CPU's.
+
+use core::future::Future;
+use core::time::Duration;
+
+use ritmo_core::{
+    AcquireError, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation, TickRate,
+};
+
+mod sealed {
+    pub trait Sealed {}
+    impl<C: ritmo_core::Clock> Sealed for ritmo_core::RateLimiter<C> {}
+}
+
+/// Async waits and call wrappers for a [`RateLimiter`] on any clock (feature `tokio`).
+///
+/// A rejection is an `Err` at once; a waiting call sleeps on tokio's timer until its slot.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_core::Config;
+/// use ritmo_std::AsyncExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = Config::new(2, Duration::from_millis(20))?.with_max_wait(Duration::from_millis(50));
+/// let limiter = ritmo_std::limiter("search", config);
+/// limiter.acquire_async().await?; // the burst of 2
+/// limiter.acquire_async().await?;
+/// let hits = limiter.call_async(async { 42 }).await?; // sleeps ~10 ms, then runs
+/// assert_eq!(hits, 42);
+/// # Ok(())
+/// # }
+/// ```
+pub trait AsyncExt: sealed::Sealed {
+    /// Takes one permit, sleeping until its slot if it arrives within `max_wait`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::{Config, Reason};
+    /// use ritmo_std::AsyncExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// assert!(limiter.acquire_async().await.is_ok());
+    /// let err = limiter.acquire_async().await.unwrap_err(); // max_wait 0: at once
+    /// assert_eq!(err.reason(), Reason::NoPermitInTime);
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn acquire_async(&self) -> impl Future<Output = Result<(), RateLimitExceeded>>;
+
+    /// Takes `k` permits as one unit, sleeping until their slot if it arrives within `max_wait`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::AsyncExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let uart = ritmo_std::limiter("uart", Config::new(64, Duration::from_millis(10))?);
+    /// assert!(uart.acquire_n_async(64).await.is_ok());
+    /// assert!(uart.acquire_n_async(65).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn acquire_n_async(&self, k: u32) -> impl Future<Output = Result<(), AcquireError>>;
+
+    /// Runs the future `work` once a permit is had; rejected (or dropped before its slot), it is
+    /// never polled.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::AsyncExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// assert_eq!(limiter.call_async(async { "ok" }).await, Ok("ok"));
+    /// assert!(limiter.call_async(async { unreachable!() }).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn call_async<F: Future>(
+        &self,
+        work: F,
+    ) -> impl Future<Output = Result<F::Output, RateLimitExceeded>>;
+
+    /// Runs the fallible future `work` once a permit is had; a rejection becomes the caller's
+    /// error type through `From<RateLimitExceeded>`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::{Config, RateLimitExceeded};
+    /// use ritmo_std::AsyncExt;
+    ///
+    /// #[derive(Debug)]
+    /// struct Busy(RateLimitExceeded);
+    /// impl From<RateLimitExceeded> for Busy {
+    ///     fn from(e: RateLimitExceeded) -> Self { Busy(e) }
+    /// }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// assert_eq!(limiter.try_call_async(async { Ok::<_, Busy>(1) }).await.unwrap(), 1);
+    /// assert!(limiter.try_call_async(async { Ok::<_, Busy>(2) }).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn try_call_async<T, E, F>(&self, work: F) -> impl Future<Output = Result<T, E>>
+    where
+        E: From<RateLimitExceeded>,
+        F: Future<Output = Result<T, E>>;
+}
+
+/// Sleeps until the reservation's slot, then keeps it. Dropped before that, the reservation
+/// goes with it and gives its permits back.
+async fn wait_for_slot<C: Clock>(reservation: Reservation<'_, C>) {
+    let clock = reservation.limiter().clock();
+    let deadline = reservation.slot();
+    let rate = clock.tick_rate();
+    loop {
+        let now = clock.now();
+        if now >= deadline {
+            break;
+        }
+        let left = rate.duration_ceil(deadline - now);
+        tokio::time::sleep_until(tokio::time::Instant::now() + left).await;
+    }
+    reservation.commit();
+}
+
+impl<C: Clock> AsyncExt for RateLimiter<C> {
+    async fn acquire_async(&self) -> Result<(), RateLimitExceeded> {
+        wait_for_slot(self.reserve()?).await;
+        Ok(())
+    }
+
+    async fn acquire_n_async(&self, k: u32) -> Result<(), AcquireError> {
+        wait_for_slot(self.reserve_n(k)?).await;
+        Ok(())
+    }
+
+    async fn call_async<F: Future>(&self, work: F) -> Result<F::Output, RateLimitExceeded> {
+        self.acquire_async().await?;
+        Ok(work.await)
+    }
+
+    async fn try_call_async<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        E: From<RateLimitExceeded>,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.acquire_async().await?;
+        work.await
+    }
+}
+
+/// A clock on `tokio::time::Instant`: nanoseconds since the clock was made. Under tokio's paused
+/// test clock it reads the paused time, so limiters on it follow `tokio::time::advance`.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_core::{Clock, Config, RateLimiter};
+/// use ritmo_std::{AsyncExt, TokioClock};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+/// let clock = TokioClock::new();
+/// let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
+/// let limiter = RateLimiter::new("api", config, clock);
+/// limiter.acquire_async().await.unwrap();
+/// limiter.acquire_async().await.unwrap(); // paused time jumps to the slot
+/// assert!(clock.now() >= 1_000_000_000);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokioClock {
+    epoch: tokio::time::Instant,
+}
+
+impl TokioClock {
+    /// A clock reading 0 now.
+    ///
+    /// ```
+    /// use ritmo_core::Clock;
+    /// assert!(ritmo_std::TokioClock::new().now() < 1_000_000_000);
+    /// ```
+    pub fn new() -> Self {
+        TokioClock {
+            epoch: tokio::time::Instant::now(),
+        }
+    }
+
+    /// The instant a reading stands for.
+    ///
+    /// ```
+    /// use ritmo_core::Clock;
+    /// let clock = ritmo_std::TokioClock::new();
+    /// assert!(clock.instant_at(clock.now()) <= tokio::time::Instant::now());
+    /// ```
+    pub fn instant_at(&self, reading: u64) -> tokio::time::Instant {
+        self.epoch + Duration::from_nanos(reading)
+    }
+}
+
+impl Default for TokioClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for TokioClock {
+    #[inline]
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    #[inline]
+    fn tick_rate(&self) -> TickRate {
+        TickRate::NANOS
+    }
+}
+
+impl FixedRateClock for TokioClock {
+    const TICK_RATE: TickRate = TickRate::NANOS;
+}
