@@ -244,3 +244,110 @@ fn three_threads_reserve_cancel_and_commit() {
     });
     assert!(runs > 1);
 }
+
+/// The registry's claim protocol (`Registry::get_or_create`), modelled with loom's primitives:
+/// look for the id in the filled slots without a lock; if it is not there, take the critical
+/// section (here a loom `Mutex`), look again, and fill the first empty slot. Slots are filled in
+/// order and never emptied; a filled slot is published with `Release` and read with `Acquire`,
+/// as `once_cell` does.
+///
+/// The real `Registry` cannot run under loom: its critical section (the `critical-section`
+/// crate's std implementation) is a process-wide mutex plus a thread-local "already inside" flag,
+/// and loom runs every model thread on one OS thread, so the flag would make each critical
+/// section look nested (no exclusion at all); and its slots are `once_cell` cells on std atomics,
+/// which loom cannot see, so it would find no interleavings to explore. RELIABILITY.md says the
+/// same; `tests/registry.rs` races the real one on real threads.
+mod registry_protocol {
+    use super::*;
+    use loom::sync::Mutex;
+    use loom::sync::atomic::AtomicUsize;
+
+    const EMPTY: usize = 0;
+
+    pub struct Model<const N: usize> {
+        slots: [AtomicUsize; N],
+        claim: Mutex<()>,
+    }
+
+    impl<const N: usize> Model<N> {
+        pub fn new() -> Self {
+            Model {
+                slots: core::array::from_fn(|_| AtomicUsize::new(EMPTY)),
+                claim: Mutex::new(()),
+            }
+        }
+
+        /// The slot holding `id` (non-zero), created if need be; `Err(())` when full.
+        pub fn get_or_create(&self, id: usize) -> Result<usize, ()> {
+            for (i, slot) in self.slots.iter().enumerate() {
+                match slot.load(Ordering::Acquire) {
+                    EMPTY => break,
+                    found if found == id => return Ok(i),
+                    _ => {}
+                }
+            }
+            let _section = self.claim.lock().unwrap();
+            for (i, slot) in self.slots.iter().enumerate() {
+                match slot.load(Ordering::Acquire) {
+                    EMPTY => {
+                        slot.store(id, Ordering::Release);
+                        return Ok(i);
+                    }
+                    found if found == id => return Ok(i),
+                    _ => {}
+                }
+            }
+            Err(())
+        }
+
+        pub fn filled(&self) -> Vec<usize> {
+            self.slots
+                .iter()
+                .map(|s| s.load(Ordering::Acquire))
+                .filter(|&v| v != EMPTY)
+                .collect()
+        }
+    }
+}
+
+/// Three threads register one id at once: every one gets the same slot, and exactly one slot
+/// is filled.
+#[test]
+fn racing_registrations_of_one_id_yield_one_limiter() {
+    let runs = explore(|| {
+        let registry = Arc::new(registry_protocol::Model::<2>::new());
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let registry = registry.clone();
+                thread::spawn(move || registry.get_or_create(7))
+            })
+            .collect();
+        let got: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(got, [Ok(0), Ok(0), Ok(0)]);
+        assert_eq!(registry.filled(), [7]);
+    });
+    assert!(runs > 1);
+}
+
+/// Two ids race for the last slot while a third thread registers one of them again: one id
+/// wins the slot, the other is told the registry is full, and the repeat gets the winner's slot
+/// if it repeated the winner.
+#[test]
+fn racing_registrations_never_overfill_the_registry() {
+    let runs = explore(|| {
+        let registry = Arc::new(registry_protocol::Model::<1>::new());
+        let spawn = |id| {
+            let registry = registry.clone();
+            thread::spawn(move || registry.get_or_create(id))
+        };
+        let (a, b, again) = (spawn(1), spawn(2), spawn(1));
+        let (a, b, again) = (a.join().unwrap(), b.join().unwrap(), again.join().unwrap());
+        let filled = registry.filled();
+        assert_eq!(filled.len(), 1);
+        match filled[0] {
+            1 => assert_eq!((a, b, again), (Ok(0), Err(()), Ok(0))),
+            _ => assert_eq!((a, b, again), (Err(()), Ok(0), Err(()))),
+        }
+    });
+    assert!(runs > 1);
+}
