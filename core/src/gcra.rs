@@ -86,11 +86,15 @@ pub enum Reserve {
 /// assert_eq!(reserve(1000, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1200, wait: 200 });
 /// assert_eq!(reserve(1200, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1400, wait: 400 });
 /// assert_eq!(reserve(1400, 0, 200, 1000, 500), Reserve::Reject { wait: 600 });
+/// // Waiting "forever" still refuses once the state is exhausted (past the end of the range).
+/// assert_eq!(reserve(u64::MAX, 0, 200, 1000, u64::MAX), Reserve::Reject { wait: u64::MAX });
 /// ```
 #[inline]
 pub const fn reserve(tat: u64, now: u64, increment: u64, window: u64, max_wait: u64) -> Reserve {
     match check(tat, now, increment, window) {
         Ok(new_tat) => Reserve::Now { new_tat },
+        // `u64::MAX` means the permit would arrive past the end of the clock's range: refused
+        // even with an unbounded `max_wait`.
         Err(wait) if wait <= max_wait && wait != u64::MAX => Reserve::Wait {
             new_tat: (if tat > now { tat } else { now }).saturating_add(increment),
             wait,

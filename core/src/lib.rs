@@ -4,9 +4,14 @@
 
 mod clock;
 mod config;
+#[cfg(feature = "embedded-hal")]
+mod delay;
 mod error;
 mod event;
 pub mod gcra;
+#[cfg(feature = "embedded-io")]
+#[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
+pub mod io;
 mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
@@ -18,8 +23,14 @@ mod wait;
 
 pub use clock::{Clock, FixedRateClock, ManualClock, ManualTime, TickRate};
 pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duration};
+#[cfg(feature = "embedded-hal")]
+#[cfg_attr(docsrs, doc(cfg(feature = "embedded-hal")))]
+pub use delay::DelayWait;
 pub use error::{AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason};
 pub use event::{Event, Listener};
+#[cfg(feature = "embedded-io")]
+#[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
+pub use io::{RateLimitedWrite, WriteError};
 pub use limiter::{RateLimiter, Reservation, Snapshot};
 #[cfg(feature = "defmt")]
 pub use log::DefmtListener;

@@ -1,9 +1,98 @@
-//! Placeholder adapter: filled in by a later change.
+//! The Embassy adapter of ritmo: an embassy-time clock and async waits for microcontrollers.
+//!
+//! - [`EmbassyClock`] reads embassy-time's ticks as they are. Its tick rate is
+//!   `embassy_time::TICK_HZ`, a constant, so a limiter on it converts its config into ticks when
+//!   it is built, stays `const`-constructible (a `static`), and taking a permit never scales
+//!   time, at 1 MHz or 32768 Hz alike.
+//! - [`AsyncAcquire`] gives such a limiter `acquire().await`, `acquire_n(k).await` and
+//!   `call(future).await`: a rejection is an `Err` at once; a call whose permit arrives within
+//!   the config's `max_wait` reserves it and sleeps on `embassy_time::Timer::at` until its slot,
+//!   without blocking the executor. Dropping the future before its slot gives the permit back
+//!   (when no later call queued behind it) and the work never runs; work that started keeps it.
+//! - [`AsyncRateLimitedWrite`] limits an `embedded_io_async::Write` (a UART, a radio) to the
+//!   limiter's permits in bytes per period.
+//!
+//! The crate never picks embassy-time's tick rate or time driver: the application does, with
+//! embassy-time's `tick-hz-*` feature and its HAL's driver (or `std` on a host).
+//!
+//! # Firmware
+//!
+//! ```no_run
+//! use core::time::Duration;
+//! use embedded_io_async::Write;
+//! use ritmo_core::{const_config, RateLimiter};
+//! use ritmo_embassy::{AsyncAcquire, AsyncRateLimitedWrite, EmbassyClock};
+//!
+//! // 36 radio frames per hour (a 1% duty cycle), bursts of at most 36, waiting up to a minute.
+//! static RADIO: RateLimiter<EmbassyClock> = RateLimiter::new(
+//!     "radio",
+//!     const_config!(36, Duration::from_secs(3600)).with_max_wait(Duration::from_secs(60)),
+//!     EmbassyClock,
+//! );
+//! // 960 bytes per second: what a peer reading 9600 baud can take.
+//! static UART: RateLimiter<EmbassyClock> =
+//!     RateLimiter::new("uart", const_config!(960, Duration::from_secs(1)), EmbassyClock);
+//!
+//! // An Embassy task (`#[embassy_executor::task]`) sending frames.
+//! async fn radio_task() {
+//!     loop {
+//!         match RADIO.acquire().await {
+//!             Ok(()) => { /* send a frame */ }
+//!             Err(e) => embassy_time::Timer::after_millis(e.retry_after().as_millis() as u64).await,
+//!         }
+//!     }
+//! }
+//!
+//! // A task logging through a UART (any `embedded_io_async::Write`).
+//! async fn log_task<W: Write>(uart: W) -> Result<(), ritmo_core::WriteError<W::Error>> {
+//!     let mut out = AsyncRateLimitedWrite::new(uart, &UART);
+//!     out.write_all(b"a long report, paced to the peer\r\n").await
+//! }
+//! # let _ = (radio_task, log_task::<&mut [u8]>);
+//! ```
+//!
+//! A config built in a `const` context must be valid: `const_config!` fails the build otherwise.
+//!
+//! # Testing firmware code on the host
+//!
+//! Enable embassy-time's `mock-driver` (1 MHz ticks) and `generic-queue-8` in your
+//! dev-dependencies, plus `critical-section`'s `std`: then poll the future, see it pending,
+//! `embassy_time::MockDriver::get().advance(..)` to its slot, and poll it ready. The driver is
+//! global, so run such tests one at a time (behind a mutex). This crate's own tests do exactly
+//! that.
+//!
+//! # Features
+//!
+//! - `defmt`: `defmt::Format` for [`EmbassyClock`] and for ritmo-core's errors, snapshots and
+//!   configs.
 #![no_std]
+
+mod clock;
+mod wait;
+mod write;
+
+pub use clock::EmbassyClock;
+pub use wait::AsyncAcquire;
+pub use write::AsyncRateLimitedWrite;
+
+/// The error of [`AsyncRateLimitedWrite`] (and of ritmo-core's blocking writer).
+pub use ritmo_core::WriteError;
+
+/// A limiter on embassy-time's clock.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::const_config;
+/// use ritmo_embassy::{EmbassyClock, EmbassyRateLimiter};
+/// static API: EmbassyRateLimiter =
+///     EmbassyRateLimiter::new("api", const_config!(10, Duration::from_secs(1)), EmbassyClock);
+/// assert_eq!(API.id(), "api");
+/// ```
+pub type EmbassyRateLimiter = ritmo_core::RateLimiter<EmbassyClock>;
 
 /// The crate's version.
 ///
 /// ```
-/// assert!(!env!("CARGO_PKG_VERSION").is_empty());
+/// assert!(!ritmo_embassy::VERSION.is_empty());
 /// ```
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,39 @@
+//! [`EmbassyClock`]: embassy-time's ticks, as they are.
+
+use ritmo_core::{Clock, FixedRateClock, TickRate};
+
+/// embassy-time's clock: `now()` is `embassy_time::Instant::now().as_ticks()`, at
+/// `embassy_time::TICK_HZ` ticks per second (the application's `tick-hz-*` choice).
+///
+/// A zero-sized [`FixedRateClock`]: a limiter on it is built in a `const` context and converts
+/// its config into embassy ticks once; the hot path reads the driver and compares.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{const_config, FixedRateClock, RateLimiter, TickRate};
+/// use ritmo_embassy::EmbassyClock;
+///
+/// assert_eq!(EmbassyClock::TICK_RATE, TickRate::from_hz(embassy_time::TICK_HZ));
+/// static SENSOR: RateLimiter<EmbassyClock> =
+///     RateLimiter::new("sensor", const_config!(5, Duration::from_secs(1)), EmbassyClock);
+/// # let _ = &SENSOR;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EmbassyClock;
+
+impl Clock for EmbassyClock {
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        embassy_time::Instant::now().as_ticks()
+    }
+
+    #[inline]
+    fn tick_rate(&self) -> TickRate {
+        Self::TICK_RATE
+    }
+}
+
+impl FixedRateClock for EmbassyClock {
+    const TICK_RATE: TickRate = TickRate::from_hz(embassy_time::TICK_HZ);
+}

@@ -1,0 +1,150 @@
+//! Async waits: `acquire().await` sleeps on an embassy-time `Timer` until the reserved slot.
+
+use core::future::Future;
+
+use embassy_time::{Instant, Timer};
+use ritmo_core::{AcquireError, RateLimitExceeded, RateLimiter, Reservation};
+
+use crate::clock::EmbassyClock;
+
+/// Async acquires on a limiter on [`EmbassyClock`].
+///
+/// Each method returns a future that does nothing until first polled. Then it takes the permits
+/// if they are there, fails at once if they would arrive later than the config's `max_wait`, or
+/// reserves them and sleeps on `embassy_time::Timer::at(slot)`. Waiters are served in the order
+/// they reserved (FIFO): each knows its own slot, so they never race when it comes.
+///
+/// Dropping the future while it sleeps gives the reservation up: its permits go back if no later
+/// call reserved after it (otherwise its slot stays unused, so no two calls share one), and
+/// [`call`](AsyncAcquire::call)'s work never runs. Once the work has started, the permit is kept.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{const_config, RateLimiter};
+/// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+///
+/// static GPS: RateLimiter<EmbassyClock> = RateLimiter::new(
+///     "gps",
+///     const_config!(2, Duration::from_secs(1)).with_max_wait(Duration::from_secs(1)),
+///     EmbassyClock,
+/// );
+///
+/// async fn poll_gps() -> Result<u32, ritmo_core::RateLimitExceeded> {
+///     GPS.acquire().await?; // sleeps until this call's slot if the burst is spent
+///     Ok(42) // read the receiver
+/// }
+/// # let _ = poll_gps;
+/// ```
+pub trait AsyncAcquire {
+    /// Takes one permit, sleeping until its slot if it arrives within `max_wait`.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{const_config, RateLimiter};
+    /// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+    /// static LED: RateLimiter<EmbassyClock> =
+    ///     RateLimiter::new("led", const_config!(4, Duration::from_secs(1)), EmbassyClock);
+    /// async fn blink() {
+    ///     if LED.acquire().await.is_ok() { /* toggle */ }
+    /// }
+    /// # let _ = blink;
+    /// ```
+    fn acquire(&self) -> impl Future<Output = Result<(), RateLimitExceeded>>;
+
+    /// Takes `k` permits as one unit (bytes of a frame, say), sleeping until the last one's slot.
+    /// `k = 0` or `k > permits` fails at once with [`AcquireError::InvalidPermits`].
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{const_config, RateLimiter};
+    /// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+    /// static RADIO: RateLimiter<EmbassyClock> =
+    ///     RateLimiter::new("radio", const_config!(255, Duration::from_secs(1)), EmbassyClock);
+    /// async fn send(frame: &[u8]) -> Result<(), ritmo_core::AcquireError> {
+    ///     RADIO.acquire_n(frame.len() as u32).await?;
+    ///     Ok(()) // transmit
+    /// }
+    /// # let _ = send;
+    /// ```
+    fn acquire_n(&self, k: u32) -> impl Future<Output = Result<(), AcquireError>>;
+
+    /// Runs `work` once a permit is had; `Err` without running it otherwise. The time spent
+    /// waiting for the permit is not part of `work`.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{const_config, RateLimiter};
+    /// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+    /// static API: RateLimiter<EmbassyClock> =
+    ///     RateLimiter::new("api", const_config!(10, Duration::from_secs(1)), EmbassyClock);
+    /// async fn read_sensor() -> u16 { 512 }
+    /// async fn sample() -> Result<u16, ritmo_core::RateLimitExceeded> {
+    ///     API.call(read_sensor()).await
+    /// }
+    /// # let _ = sample;
+    /// ```
+    fn call<F: Future>(
+        &self,
+        work: F,
+    ) -> impl Future<Output = Result<F::Output, RateLimitExceeded>>;
+
+    /// Like [`call`](AsyncAcquire::call) for work that fails with its own error type, which a
+    /// rejection converts into (SPEC §8).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{const_config, RateLimiter, RateLimitExceeded};
+    /// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+    /// #[derive(Debug)]
+    /// enum SendError { Busy, Nack }
+    /// impl From<RateLimitExceeded> for SendError {
+    ///     fn from(_: RateLimitExceeded) -> Self { SendError::Busy }
+    /// }
+    /// static BUS: RateLimiter<EmbassyClock> =
+    ///     RateLimiter::new("bus", const_config!(100, Duration::from_secs(1)), EmbassyClock);
+    /// async fn write_register() -> Result<(), SendError> { Err(SendError::Nack) }
+    /// async fn configure() -> Result<(), SendError> {
+    ///     BUS.try_call(write_register()).await
+    /// }
+    /// # let _ = configure;
+    /// ```
+    fn try_call<T, E, F>(&self, work: F) -> impl Future<Output = Result<T, E>>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<RateLimitExceeded>;
+}
+
+/// Sleeps until the reservation's slot, then keeps its permits. Dropped while sleeping, the
+/// reservation's own `Drop` gives them back.
+pub(crate) async fn wait_for(reservation: Reservation<'_, EmbassyClock>) {
+    if !reservation.is_ready() {
+        Timer::at(Instant::from_ticks(reservation.slot())).await;
+    }
+    reservation.commit();
+}
+
+impl AsyncAcquire for RateLimiter<EmbassyClock> {
+    async fn acquire(&self) -> Result<(), RateLimitExceeded> {
+        wait_for(self.reserve()?).await;
+        Ok(())
+    }
+
+    async fn acquire_n(&self, k: u32) -> Result<(), AcquireError> {
+        wait_for(self.reserve_n(k)?).await;
+        Ok(())
+    }
+
+    async fn call<F: Future>(&self, work: F) -> Result<F::Output, RateLimitExceeded> {
+        self.acquire().await?;
+        Ok(work.await)
+    }
+
+    async fn try_call<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<RateLimitExceeded>,
+    {
+        self.acquire().await?;
+        work.await
+    }
+}
