@@ -26,7 +26,7 @@ fn hot_paths_allocate_nothing() {
         outcomes[usize::from(limiter.try_acquire().is_ok())] += 1;
         let _ = limiter.try_acquire_n(1 + i % 4);
         if let Ok(r) = limiter.reserve() {
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 r.commit()
             } else {
                 let _ = r.cancel();
