@@ -178,6 +178,11 @@ pub const fn available(tat: u64, now: u64, interval: u64, window: u64, permits: 
     if start == u64::MAX {
         return 0; // the state is exhausted: see the module docs
     }
+    if start == now {
+        // Nothing is owed: the whole burst, as `check` admits it, even where `n * T` saturated
+        // (the division below would then count one permit short).
+        return permits;
+    }
     let start = start as u128;
     let limit = now as u128 + window as u128;
     if start >= limit || interval == 0 {
@@ -196,7 +201,9 @@ pub const fn available(tat: u64, now: u64, interval: u64, window: u64, permits: 
 /// Permits go back only if no later call changed the state after the reservation (`tat` still
 /// equals what the reservation wrote): then the state steps back by the `increment` it added.
 /// Otherwise later callers are already queued behind it and the slot is left unused, since giving
-/// it back would let two calls share one slot.
+/// it back would let two calls share one slot. A state that saturated at `u64::MAX` is not stepped
+/// back either: it no longer knows what it was before, and stepping back by the increment would
+/// return more than was taken.
 ///
 /// ```
 /// # use ritmo_core::gcra::refund;
@@ -205,7 +212,9 @@ pub const fn available(tat: u64, now: u64, interval: u64, window: u64, permits: 
 /// ```
 #[inline]
 pub const fn refund(tat: u64, written: u64, increment: u64) -> Option<u64> {
-    if tat == written {
+    // A state that saturated at `u64::MAX` no longer knows what it was before the increment:
+    // stepping back from it would return more than was taken, so such a slot stays unused.
+    if tat == written && written != u64::MAX {
         Some(written.saturating_sub(increment))
     } else {
         None

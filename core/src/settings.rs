@@ -415,9 +415,12 @@ impl Found {
         match attr {
             "permits" => self.permits.set(
                 layer,
+                // Digits only, as durations are: `u32`'s own parser would also take `+5`.
                 value
                     .parse::<u32>()
-                    .map_err(|_| at(ConfigError::new(ErrorCode::Atr003).with_text(value))),
+                    .ok()
+                    .filter(|_| value.bytes().all(|b| b.is_ascii_digit()))
+                    .ok_or_else(|| at(ConfigError::new(ErrorCode::Atr003).with_text(value))),
             ),
             "period" => self.period.set(layer, parse_duration(value).map_err(at)),
             "max-wait" | "max_wait" => self.max_wait.set(layer, parse_duration(value).map_err(at)),
