@@ -154,6 +154,10 @@ fn registry_paths() {
             handle
         ));
     });
+    assert_no_allocation("registry: get and snapshots", || {
+        assert_eq!(registry.get("geocoding").unwrap().snapshot().permits, 5);
+        assert_eq!(registry.snapshot().len(), 1);
+    });
 }
 
 fn std_paths() {
