@@ -13,6 +13,9 @@ pub mod gcra;
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub mod io;
 mod limiter;
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 #[cfg(feature = "defmt")]
 mod log;
 pub mod registry;
@@ -36,4 +39,4 @@ pub use limiter::{RateLimiter, Reservation, Snapshot};
 pub use log::DefmtListener;
 pub use registry::Registry;
 pub use settings::{Overrides, Setting, Settings};
-pub use wait::{AdvanceClock, Interrupted, Wait};
+pub use wait::{AdvanceClock, AsyncClock, BlockingClock, ClockWait, Interrupted, Wait};
