@@ -10,8 +10,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ritmo::{
-    Clock, ConfigError, ErrorCode, ManualClock, RateLimitExceeded, Reason, Registry,
-    Settings,
+    Clock, ConfigError, ErrorCode, ManualClock, RateLimitExceeded, Reason, Registry, Settings,
 };
 
 const MS: u64 = 1_000_000;
@@ -106,10 +105,17 @@ fn the_design_pages_story_burst_rejection_and_a_permit_every_100_ms() {
     let api = SearchApiLimited::new(&backend, &REGISTRY).unwrap();
 
     for i in 0..10 {
-        assert_eq!(api.search(&format!("q{i}")).unwrap(), format!("results for q{i}"));
+        assert_eq!(
+            api.search(&format!("q{i}")).unwrap(),
+            format!("results for q{i}")
+        );
     }
     let rejected = limited(api.search("one too many"));
-    assert_eq!(backend.calls(), 10, "a rejected call never reaches the backend");
+    assert_eq!(
+        backend.calls(),
+        10,
+        "a rejected call never reaches the backend"
+    );
     assert_eq!(rejected.reason(), Reason::NoPermitInTime);
     assert_eq!(rejected.retry_after(), Duration::from_millis(100));
     assert_eq!(
@@ -129,7 +135,10 @@ fn the_design_pages_story_burst_rejection_and_a_permit_every_100_ms() {
         assert_eq!(api.unlimited(), 42);
     }
     assert_eq!(
-        REGISTRY.get("annotated::SearchApi::search(&str)").unwrap().available_permits(),
+        REGISTRY
+            .get("annotated::SearchApi::search(&str)")
+            .unwrap()
+            .available_permits(),
         0
     );
 }
@@ -239,7 +248,10 @@ fn settings_override_the_literal_attribute_by_attribute() {
     let backend = Backend::default();
     let api = SearchApiLimited::with_settings(&backend, &registry, &settings).unwrap();
     let search = api.limiter("search").unwrap().config();
-    assert_eq!((search.permits(), search.period()), (3, Duration::from_secs(1)));
+    assert_eq!(
+        (search.permits(), search.period()),
+        (3, Duration::from_secs(1))
+    );
     let geo = api.limiter("geocode").unwrap().config();
     assert_eq!((geo.permits(), geo.max_wait()), (2, Duration::ZERO));
     for _ in 0..3 {
@@ -262,7 +274,10 @@ fn settings_override_the_literal_attribute_by_attribute() {
     let registry: Registry<&ManualClock, 4> = Registry::new(&clock);
     let bad = Settings::new(&[("instances.geocoding.permits", "0")]);
     let err = SearchApiLimited::with_settings(&backend, &registry, &bad).unwrap_err();
-    assert_eq!((err.code(), err.cause()), (ErrorCode::Reg003, Some(ErrorCode::Atr003)));
+    assert_eq!(
+        (err.code(), err.cause()),
+        (ErrorCode::Reg003, Some(ErrorCode::Atr003))
+    );
     assert_eq!(err.key(), Some("instances.geocoding.permits"));
     let bad = Settings::new(&[("instances.geocoding.period", "soon")]);
     let err = SearchApiLimited::with_settings(&backend, &registry, &bad).unwrap_err();
@@ -326,7 +341,10 @@ fn limits_given_as_expressions_are_checked_when_the_wrapper_is_built() {
     let clock = ManualClock::new();
     let registry: Registry<&ManualClock, 4> = Registry::new(&clock);
     let api = ComputedLimited::new((), &registry).unwrap();
-    assert_eq!(api.limiter("fine").unwrap().config().period(), Duration::from_millis(10));
+    assert_eq!(
+        api.limiter("fine").unwrap().config().period(),
+        Duration::from_millis(10)
+    );
     api.fine().unwrap();
     api.fine().unwrap();
     limited(api.fine());
@@ -398,7 +416,11 @@ impl Store<u8> for VecStore {
         Ok(())
     }
     fn get<'a>(&'a self, key: &u8) -> Result<Option<&'a str>, ApiError> {
-        Ok(self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()))
+        Ok(self
+            .0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str()))
     }
     fn len(&self) -> Result<usize, ApiError> {
         Ok(self.0.len())
@@ -421,16 +443,26 @@ fn generic_traits_keep_working_through_the_wrapper() {
     assert_eq!(store.get(&9).unwrap(), None);
     store.get(&1).unwrap();
     limited(store.get(&1));
-    assert_eq!(store.len().unwrap(), 2, "the store's own len, not the default");
+    assert_eq!(
+        store.len().unwrap(),
+        2,
+        "the store's own len, not the default"
+    );
     limited(store.len());
     assert_eq!(store.describe(), "a vec store");
-    assert_eq!(<StoreLimited<VecStore, &ManualClock> as Store<u8>>::KIND, "vec");
+    assert_eq!(
+        <StoreLimited<VecStore, &ManualClock> as Store<u8>>::KIND,
+        "vec"
+    );
     assert_eq!(StoreLimited::<VecStore, &ManualClock>::kind(), "vec");
     assert_eq!(
         store.limiter("put").unwrap().id(),
         "annotated::Store::put(K, impl Into<String>)"
     );
-    assert_eq!(store.limiter("get").unwrap().id(), "annotated::Store::get(&K)");
+    assert_eq!(
+        store.limiter("get").unwrap().id(),
+        "annotated::Store::get(&K)"
+    );
     assert_eq!(store.clone().drain().unwrap().len(), 2);
     limited(store.clone().drain());
     clock.advance(Duration::from_secs(1));
@@ -494,9 +526,17 @@ impl Uploader {
 #[test]
 fn limited_functions_and_methods_share_the_named_registry() {
     assert_eq!(ping(1).unwrap(), 2);
-    assert_eq!(ping(0), Err(ApiError::NotFound), "the body's own error and early return");
+    assert_eq!(
+        ping(0),
+        Err(ApiError::NotFound),
+        "the body's own error and early return"
+    );
     let rejected = limited(ping(5));
-    assert_eq!(PINGS.load(Ordering::SeqCst), 2, "the rejected call's body never ran");
+    assert_eq!(
+        PINGS.load(Ordering::SeqCst),
+        2,
+        "the rejected call's body never ran"
+    );
     assert_eq!(rejected.instance_id(), "annotated::ping(u32)");
 
     // Two functions sharing a name share a limiter; the second waits by advancing the clock.
@@ -506,7 +546,9 @@ fn limited_functions_and_methods_share_the_named_registry() {
     assert_eq!(FN_CLOCK.now(), before + 1_000 * MS);
     assert_eq!(FN_LIMITERS.get("fn-shared").unwrap().available_permits(), 0);
 
-    let client = Client { calls: Cell::new(0) };
+    let client = Client {
+        calls: Cell::new(0),
+    };
     assert_eq!(client.get("/a").unwrap(), 2);
     limited(client.get("/b"));
     assert_eq!(client.calls.get(), 1);
@@ -516,7 +558,11 @@ fn limited_functions_and_methods_share_the_named_registry() {
     assert_eq!(up.upload(b"abc").unwrap(), 3);
     limited(up.upload(b"d"));
     assert_eq!(up.unlimited(), 1);
-    assert!(FN_LIMITERS.get("annotated::Uploader::upload(&[u8])").is_ok());
+    assert!(
+        FN_LIMITERS
+            .get("annotated::Uploader::upload(&[u8])")
+            .is_ok()
+    );
 }
 
 #[cfg(feature = "std")]
@@ -579,7 +625,11 @@ mod std_clock {
         handle.interrupt();
         let err = waiter.join().unwrap().unwrap_err();
         assert_eq!(err.reason(), Reason::Interrupted);
-        assert_eq!(RAN.load(Ordering::SeqCst), 102, "the interrupted call never ran");
+        assert_eq!(
+            RAN.load(Ordering::SeqCst),
+            102,
+            "the interrupted call never ran"
+        );
         // Its permit went back: the next slot is an hour away again, not two.
         assert!(limiter.retry_after() <= Duration::from_secs(3600));
     }

@@ -2,6 +2,9 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 mod clock;
 mod config;
 #[cfg(feature = "embedded-hal")]
@@ -13,9 +16,6 @@ pub mod gcra;
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub mod io;
 mod limiter;
-#[doc(hidden)]
-#[path = "private.rs"]
-pub mod __private;
 #[cfg(feature = "defmt")]
 mod log;
 pub mod registry;

@@ -17,12 +17,12 @@ pub use crate::wait::{AsyncClock, BlockingClock};
     label = "the error type of this method must implement `From<ritmo::RateLimitExceeded>`",
     note = "add `impl From<ritmo::RateLimitExceeded> for {Self}` (e.g. an error variant that keeps it)"
 )]
-pub trait FromRejection {
+pub trait CarriesRateLimitExceeded {
     /// The rejection as this error.
     fn from_rejection(rejected: RateLimitExceeded) -> Self;
 }
 
-impl<E: From<RateLimitExceeded>> FromRejection for E {
+impl<E: From<RateLimitExceeded>> CarriesRateLimitExceeded for E {
     #[inline(always)]
     fn from_rejection(rejected: RateLimitExceeded) -> Self {
         E::from(rejected)
@@ -31,17 +31,12 @@ impl<E: From<RateLimitExceeded>> FromRejection for E {
 
 /// The rejection as the method's own error type (inferred from where it is returned).
 #[inline(always)]
-pub fn rejection<E: FromRejection>(rejected: RateLimitExceeded) -> E {
+pub fn rejection<E: CarriesRateLimitExceeded>(rejected: RateLimitExceeded) -> E {
     E::from_rejection(rejected)
 }
 
 /// A literal config the macro has already checked; `const`, so it costs nothing at run time.
-pub const fn literal(
-    permits: u32,
-    period: Duration,
-    max_wait: Duration,
-    enabled: bool,
-) -> Config {
+pub const fn literal(permits: u32, period: Duration, max_wait: Duration, enabled: bool) -> Config {
     match Config::new(permits, period) {
         Ok(config) => config.with_max_wait(max_wait).with_enabled(enabled),
         Err(error) => error.fail_build(),

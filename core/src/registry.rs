@@ -313,7 +313,11 @@ impl<C: Clock + Clone, const N: usize> Registry<C, N> {
     ) -> Result<&RateLimiter<C>, ConfigError> {
         // 0 is "not known yet"; `wrapping_sub` makes it an index no slot has.
         let known = slot.0.load(portable_atomic::Ordering::Relaxed);
-        match self.slots.get(known.wrapping_sub(1)).and_then(OnceCell::get) {
+        match self
+            .slots
+            .get(known.wrapping_sub(1))
+            .and_then(OnceCell::get)
+        {
             Some(limiter) => Ok(limiter),
             None => self.cache_slot(slot, id, config()),
         }

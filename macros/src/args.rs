@@ -91,7 +91,10 @@ fn expr_path(expr: &Expr) -> syn::Result<syn::Path> {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
         }) => s.parse(),
-        _ => Err(syn::Error::new(expr.span(), "expected a path, such as `::ritmo`")),
+        _ => Err(syn::Error::new(
+            expr.span(),
+            "expected a path, such as `::ritmo`",
+        )),
     }
 }
 
@@ -119,7 +122,12 @@ fn duration_value(expr: &Expr, attr: &str) -> syn::Result<Value<Duration>> {
 }
 
 /// Parses and checks the arguments of one `#[rate_limited(...)]`.
-pub fn parse_limit(tokens: TokenStream, span: Span) -> syn::Result<Limit> {
+pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limit> {
+    let span = whole
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |t| t.span());
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens)?;
     let mut name = None;
     let mut permits = None;
@@ -164,11 +172,15 @@ pub fn parse_limit(tokens: TokenStream, span: Span) -> syn::Result<Limit> {
                             ));
                         }
                     },
-                    Expr::Lit(lit) => {
+                    Expr::Lit(_)
+                    | Expr::Unary(syn::ExprUnary {
+                        op: syn::UnOp::Neg(_),
+                        ..
+                    }) => {
                         return Err(code_error(
-                            lit.span(),
+                            value.span(),
                             ConfigError::new(ErrorCode::Atr003)
-                                .with_text(&lit.to_token_stream().to_string()),
+                                .with_text(&crate::ids::tidy(value.to_token_stream())),
                             " (`permits` is a whole number from 1 to 4294967295)",
                         ));
                     }
@@ -229,19 +241,20 @@ pub fn parse_limit(tokens: TokenStream, span: Span) -> syn::Result<Limit> {
             ));
         }
     }
+    let required = |code: ErrorCode, attr: &str| {
+        syn::Error::new_spanned(
+            whole,
+            format!(
+                "{}: `{attr}` is required, e.g. #[rate_limited(permits = 10, period = \"1s\")]",
+                code.as_str()
+            ),
+        )
+    };
     let Some(permits) = permits else {
-        return Err(code_error(
-            span,
-            ConfigError::new(ErrorCode::Atr003),
-            ": `permits` is required, e.g. #[rate_limited(permits = 10, period = \"1s\")]",
-        ));
+        return Err(required(ErrorCode::Atr003, "permits"));
     };
     let Some(period) = period else {
-        return Err(code_error(
-            span,
-            ConfigError::new(ErrorCode::Atr002),
-            ": `period` is required, e.g. #[rate_limited(permits = 10, period = \"1s\")]",
-        ));
+        return Err(required(ErrorCode::Atr002, "period"));
     };
     let max_wait = max_wait.unwrap_or(Value::Literal(Duration::ZERO, span));
     let enabled = enabled.unwrap_or(Value::Literal(true, span));

@@ -27,8 +27,8 @@ pub fn take_limit(attrs: &mut Vec<Attribute>) -> syn::Result<Option<Limit>> {
             continue;
         }
         if found.is_some() {
-            return Err(syn::Error::new(
-                attr.span(),
+            return Err(syn::Error::new_spanned(
+                &attr,
                 "a function takes one #[rate_limited(...)]: share a limiter with `name = \"...\"` instead",
             ));
         }
@@ -36,7 +36,7 @@ pub fn take_limit(attrs: &mut Vec<Attribute>) -> syn::Result<Option<Limit>> {
             syn::Meta::List(list) => list.tokens.clone(),
             _ => TokenStream::new(),
         };
-        found = Some(parse_limit(tokens, attr.span())?);
+        found = Some(parse_limit(tokens, &attr.to_token_stream())?);
     }
     *attrs = kept;
     Ok(found)
@@ -55,11 +55,7 @@ pub fn return_span(sig: &Signature) -> Span {
 pub fn check_returns_result(sig: &Signature) -> syn::Result<()> {
     let ok = match &sig.output {
         ReturnType::Type(_, ty) => match &**ty {
-            Type::Path(p) => p
-                .path
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "Result"),
+            Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Result"),
             _ => false,
         },
         ReturnType::Default => false,
@@ -90,7 +86,10 @@ pub fn check_returns_result(sig: &Signature) -> syn::Result<()> {
 /// type `&RateLimiter<C>`), waiting the clock's way within `max_wait`, or return the rejection as
 /// the function's own error.
 pub fn acquire_prologue(krate: &TokenStream, limiter: TokenStream, sig: &Signature) -> TokenStream {
+    // Spanned at the return type, so that an error type without `From<RateLimitExceeded>` is
+    // reported there.
     let span = return_span(sig);
+    let krate = respan(krate.clone(), span);
     let rejection = quote_spanned! {span=>
         ::core::result::Result::Err(#krate::__private::rejection(__ritmo_rejected))
     };
@@ -137,4 +136,21 @@ impl<'ast> Visit<'ast> for Mentions<'_> {
         }
         syn::visit::visit_path(self, p);
     }
+}
+
+/// The same tokens, every one at `span`.
+pub fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(g) = &tree {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tree = proc_macro2::TokenTree::Group(group);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }

@@ -52,8 +52,13 @@ fn expand_limited(
 /// See the [crate docs](crate).
 #[proc_macro_attribute]
 pub fn rate_limited(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let span = proc_macro2::Span::call_site();
-    args::parse_limit(attr.into(), span)
+    let attr: proc_macro2::TokenStream = attr.into();
+    let whole = if attr.is_empty() {
+        quote::quote!(rate_limited)
+    } else {
+        attr.clone()
+    };
+    args::parse_limit(attr, &whole)
         .and_then(|limit| func::expand_fn(limit, item.into()))
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()

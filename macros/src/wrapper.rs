@@ -8,8 +8,8 @@ use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 use syn::{
-    FnArg, GenericParam, Generics, Ident, ItemTrait, Lifetime, ReturnType, TraitItem,
-    TraitItemFn, Type, parse_quote,
+    FnArg, GenericParam, Generics, Ident, ItemTrait, Lifetime, ReturnType, TraitItem, TraitItemFn,
+    Type, parse_quote,
 };
 
 use crate::args::{Limit, Options, krate};
@@ -30,9 +30,7 @@ struct SelfAsInner<'a> {
 impl VisitMut for SelfAsInner<'_> {
     fn visit_type_mut(&mut self, ty: &mut Type) {
         if let Type::Path(p) = ty {
-            if p.qself.is_none()
-                && p.path.segments.len() > 1
-                && p.path.segments[0].ident == "Self"
+            if p.qself.is_none() && p.path.segments.len() > 1 && p.path.segments[0].ident == "Self"
             {
                 let rest: Vec<_> = p.path.segments.iter().skip(1).collect();
                 let (inner, trait_path) = (self.inner, self.trait_path);
@@ -83,11 +81,11 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
         return Ok(quote!(#item #e));
     }
 
-    let lifetime_taken = item
-        .generics
-        .lifetimes()
-        .any(|l| l.lifetime.ident == "r");
-    let r = Lifetime::new(if lifetime_taken { "'__ritmo" } else { "'r" }, Span::call_site());
+    let lifetime_taken = item.generics.lifetimes().any(|l| l.lifetime.ident == "r");
+    let r = Lifetime::new(
+        if lifetime_taken { "'__ritmo" } else { "'r" },
+        Span::call_site(),
+    );
     let inner_ty = pick_ident(&item.generics, "T", "__RitmoInner");
     let clock = pick_ident(&item.generics, "C", "__RitmoClock");
 
@@ -204,7 +202,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
             Some(limit) => {
                 if receiver.is_none() {
                     return Err(syn::Error::new(
-                        limit.span,
+                        ident.span(),
                         format!(
                             "#[rate_limited] on `{ident}`, which takes no `self`: the wrapper keeps the limiter, so only methods can be limited"
                         ),
@@ -233,7 +231,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
                             }
                             .visit_type_mut(&mut error);
                             extra_where
-                                .push(quote!(#error: #krate::__private::FromRejection));
+                                .push(quote!(#error: #krate::__private::CarriesRateLimitExceeded));
                         }
                     }
                 }
@@ -307,9 +305,10 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
             GenericParam::Lifetime(_) => {}
         }
     }
-    impl_generics
-        .params
-        .insert(0, GenericParam::Lifetime(syn::LifetimeParam::new(r.clone())));
+    impl_generics.params.insert(
+        0,
+        GenericParam::Lifetime(syn::LifetimeParam::new(r.clone())),
+    );
     let mut clock_bounds = quote!(#krate::__private::Clock);
     if needs_blocking {
         clock_bounds.extend(quote!(+ #krate::__private::BlockingClock));
@@ -320,7 +319,9 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
     impl_generics
         .params
         .push(parse_quote!(#inner_ty: #trait_path));
-    impl_generics.params.push(parse_quote!(#clock: #clock_bounds));
+    impl_generics
+        .params
+        .push(parse_quote!(#clock: #clock_bounds));
     {
         let where_clause = impl_generics.make_where_clause();
         for predicate in &extra_where {
@@ -475,7 +476,13 @@ fn receiver_access(rcv: &syn::Receiver, method: &Ident) -> syn::Result<TokenStre
             Type::Path(p) if p.path.is_ident("Self") => Some(r.mutability.is_some()),
             _ => None,
         }
-        .map(|m| if m { quote!(&mut self.inner) } else { quote!(&self.inner) }),
+        .map(|m| {
+            if m {
+                quote!(&mut self.inner)
+            } else {
+                quote!(&self.inner)
+            }
+        }),
         Type::Path(p) if p.path.is_ident("Self") => Some(quote!(self.inner)),
         _ => None,
     };

@@ -15,7 +15,8 @@ use core::future::Future;
 use core::time::Duration;
 
 use ritmo_core::{
-    AcquireError, AsyncClock, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation, TickRate,
+    AcquireError, AsyncClock, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation,
+    TickRate,
 };
 
 mod sealed {
