@@ -156,7 +156,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         REGISTRY
             .snapshot()
             .iter()
-            .map(|s| format!("{} ({}/{} available)", s.instance, s.available_permits, s.permits))
+            .map(|s| format!(
+                "{} ({}/{} available)",
+                s.instance, s.available_permits, s.permits
+            ))
             .collect::<Vec<_>>()
             .join(", ")
     );

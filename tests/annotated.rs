@@ -1,4 +1,4 @@
-#![allow(missing_docs, async_fn_in_trait)]
+#![allow(missing_docs, async_fn_in_trait, clippy::len_without_is_empty)]
 //! `#[ritmo::limited]` and `#[ritmo::rate_limited]`: what the generated code does, call by call,
 //! on fake clocks (and the std clock where parking and interruption are the point).
 

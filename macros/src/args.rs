@@ -263,21 +263,21 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
     if let Value::Literal(0, s) = permits {
         return Err(code_error(s, ConfigError::new(ErrorCode::Atr003), ""));
     }
-    if let Value::Literal(d, s) = period {
-        if d.is_zero() {
-            return Err(code_error(s, ConfigError::new(ErrorCode::Atr002), ""));
-        }
+    if let Value::Literal(d, s) = period
+        && d.is_zero()
+    {
+        return Err(code_error(s, ConfigError::new(ErrorCode::Atr002), ""));
     }
-    if let (Value::Literal(n, _), Value::Literal(d, s)) = (&permits, &period) {
-        if let Err(e) = Config::new(*n, *d) {
-            return Err(code_error(
-                *s,
-                e,
-                &format!(
-                    " ({n} permits need a period of at least {n} ns: one permit every nanosecond at most)"
-                ),
-            ));
-        }
+    if let (Value::Literal(n, _), Value::Literal(d, s)) = (&permits, &period)
+        && let Err(e) = Config::new(*n, *d)
+    {
+        return Err(code_error(
+            *s,
+            e,
+            &format!(
+                " ({n} permits need a period of at least {n} ns: one permit every nanosecond at most)"
+            ),
+        ));
     }
     let described = describe(&permits, &period, &max_wait, &enabled);
     Ok(Limit {
@@ -316,7 +316,7 @@ fn show_duration(d: &Duration) -> String {
     }
     let (per, unit) = units
         .iter()
-        .find(|(per, _)| ns % per == 0)
+        .find(|(per, _)| ns.is_multiple_of(*per))
         .copied()
         .unwrap_or((1, "ns"));
     format!("{}{unit}", ns / per)

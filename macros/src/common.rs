@@ -129,10 +129,10 @@ pub struct Mentions<'a> {
 
 impl<'ast> Visit<'ast> for Mentions<'_> {
     fn visit_path(&mut self, p: &'ast syn::Path) {
-        if let Some(first) = p.segments.first() {
-            if first.ident == "Self" || self.names.contains(&first.ident) {
-                self.found = true;
-            }
+        if let Some(first) = p.segments.first()
+            && (first.ident == "Self" || self.names.contains(&first.ident))
+        {
+            self.found = true;
         }
         syn::visit::visit_path(self, p);
     }

@@ -70,22 +70,22 @@ pub fn expand_impl(options: Options, mut item: ItemImpl) -> syn::Result<TokenStr
     let krate = krate(&options);
     let owner = tidy(item.self_ty.to_token_stream());
     for impl_item in &mut item.items {
-        if let ImplItem::Fn(f) = impl_item {
-            if let Some(limit) = take_limit(&mut f.attrs)? {
-                let krate = match &limit.krate {
-                    Some(path) => path.to_token_stream(),
-                    None => krate.clone(),
-                };
-                let block = limited_block(
-                    &limit,
-                    options.registry.as_ref(),
-                    Some(&owner),
-                    &krate,
-                    &f.sig,
-                    &f.block,
-                )?;
-                f.block = syn::parse2(block)?;
-            }
+        if let ImplItem::Fn(f) = impl_item
+            && let Some(limit) = take_limit(&mut f.attrs)?
+        {
+            let krate = match &limit.krate {
+                Some(path) => path.to_token_stream(),
+                None => krate.clone(),
+            };
+            let block = limited_block(
+                &limit,
+                options.registry.as_ref(),
+                Some(&owner),
+                &krate,
+                &f.sig,
+                &f.block,
+            )?;
+            f.block = syn::parse2(block)?;
         }
     }
     Ok(item.into_token_stream())

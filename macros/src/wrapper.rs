@@ -29,14 +29,15 @@ struct SelfAsInner<'a> {
 
 impl VisitMut for SelfAsInner<'_> {
     fn visit_type_mut(&mut self, ty: &mut Type) {
-        if let Type::Path(p) = ty {
-            if p.qself.is_none() && p.path.segments.len() > 1 && p.path.segments[0].ident == "Self"
-            {
-                let rest: Vec<_> = p.path.segments.iter().skip(1).collect();
-                let (inner, trait_path) = (self.inner, self.trait_path);
-                *ty = parse_quote!(<#inner as #trait_path>::#(#rest)::*);
-                return;
-            }
+        if let Type::Path(p) = ty
+            && p.qself.is_none()
+            && p.path.segments.len() > 1
+            && p.path.segments[0].ident == "Self"
+        {
+            let rest: Vec<_> = p.path.segments.iter().skip(1).collect();
+            let (inner, trait_path) = (self.inner, self.trait_path);
+            *ty = parse_quote!(<#inner as #trait_path>::#(#rest)::*);
+            return;
         }
         syn::visit_mut::visit_type_mut(self, ty);
     }
@@ -216,23 +217,23 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
                 }
                 // An error type that depends on the implementation (`Self::Error`) or on the
                 // trait's parameters is checked on the impl.
-                if let ReturnType::Type(_, ty) = &sig.output {
-                    if let Some(error) = result_error_type(ty) {
-                        let mut mentions = Mentions {
-                            names: &generic_names,
-                            found: false,
-                        };
-                        mentions.visit_type(&error);
-                        if mentions.found {
-                            let mut error = error.clone();
-                            SelfAsInner {
-                                inner: &inner_type,
-                                trait_path: &trait_path,
-                            }
-                            .visit_type_mut(&mut error);
-                            extra_where
-                                .push(quote!(#error: #krate::__private::CarriesRateLimitExceeded));
+                if let ReturnType::Type(_, ty) = &sig.output
+                    && let Some(error) = result_error_type(ty)
+                {
+                    let mut mentions = Mentions {
+                        names: &generic_names,
+                        found: false,
+                    };
+                    mentions.visit_type(&error);
+                    if mentions.found {
+                        let mut error = error.clone();
+                        SelfAsInner {
+                            inner: &inner_type,
+                            trait_path: &trait_path,
                         }
+                        .visit_type_mut(&mut error);
+                        extra_where
+                            .push(quote!(#error: #krate::__private::CarriesRateLimitExceeded));
                     }
                 }
                 let id = id_tokens(limit, Some(&trait_name), sig);
