@@ -39,7 +39,7 @@ impl FixedRateClock for EmbassyClock {
 }
 
 /// Spins on embassy-time's counter until the slot, as `embassy_time::block_for` does: for limited
-/// plain (non-async) functions on firmware. Async functions sleep instead ([`AsyncClock`]).
+/// plain (non-async) functions on firmware. Async functions sleep instead ([`AsyncClock`](ritmo_core::AsyncClock)).
 impl ritmo_core::BlockingClock for EmbassyClock {
     fn block_until(&self, deadline: u64) -> Result<(), ritmo_core::Interrupted> {
         while self.now() < deadline {
