@@ -103,3 +103,39 @@ pub fn id_tokens(limit: &Limit, owner: Option<&str>, sig: &Signature) -> TokenSt
     };
     quote!(::core::concat!(::core::module_path!(), #rest))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ty(text: &str) -> String {
+        let ty: syn::Type = syn::parse_str(text).unwrap();
+        tidy(ty.to_token_stream())
+    }
+
+    #[test]
+    fn types_read_as_written() {
+        for written in [
+            "&str",
+            "&'a mut Vec<u8>",
+            "Option<&'static str>",
+            "impl Fn(u8) -> bool",
+            "impl Iterator<Item = u8> + Send",
+            "Box<dyn std::error::Error + Send + Sync>",
+            "(u8, u16)",
+            "[u8; 4]",
+            "&[u8]",
+            "HashMap<String, Vec<Option<u32>>>",
+            "<T as Trait>::Output",
+        ] {
+            assert_eq!(ty(written), written);
+        }
+    }
+
+    #[test]
+    fn parameter_types_leave_out_the_receiver() {
+        let sig: Signature =
+            syn::parse_str("fn f(&mut self, a: &str, (x, y): (u8, u8), f: impl Fn())").unwrap();
+        assert_eq!(parameter_types(&sig), "&str, (u8, u8), impl Fn()");
+    }
+}
