@@ -29,6 +29,10 @@ pub use ritmo_macros::{limited, rate_limited};
 pub mod __private {
     pub use ritmo_core::__private::*;
 
+    /// The clock a generated wrapper's type names by default: `StdClock`, as a server's.
+    #[cfg(feature = "std")]
+    pub type DefaultClock = ritmo_std::StdClock;
+
     /// The process-wide registry of functions limited without naming one.
     #[cfg(feature = "std")]
     pub fn default_registry<T>()

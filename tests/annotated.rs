@@ -576,6 +576,23 @@ mod std_clock {
         Ok(())
     }
 
+    /// Named without its clock, the wrapper is on the server's default clock.
+    struct Service {
+        api: SearchApiLimited<'static, &'static Backend>,
+    }
+
+    #[test]
+    fn the_wrappers_clock_defaults_to_the_std_clock() {
+        static BACKEND: Backend = Backend {
+            calls: AtomicU32::new(0),
+        };
+        let service = Service {
+            api: SearchApiLimited::new(&BACKEND, ritmo::std::default_registry()).unwrap(),
+        };
+        assert_eq!(service.api.search("x").unwrap(), "results for x");
+        let _: &ritmo::RateLimiter<StdClock> = service.api.limiter("search").unwrap();
+    }
+
     #[test]
     fn without_a_registry_the_limiter_lives_in_the_default_one() {
         for _ in 0..3 {

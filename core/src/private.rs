@@ -11,6 +11,10 @@ pub use crate::registry::{LimiterSlot, Registry};
 pub use crate::settings::{Setting, Settings};
 pub use crate::wait::{AsyncClock, BlockingClock};
 
+/// The clock a generated wrapper's type names when its user names none: the facade makes it
+/// ritmo-std's `StdClock` (the default registry's clock) on std.
+pub type DefaultClock = crate::ManualClock;
+
 /// An error type a rejected call can return: any type with `From<RateLimitExceeded>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot carry a rate-limit rejection: a #[rate_limited] method returns `Err(RateLimitExceeded.into())` when no permit comes in time",

@@ -355,7 +355,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
         #item
 
         #[doc = ::core::concat!(#doc_head, #table)]
-        #vis struct #wrapper<#r, #inner_ty, #clock> {
+        #vis struct #wrapper<#r, #inner_ty, #clock = #krate::__private::DefaultClock> {
             inner: #inner_ty,
             #struct_fields
         }
