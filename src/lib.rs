@@ -63,6 +63,21 @@ pub mod __private {
     #[derive(Debug, Clone)]
     pub struct NoClock;
 
+    // Waits of a clock that never exists: only so that the missing registry is the one error.
+    #[cfg(not(feature = "std"))]
+    impl BlockingClock for NoClock {
+        fn block_until(&self, _deadline: u64) -> Result<(), crate::Interrupted> {
+            Ok(())
+        }
+    }
+
+    #[cfg(not(feature = "std"))]
+    impl AsyncClock for NoClock {
+        fn sleep_until(&self, _deadline: u64) -> impl core::future::Future<Output = ()> {
+            core::future::ready(())
+        }
+    }
+
     #[cfg(not(feature = "std"))]
     impl Clock for NoClock {
         fn now(&self) -> u64 {
