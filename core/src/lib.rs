@@ -2,6 +2,9 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 mod clock;
 mod config;
 #[cfg(feature = "embedded-hal")]
@@ -36,4 +39,4 @@ pub use limiter::{RateLimiter, Reservation, Snapshot};
 pub use log::DefmtListener;
 pub use registry::Registry;
 pub use settings::{Overrides, Setting, Settings};
-pub use wait::{AdvanceClock, Interrupted, Wait};
+pub use wait::{AdvanceClock, AsyncClock, BlockingClock, ClockWait, Interrupted, Wait};

@@ -10,7 +10,7 @@ use crate::event::{Event, Listener};
 use crate::gcra::Refused;
 use crate::gcra::{self, Reserve};
 use crate::state::{State, Take};
-use crate::wait::{AdvanceClock, Wait};
+use crate::wait::{AdvanceClock, AsyncClock, BlockingClock, ClockWait, Wait};
 
 /// A config converted into the limiter's time unit, once, when the limiter is built.
 ///
@@ -675,6 +675,74 @@ impl<C: Clock> RateLimiter<C> {
             available_permits: self.available_permits(),
             permits: self.config.permits(),
         }
+    }
+}
+
+/// # Waiting the clock's own way (the code `#[ritmo::limited]` generates)
+///
+/// Not public API: the generated wrappers call these. The admitted path is exactly
+/// [`try_acquire`](RateLimiter::try_acquire)'s (one clock read, one CAS, nothing else); every
+/// other case (no permit now, a lost race, a disabled limiter, a listener) goes to one cold path
+/// that reserves within `max_wait` and waits with the clock's [`BlockingClock`] or
+/// [`AsyncClock`], or rejects at once (publishing the rejection once).
+impl<C: Clock> RateLimiter<C> {
+    /// Takes one permit if it is there now and the CAS wins; otherwise changes nothing.
+    #[inline(always)]
+    fn take_one_now(&self) -> bool {
+        let now = self.now_units();
+        let tat = self.state.tat();
+        match gcra::check_limit(tat, now, self.rate.interval, self.rate.limit) {
+            Ok(new_tat) => self.state.replace(tat, new_tat).is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn __acquire_blocking(&self) -> Result<(), RateLimitExceeded>
+    where
+        C: BlockingClock,
+    {
+        if self.take_one_now() {
+            Ok(())
+        } else {
+            self.acquire_blocking_slow()
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn acquire_blocking_slow(&self) -> Result<(), RateLimitExceeded>
+    where
+        C: BlockingClock,
+    {
+        self.acquire_with(&mut ClockWait)
+    }
+
+    #[doc(hidden)]
+    #[inline(always)]
+    pub async fn __acquire_async(&self) -> Result<(), RateLimitExceeded>
+    where
+        C: AsyncClock,
+    {
+        if self.take_one_now() {
+            Ok(())
+        } else {
+            self.acquire_async_slow().await
+        }
+    }
+
+    async fn acquire_async_slow(&self) -> Result<(), RateLimitExceeded>
+    where
+        C: AsyncClock,
+    {
+        let reservation = self.reserve()?;
+        if reservation.wait > 0 && !reservation.is_ready() {
+            // Dropped here, the reservation gives its permit back by the tail rule.
+            self.clock.sleep_until(reservation.slot()).await;
+        }
+        reservation.commit();
+        Ok(())
     }
 }
 

@@ -253,6 +253,53 @@ where
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn resolve_with(&self, id: &str, code: Overrides) -> Result<Config, ConfigError> {
+        self.resolve_layers(id, None, code, Overrides::new())
+    }
+
+    /// The config of limiter `id` with `defaults` beneath the settings: every attribute the
+    /// settings give replaces the default's. Where the instance names no base config
+    /// (`instances.<id>.config`), `shared` names it (`configs.<shared>.*`, when any such key
+    /// exists), and then `configs.default.*`.
+    ///
+    /// This is how the code `#[ritmo::limited]` generates layers settings over the attribute's
+    /// literal values: the literal is the lowest layer.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, Settings};
+    /// let literal = Config::new(5, Duration::from_secs(1))?;
+    /// let settings = Settings::new(&[
+    ///     ("configs.geocoding.max-wait", "500ms"),
+    ///     ("instances.geocoding.permits", "8"),
+    /// ]);
+    /// let config = settings.resolve_over("geocoding", Some("geocoding"), literal)?;
+    /// assert_eq!(config.permits(), 8); // the instance key
+    /// assert_eq!(config.max_wait(), Duration::from_millis(500)); // the shared config
+    /// assert_eq!(config.period(), Duration::from_secs(1)); // the literal
+    /// assert_eq!(Settings::new(&[("x", "y")]).resolve_over("other", None, literal)?, literal);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn resolve_over(
+        &self,
+        id: &str,
+        shared: Option<&str>,
+        defaults: Config,
+    ) -> Result<Config, ConfigError> {
+        let bottom = Overrides::new()
+            .permits(defaults.permits())
+            .period(defaults.period())
+            .max_wait(defaults.max_wait())
+            .enabled(defaults.enabled());
+        self.resolve_layers(id, shared, Overrides::new(), bottom)
+    }
+
+    fn resolve_layers(
+        &self,
+        id: &str,
+        shared: Option<&str>,
+        code: Overrides,
+        defaults: Overrides,
+    ) -> Result<Config, ConfigError> {
         // The last `instances.<id>.config` pair, held so that the base name it borrows stays
         // valid while the pairs are read again.
         let named = self
@@ -273,7 +320,10 @@ where
                 }
                 Some(name)
             }
-            None => self.defines("default").then_some("default"),
+            None => match shared {
+                Some(name) if self.defines(name) => Some(name),
+                _ => self.defines("default").then_some("default"),
+            },
         };
 
         let mut found = Found::default();
@@ -290,10 +340,10 @@ where
         }
 
         let keys = Keys { id, base };
-        let permits = found.permits.winner(code.permits)?;
-        let period = found.period.winner(code.period)?;
-        let max_wait = found.max_wait.winner(code.max_wait)?;
-        let enabled = found.enabled.winner(code.enabled)?;
+        let permits = found.permits.winner(code.permits, defaults.permits)?;
+        let period = found.period.winner(code.period, defaults.period)?;
+        let max_wait = found.max_wait.winner(code.max_wait, defaults.max_wait)?;
+        let enabled = found.enabled.winner(code.enabled, defaults.enabled)?;
 
         let (Some((permits, permits_from)), Some((period, period_from))) = (permits, period) else {
             let (cause, attr) = match permits {
@@ -312,7 +362,10 @@ where
                 ErrorCode::Atr002 => &[(period_from, "period")],
                 _ => &[(period_from, "period"), (permits_from, "permits")],
             };
-            match blame.iter().find(|(from, _)| *from != Source::Code) {
+            match blame
+                .iter()
+                .find(|(from, _)| matches!(from, Source::Config | Source::Instance))
+            {
                 Some(&(from, attr)) => ConfigError::new(ErrorCode::Reg003)
                     .with_cause(e.code())
                     .with_key(&keys.render(from, attr)),
@@ -359,6 +412,8 @@ fn split(key: &str) -> Option<(Section, &str, &str)> {
 /// Where a value came from, lowest layer first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Source {
+    /// Beneath the settings: the literal of an annotation.
+    Default,
     Config,
     Instance,
     Code,
@@ -389,14 +444,18 @@ impl<T> Layers<T> {
     }
 
     /// The winning value and where it came from; an error only if the winning value is bad.
-    fn winner(self, code: Option<T>) -> Result<Option<(T, Source)>, ConfigError> {
+    fn winner(
+        self,
+        code: Option<T>,
+        default: Option<T>,
+    ) -> Result<Option<(T, Source)>, ConfigError> {
         if let Some(value) = code {
             return Ok(Some((value, Source::Code)));
         }
         match (self.instance, self.config) {
             (Some(value), _) => value.map(|v| Some((v, Source::Instance))),
             (None, Some(value)) => value.map(|v| Some((v, Source::Config))),
-            (None, None) => Ok(None),
+            (None, None) => Ok(default.map(|v| (v, Source::Default))),
         }
     }
 }

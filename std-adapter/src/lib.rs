@@ -27,12 +27,14 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod annotated;
 mod blocking;
 pub mod clock;
 #[cfg(feature = "tokio")]
 mod tokio;
 mod wait;
 
+pub use annotated::{DEFAULT_REGISTRY_CAPACITY, default_registry};
 pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};
 #[cfg(feature = "tokio")]
