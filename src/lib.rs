@@ -20,3 +20,13 @@ pub use ritmo_std as std;
 /// ```
 #[cfg(feature = "embassy")]
 pub use ritmo_embassy as embassy;
+
+/// One quota shared by many processes, in Redis or Valkey: the same GCRA, run atomically by a Lua
+/// script (async on tokio, and blocking).
+///
+/// ```
+/// # #[cfg(feature = "redis")]
+/// let _ = ritmo::redis::DEFAULT_TIMEOUT;
+/// ```
+#[cfg(feature = "redis")]
+pub use ritmo_redis as redis;

@@ -1,0 +1,547 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod aio;
+pub mod blocking;
+mod error;
+mod key;
+mod local;
+mod rate;
+mod script;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::IntoConnectionInfo;
+use ritmo_core::{Clock, Config, InvalidPermits, RateLimitExceeded, Reason};
+
+pub use aio::{RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
+pub use error::{Error, StoreError};
+pub use key::StoreKey;
+/// The Redis client crate this one is built on, for its `Client` and connection settings.
+pub use redis;
+
+use error::Cause;
+use local::Local;
+use rate::{MAX, StoreRate, micros};
+
+/// The timeout a limiter gives the store unless told otherwise: 100 ms.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// How much longer keys live in Redis when the time comes from a caller's clock
+/// ([`Builder::clock`]): 10 s.
+pub const DEFAULT_CLOCK_MARGIN: Duration = Duration::from_secs(10);
+
+/// The most keys the in-process fallback keeps unless told otherwise.
+pub const DEFAULT_FALLBACK_KEYS: usize = 65_536;
+
+/// What a limiter does when the store does not answer within its timeout (or answers with an
+/// error): declared once, when it is built.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_core::Config;
+/// use ritmo_redis::FailurePolicy;
+///
+/// // Four instances share 100 per second: each keeps a quarter to itself while Redis is away.
+/// let fallback = FailurePolicy::Local(Config::new(25, Duration::from_secs(1))?);
+/// assert_ne!(fallback, FailurePolicy::Reject);
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FailurePolicy {
+    /// Refuse the call with [`Reason::Unavailable`] and a `retry_after` of the timeout: nothing
+    /// gets through that the shared quota did not grant (fail closed). The default.
+    #[default]
+    Reject,
+    /// Let the call through, uncounted (fail open): the service stays up, unprotected.
+    Admit,
+    /// Decide in this process with its own limiter on this config (per key, for a keyed limiter).
+    /// With `N` processes sharing the quota, give each `permits / N`: all of them together then
+    /// stay within the shared quota. While the store answers, every permit it grants is charged
+    /// to the local limiter too, so a failover starts from this process's recent use, not from a
+    /// fresh burst.
+    Local(Config),
+}
+
+/// Where an admitted call's permit came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Source {
+    /// The shared quota in the store.
+    Store,
+    /// The in-process fallback limiter ([`FailurePolicy::Local`]), the store being unavailable.
+    Fallback,
+    /// Let through uncounted by [`FailurePolicy::Admit`], the store being unavailable.
+    Open,
+    /// The limiter's config is disabled: every call passes, nothing is counted.
+    Disabled,
+}
+
+/// An admitted call: where its permit came from, the store's clock when it was granted, and how
+/// long the call had to wait for it.
+///
+/// ```
+/// # use std::time::Duration;
+/// use ritmo_redis::{Permit, Source};
+/// fn log(p: Permit) {
+///     if p.source() == Source::Store {
+///         println!("granted at {} us on the store's clock", p.store_time_micros().unwrap());
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Permit {
+    source: Source,
+    at: Option<u64>,
+    wait: Duration,
+}
+
+impl Permit {
+    pub(crate) fn new(source: Source, at: Option<u64>, wait: Duration) -> Self {
+        Permit { source, at, wait }
+    }
+
+    /// Where the permit came from.
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
+    /// The store's clock (microseconds: Redis `TIME`, or the caller's clock when one was given)
+    /// at the moment the script granted the permit; `None` when the store did not decide.
+    /// A reserved permit's slot is this plus [`wait`](Permit::wait).
+    pub fn store_time_micros(&self) -> Option<u64> {
+        self.at
+    }
+
+    /// How long from the decision until the permit arrived (zero: at once).
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+}
+
+/// Settings for a limiter named `id` on `config`, shared through Redis; finish with one of the
+/// [`Builder`]'s `connect` methods (async or blocking, one quota or one per key).
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_core::Config;
+/// let builder = ritmo_redis::builder("api", Config::new(10, Duration::from_secs(1))?)
+///     .timeout(Duration::from_millis(20));
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+pub fn builder(id: &'static str, config: Config) -> Builder {
+    Builder::new(id, config)
+}
+
+/// Settings for a Redis-backed limiter: id, config, key prefix, timeout, failure policy, clock.
+/// Finish with one of the `connect` methods.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use ritmo_core::Config;
+/// use ritmo_redis::{FailurePolicy, RedisKeyedRateLimiter};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let per_user = RedisKeyedRateLimiter::<str>::builder("api", Config::new(10, Duration::from_secs(1))?)
+///     .timeout(Duration::from_millis(50))
+///     .on_unavailable(FailurePolicy::Local(Config::new(3, Duration::from_secs(1))?))
+///     .connect_keyed::<str>("redis://127.0.0.1/")?;
+/// per_user.try_acquire("alice").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct Builder {
+    id: &'static str,
+    config: Config,
+    prefix: String,
+    timeout: Duration,
+    policy: FailurePolicy,
+    fallback_keys: usize,
+    clock: Option<Arc<dyn Clock + Send + Sync>>,
+    margin: Option<Duration>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .field("caller_clock", &self.clock.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Builder {
+    /// A limiter named `id` (its keys in Redis start with `{ritmo:<id>}`) on `config`, with the
+    /// default timeout ([`DEFAULT_TIMEOUT`]), the [`FailurePolicy::Reject`] policy and Redis's
+    /// own clock.
+    pub fn new(id: &'static str, config: Config) -> Self {
+        Builder {
+            id,
+            config,
+            prefix: "ritmo".into(),
+            timeout: DEFAULT_TIMEOUT,
+            policy: FailurePolicy::Reject,
+            fallback_keys: DEFAULT_FALLBACK_KEYS,
+            clock: None,
+            margin: None,
+        }
+    }
+
+    /// The first part of every Redis key (default `ritmo`): keys are `{<prefix>:<id>}` and
+    /// `{<prefix>:<id>}:<key>`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long a call waits for the store's answer (connecting included) before the failure
+    /// policy decides instead.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// What to do when the store does not answer in time.
+    pub fn on_unavailable(mut self, policy: FailurePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The most keys the in-process fallback keeps at once (default [`DEFAULT_FALLBACK_KEYS`]);
+    /// beyond that, a new key is refused with [`Reason::Unavailable`] while the store is away.
+    pub fn fallback_capacity(mut self, keys: usize) -> Self {
+        self.fallback_keys = keys;
+        self
+    }
+
+    /// Reads the time from `clock` and sends it with every call, instead of the script reading
+    /// Redis's `TIME`: for managed services that forbid `TIME` in scripts, and for tests on a
+    /// `ManualClock`. Every process sharing a quota must then read the same clock (the same
+    /// epoch): a process whose clock runs behind gets permits early. Keys still expire on Redis's
+    /// own clock, after the time the caller's clock says they are needed; a caller's clock
+    /// running slower than real time could see a key expire early (a fresh burst), so with a
+    /// caller's clock keys live [`DEFAULT_CLOCK_MARGIN`] longer unless
+    /// [`expiry_margin`](Builder::expiry_margin) says otherwise.
+    pub fn clock(mut self, clock: impl Clock + Send + Sync + 'static) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// How much longer than needed a key lives in Redis (rounded up to the millisecond): zero on
+    /// Redis's own clock, where a key expires exactly when its burst is full again;
+    /// [`DEFAULT_CLOCK_MARGIN`] with a caller's clock. A longer life costs memory, never a
+    /// decision (a key whose burst is full behaves as an absent one).
+    pub fn expiry_margin(mut self, margin: Duration) -> Self {
+        self.margin = Some(margin);
+        self
+    }
+
+    fn inner(self, keyed: bool) -> Result<(Inner, Duration), Error> {
+        if self.timeout.is_zero() {
+            return Err(Error::ZeroTimeout);
+        }
+        let rate = StoreRate::new(&self.config)?;
+        let policy = match self.policy {
+            FailurePolicy::Reject => Policy::Reject,
+            FailurePolicy::Admit => Policy::Admit,
+            FailurePolicy::Local(config) => {
+                Policy::Local(Local::new(self.id, config, self.fallback_keys))
+            }
+        };
+        let timeout = self.timeout;
+        let margin = self.margin.unwrap_or(if self.clock.is_some() {
+            DEFAULT_CLOCK_MARGIN
+        } else {
+            Duration::ZERO
+        });
+        let margin_ms = saturate_u64(margin.as_nanos().div_ceil(1_000_000)).min(MAX).to_string();
+        Ok((
+            Inner {
+                id: self.id,
+                config: self.config,
+                rate,
+                base: key::base_key(&self.prefix, self.id),
+                keyed,
+                timeout,
+                policy,
+                clock: self.clock,
+                margin_ms,
+            },
+            timeout,
+        ))
+    }
+
+    fn client(info: impl IntoConnectionInfo) -> Result<redis::Client, Error> {
+        redis::Client::open(info).map_err(Error::Connection)
+    }
+
+    /// An async limiter with one quota, on tokio. Connects lazily (a store that is down now is
+    /// handled by the failure policy at each call) and reconnects by itself. Must be called inside
+    /// a tokio runtime with its timer enabled.
+    pub fn connect(self, info: impl IntoConnectionInfo) -> Result<RedisRateLimiter, Error> {
+        let client = Self::client(info)?;
+        let (inner, timeout) = self.inner(false)?;
+        aio::RedisKeyedRateLimiter::<()>::open(inner, client, timeout).map(RedisRateLimiter::from)
+    }
+
+    /// An async limiter with one quota per key, on tokio (see [`connect`](Builder::connect)).
+    pub fn connect_keyed<K: StoreKey + ?Sized>(
+        self,
+        info: impl IntoConnectionInfo,
+    ) -> Result<RedisKeyedRateLimiter<K>, Error> {
+        let client = Self::client(info)?;
+        let (inner, timeout) = self.inner(true)?;
+        aio::RedisKeyedRateLimiter::open(inner, client, timeout)
+    }
+
+    /// A blocking limiter with one quota. Connects at its first call, and again after an error.
+    pub fn connect_blocking(
+        self,
+        info: impl IntoConnectionInfo,
+    ) -> Result<blocking::RedisRateLimiter, Error> {
+        let client = Self::client(info)?;
+        let (inner, _) = self.inner(false)?;
+        Ok(blocking::RedisKeyedRateLimiter::<()>::open(inner, client).into())
+    }
+
+    /// A blocking limiter with one quota per key.
+    pub fn connect_blocking_keyed<K: StoreKey + ?Sized>(
+        self,
+        info: impl IntoConnectionInfo,
+    ) -> Result<blocking::RedisKeyedRateLimiter<K>, Error> {
+        let client = Self::client(info)?;
+        let (inner, _) = self.inner(true)?;
+        Ok(blocking::RedisKeyedRateLimiter::open(inner, client))
+    }
+}
+
+#[derive(Debug)]
+enum Policy {
+    Reject,
+    Admit,
+    Local(Local),
+}
+
+/// What every client shares: the config in microseconds, the key layout, the policy.
+pub(crate) struct Inner {
+    id: &'static str,
+    config: Config,
+    rate: StoreRate,
+    base: Vec<u8>,
+    keyed: bool,
+    timeout: Duration,
+    policy: Policy,
+    clock: Option<Arc<dyn Clock + Send + Sync>>,
+    /// The expiry margin in milliseconds, as the scripts take it.
+    margin_ms: String,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLimiter")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .field("key", &String::from_utf8_lossy(&self.base))
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the acquire script decided (or the policy, when it could not be asked).
+pub(crate) enum Decision {
+    /// Granted, at once or after `permit.wait()`. `written` and `increment` let the refund script
+    /// give it back (`written` 0: not granted by the store, never given back).
+    Granted {
+        permit: Permit,
+        written: u64,
+        increment: u64,
+    },
+    Rejected(RateLimitExceeded),
+}
+
+impl Decision {
+    fn granted(permit: Permit) -> Decision {
+        Decision::Granted {
+            permit,
+            written: 0,
+            increment: 0,
+        }
+    }
+}
+
+/// Arguments of one script call.
+pub(crate) struct Call {
+    pub(crate) key: Vec<u8>,
+    pub(crate) k: u32,
+    pub(crate) reserve: bool,
+}
+
+impl Inner {
+    fn redis_key<K: StoreKey + ?Sized>(&self, key: &K) -> Vec<u8> {
+        let mut out = self.base.clone();
+        if self.keyed {
+            out.push(b':');
+            key.write_key(&mut out);
+        }
+        out
+    }
+
+    /// The `now` argument: the caller's clock in microseconds, or "" for Redis's `TIME`.
+    fn now_arg(&self) -> String {
+        match &self.clock {
+            Some(clock) => rate::clock_micros(clock.as_ref()).to_string(),
+            None => String::new(),
+        }
+    }
+
+    fn call<K: StoreKey + ?Sized>(
+        &self,
+        key: &K,
+        k: u32,
+        reserve: bool,
+    ) -> Result<Call, InvalidPermits> {
+        if k == 0 || k > self.config.permits() {
+            return Err(InvalidPermits::new(self.id, k, self.config.permits()));
+        }
+        Ok(self.call_one(key, reserve, k))
+    }
+
+    /// A call for `k` permits, `k` already checked (1 always is: permits >= 1).
+    fn call_one<K: StoreKey + ?Sized>(&self, key: &K, reserve: bool, k: u32) -> Call {
+        Call {
+            key: self.redis_key(key),
+            k,
+            reserve,
+        }
+    }
+
+    /// The acquire script's arguments after the key: now, increment, window, max_wait.
+    fn acquire_args(&self, call: &Call) -> [String; 5] {
+        [
+            self.now_arg(),
+            self.rate.increment(call.k).to_string(),
+            self.rate.window.to_string(),
+            if call.reserve { self.rate.max_wait } else { 0 }.to_string(),
+            self.margin_ms.clone(),
+        ]
+    }
+
+    fn unavailable(&self) -> RateLimitExceeded {
+        RateLimitExceeded::from_parts(self.id, Reason::Unavailable, self.timeout)
+    }
+
+    /// A call on a disabled config: passes without asking the store.
+    fn disabled(&self) -> Option<Decision> {
+        (!self.config.enabled())
+            .then(|| Decision::granted(Permit::new(Source::Disabled, None, Duration::ZERO)))
+    }
+
+    fn decide(&self, call: &Call, reply: Result<Vec<i64>, Cause>) -> Decision {
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(_) => return self.policy_decides(call),
+        };
+        let get = |i: usize| reply.get(i).map_or(0, |&v| v.max(0) as u64);
+        let (status, now, a, wait) = (get(0), get(1), get(2), get(3));
+        match status {
+            1 | 2 => {
+                if let Policy::Local(local) = &self.policy {
+                    local.warm(&call.key, call.k);
+                }
+                Decision::Granted {
+                    permit: Permit::new(Source::Store, Some(now), micros(wait)),
+                    written: a,
+                    increment: self.rate.increment(call.k),
+                }
+            }
+            _ => Decision::Rejected(RateLimitExceeded::from_parts(
+                self.id,
+                Reason::NoPermitInTime,
+                micros(a),
+            )),
+        }
+    }
+
+    fn policy_decides(&self, call: &Call) -> Decision {
+        match &self.policy {
+            Policy::Reject => Decision::Rejected(self.unavailable()),
+            Policy::Admit => Decision::granted(Permit::new(Source::Open, None, Duration::ZERO)),
+            Policy::Local(local) => {
+                match local.take(&call.key, call.k, call.reserve, self.unavailable()) {
+                    Ok(wait) => Decision::granted(Permit::new(Source::Fallback, None, wait)),
+                    Err(e) => Decision::Rejected(e),
+                }
+            }
+        }
+    }
+
+    /// `available_permits` from the peek script's reply `[now, tat]`.
+    fn available(&self, key: &[u8], reply: Result<Vec<i64>, Cause>) -> Result<u32, StoreError> {
+        if !self.config.enabled() {
+            return Ok(self.config.permits());
+        }
+        match reply {
+            Ok(r) if r.len() == 2 => Ok(self.rate.available(r[1].max(0) as u64, r[0].max(0) as u64)),
+            other => self.peek_fallback(other, |local| local.available(key)),
+        }
+    }
+
+    /// `retry_after` (for one permit) from the peek script's reply `[now, tat]`.
+    fn retry_after(
+        &self,
+        key: &[u8],
+        reply: Result<Vec<i64>, Cause>,
+    ) -> Result<Duration, StoreError> {
+        if !self.config.enabled() {
+            return Ok(Duration::ZERO);
+        }
+        match reply {
+            Ok(r) if r.len() == 2 => {
+                Ok(micros(self.rate.wait(r[1].max(0) as u64, r[0].max(0) as u64, 1)))
+            }
+            other => self.peek_fallback(other, |local| local.retry_after(key)),
+        }
+    }
+
+    fn peek_fallback<T>(
+        &self,
+        reply: Result<Vec<i64>, Cause>,
+        local: impl FnOnce(&Local) -> Option<T>,
+    ) -> Result<T, StoreError> {
+        let cause = match reply {
+            Err(cause) => cause,
+            Ok(_) => Cause::Redis(redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "unexpected reply from the peek script",
+            ))),
+        };
+        if let Policy::Local(l) = &self.policy
+            && let Some(answer) = local(l)
+        {
+            return Ok(answer);
+        }
+        Err(StoreError::new(self.id, cause))
+    }
+
+    /// The refund script's arguments after the key: now, written, increment.
+    fn refund_args(&self, written: u64, increment: u64) -> [String; 4] {
+        [
+            self.now_arg(),
+            written.to_string(),
+            increment.to_string(),
+            self.margin_ms.clone(),
+        ]
+    }
+}
+
+fn saturate_u64(x: u128) -> u64 {
+    u64::try_from(x).unwrap_or(u64::MAX)
+}
