@@ -43,11 +43,15 @@ fn args() -> Result<Args, String> {
                     .parse()
                     .ok()
                     .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s <= 60.0)
-                    .ok_or(format!("--secs {v}: a number of seconds, above 0 and at most 60"))?
+                    .ok_or(format!(
+                        "--secs {v}: a number of seconds, above 0 and at most 60"
+                    ))?
             }
             "--worker" => args.worker = Some(value()?),
             "--help" | "-h" => {
-                return Err("usage: redis-shared [--url redis://127.0.0.1:6379/] [--secs 3]".into());
+                return Err(
+                    "usage: redis-shared [--url redis://127.0.0.1:6379/] [--secs 3]".into(),
+                );
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -113,7 +117,14 @@ fn parent(args: &Args) -> Result<(), String> {
         .iter()
         .map(|name| {
             Command::new(&exe)
-                .args(["--worker", name, "--url", &args.url, "--secs", &args.secs.to_string()])
+                .args([
+                    "--worker",
+                    name,
+                    "--url",
+                    &args.url,
+                    "--secs",
+                    &args.secs.to_string(),
+                ])
                 .stdout(Stdio::piped())
                 .spawn()
                 .map_err(|e| e.to_string())
@@ -157,7 +168,11 @@ fn parent(args: &Args) -> Result<(), String> {
     println!("{:>12}  {:<14}process B", "redis time", "process A");
     for &(at, who) in &admissions {
         let t = format!("{:.3} s", (at - first) as f64 / 1e6);
-        let (a, b) = if who == 0 { ("admitted", "") } else { ("", "admitted") };
+        let (a, b) = if who == 0 {
+            ("admitted", "")
+        } else {
+            ("", "admitted")
+        };
         println!("{}", format!("{t:>12}  {a:<14}{b}").trim_end());
     }
     println!();

@@ -8,11 +8,10 @@
 -- ARGV[4]  max_wait   (0: admit at once or reject)
 -- ARGV[5]  expiry margin in ms (0 on Redis's own clock; more when the caller's clock may drift
 --          from the server's, since a key must never expire before its burst is full again)
--- Reply: { status, now, a }
---   status 1: admitted now,           a = new tat
---   status 2: reserved, must wait,    a = new tat (the caller's slot is now + wait, below)
---   status 0: rejected,               a = wait (MAX: never)
---   for status 2 the wait is the 4th element.
+-- Reply: { status, now, a, b }
+--   status 1: admitted now,           a = new tat, b = 0
+--   status 2: reserved, must wait,    a = new tat, b = wait (the slot is now + wait)
+--   status 0: rejected,               a = wait (MAX: never), b = tat, unchanged
 local MAX = 9007199254740991 -- 2^53 - 1
 local function sat_add(a, b)
   if a > MAX - b then return MAX end
@@ -34,10 +33,13 @@ local stored = redis.call('GET', KEYS[1])
 if stored then
   tat = tonumber(stored)
   if tat == nil then return redis.error_reply('ritmo: the state key holds no integer') end
+  -- only this script writes the key; anything else is kept in range, never trusted past it
+  tat = math.floor(tat)
+  if tat > MAX then tat = MAX elseif tat < 0 then tat = 0 end
 end
 local start = tat
 if now > start then start = now end
-if start >= MAX then return { 0, now, MAX } end
+if start >= MAX then return { 0, now, MAX, tat } end
 -- the instant the call's last permit arrives: start + inc - window, never below 0
 local slot = start - (window - inc)
 if slot < 0 then slot = 0 end
@@ -45,7 +47,7 @@ local status = 1
 local wait = 0
 if slot > now then
   wait = slot - now
-  if wait > max_wait then return { 0, now, wait } end
+  if wait > max_wait then return { 0, now, wait, tat } end
   status = 2
 end
 local new_tat = sat_add(start, inc)

@@ -10,7 +10,7 @@ use ritmo_core::{AcquireError, Config, RateLimitExceeded};
 
 use crate::error::Cause;
 use crate::script::{ACQUIRE, PEEK, REFUND};
-use crate::{Builder, Call, Decision, Error, Inner, Permit, StoreError, StoreKey};
+use crate::{Builder, Call, Decision, Error, Inner, Permit, Refusal, StoreError, StoreKey};
 
 /// One shared quota per key, in Redis, for async code on tokio.
 ///
@@ -65,7 +65,11 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         Builder::new(id, config)
     }
 
-    pub(crate) fn open(inner: Inner, client: redis::Client, timeout: Duration) -> Result<Self, Error> {
+    pub(crate) fn open(
+        inner: Inner,
+        client: redis::Client,
+        timeout: Duration,
+    ) -> Result<Self, Error> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::NoRuntime);
         }
@@ -75,7 +79,8 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_millis(500))
             .set_number_of_retries(2);
-        let conn = ConnectionManager::new_lazy_with_config(client, config).map_err(Error::Connection)?;
+        let conn =
+            ConnectionManager::new_lazy_with_config(client, config).map_err(Error::Connection)?;
         Ok(RedisKeyedRateLimiter {
             inner: Arc::new(inner),
             conn,
@@ -99,7 +104,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
     pub async fn try_acquire(&self, key: &K) -> Result<Permit, RateLimitExceeded> {
         match self.decide(self.inner.call_one(key, false, 1)).await {
             Decision::Granted { permit, .. } => Ok(permit),
-            Decision::Rejected(e) => Err(e),
+            Decision::Rejected(e, _) => Err(e),
         }
     }
 
@@ -108,7 +113,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
     pub async fn try_acquire_n(&self, key: &K, k: u32) -> Result<Permit, AcquireError> {
         match self.decide(self.inner.call(key, k, false)?).await {
             Decision::Granted { permit, .. } => Ok(permit),
-            Decision::Rejected(e) => Err(e.into()),
+            Decision::Rejected(e, _) => Err(e.into()),
         }
     }
 
@@ -124,6 +129,33 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         Ok(self.reserve_call(self.inner.call(key, k, true)?).await?)
     }
 
+    /// Reserves `k` permits for `key` if they arrive within `max_wait` (instead of the config's),
+    /// and reports the key's status from the same script call either way: for layers that
+    /// report quotas (the HTTP `RateLimit` fields).
+    pub async fn reserve_n_within(
+        &self,
+        key: &K,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<Reservation, Refusal> {
+        let mut call = self.inner.call(key, k, true).map_err(|e| Refusal {
+            error: e.into(),
+            status: None,
+        })?;
+        call.max_wait = crate::rate::saturate(max_wait.as_micros());
+        match self.decide(&call).await {
+            Decision::Granted {
+                permit,
+                written,
+                increment,
+            } => Ok(self.reservation(call, permit, written, increment)),
+            Decision::Rejected(e, status) => Err(Refusal {
+                error: e.into(),
+                status,
+            }),
+        }
+    }
+
     async fn reserve_call(&self, call: Call) -> Result<Reservation, RateLimitExceeded> {
         match self.decide(&call).await {
             Decision::Granted {
@@ -131,7 +163,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
                 written,
                 increment,
             } => Ok(self.reservation(call, permit, written, increment)),
-            Decision::Rejected(e) => Err(e),
+            Decision::Rejected(e, _) => Err(e),
         }
     }
 
@@ -253,6 +285,12 @@ impl Reservation {
         self.permit.wait()
     }
 
+    /// How long from now until the permits arrive (zero once they have).
+    pub fn remaining(&self) -> Duration {
+        self.ready_at
+            .saturating_duration_since(tokio::time::Instant::now())
+    }
+
     /// Sleeps until the permits arrive (without blocking a thread), then uses them. Dropping this
     /// future before then gives them back.
     pub async fn wait(mut self) -> Permit {
@@ -273,13 +311,29 @@ impl Reservation {
         if !std::mem::replace(&mut self.pending, false) {
             return false;
         }
-        refund(&self.inner, &self.conn, &self.key, self.written, self.increment).await
+        refund(
+            &self.inner,
+            &self.conn,
+            &self.key,
+            self.written,
+            self.increment,
+        )
+        .await
     }
 }
 
-async fn refund(inner: &Inner, conn: &ConnectionManager, key: &[u8], written: u64, increment: u64) -> bool {
+async fn refund(
+    inner: &Inner,
+    conn: &ConnectionManager,
+    key: &[u8],
+    written: u64,
+    increment: u64,
+) -> bool {
     let args = inner.refund_args(written, increment);
-    matches!(run::<4, i64>(&REFUND, conn, inner.timeout, key, &args).await, Ok(1))
+    matches!(
+        run::<4, i64>(&REFUND, conn, inner.timeout, key, &args).await,
+        Ok(1)
+    )
 }
 
 impl Drop for Reservation {
@@ -290,7 +344,11 @@ impl Drop for Reservation {
         // Given back in the background: a destructor cannot wait. Outside a runtime (the runtime
         // shutting down) the permits stay taken, which never lets more through than the quota.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let (inner, conn, key) = (self.inner.clone(), self.conn.clone(), std::mem::take(&mut self.key));
+            let (inner, conn, key) = (
+                self.inner.clone(),
+                self.conn.clone(),
+                std::mem::take(&mut self.key),
+            );
             let (written, increment) = (self.written, self.increment);
             handle.spawn(async move {
                 refund(&inner, &conn, &key, written, increment).await;

@@ -52,15 +52,20 @@ impl Pool {
         }
         match invocation.invoke::<T>(&mut conn) {
             Ok(reply) => {
-                self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
+                self.idle
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(conn);
                 Ok(reply)
             }
             // An error the server sent leaves the connection usable; anything else (a timeout
             // in the middle of a reply, a closed socket) does not.
             Err(e) => {
-                if matches!(e.kind(), redis::ErrorKind::Server(_)) && conn.is_open()
-                {
-                    self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
+                if matches!(e.kind(), redis::ErrorKind::Server(_)) && conn.is_open() {
+                    self.idle
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(conn);
                 }
                 Err(Cause::Redis(e))
             }
@@ -138,7 +143,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
     pub fn try_acquire(&self, key: &K) -> Result<Permit, RateLimitExceeded> {
         match self.decide(&self.inner.call_one(key, false, 1)) {
             Decision::Granted { permit, .. } => Ok(permit),
-            Decision::Rejected(e) => Err(e),
+            Decision::Rejected(e, _) => Err(e),
         }
     }
 
@@ -146,7 +151,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
     pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<Permit, AcquireError> {
         match self.decide(&self.inner.call(key, k, false)?) {
             Decision::Granted { permit, .. } => Ok(permit),
-            Decision::Rejected(e) => Err(e.into()),
+            Decision::Rejected(e, _) => Err(e.into()),
         }
     }
 
@@ -189,7 +194,12 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         if !self.inner.config.enabled() {
             return Ok(Vec::new());
         }
-        self.pool.run(self.inner.timeout, &PEEK, redis_key, &[self.inner.now_arg()])
+        self.pool.run(
+            self.inner.timeout,
+            &PEEK,
+            redis_key,
+            &[self.inner.now_arg()],
+        )
     }
 
     fn decide(&self, call: &Call) -> Decision {
@@ -197,7 +207,9 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
             return d;
         }
         let args = self.inner.acquire_args(call);
-        let reply = self.pool.run(self.inner.timeout, &ACQUIRE, &call.key, &args);
+        let reply = self
+            .pool
+            .run(self.inner.timeout, &ACQUIRE, &call.key, &args);
         self.inner.decide(call, reply)
     }
 
@@ -218,7 +230,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
                 increment,
                 pending: written != 0,
             }),
-            Decision::Rejected(e) => Err(e),
+            Decision::Rejected(e, _) => Err(e),
         }
     }
 }
@@ -265,6 +277,11 @@ impl Reservation {
         self.permit.wait()
     }
 
+    /// How long from now until the permits arrive (zero once they have).
+    pub fn remaining(&self) -> Duration {
+        self.ready_at.saturating_duration_since(Instant::now())
+    }
+
     /// Sleeps the thread until the permits arrive, then uses them.
     pub fn wait(mut self) -> Permit {
         let left = self.ready_at.saturating_duration_since(Instant::now());
@@ -292,7 +309,8 @@ impl Reservation {
         }
         let args = self.inner.refund_args(self.written, self.increment);
         matches!(
-            self.pool.run::<i64>(self.inner.timeout, &REFUND, &self.key, &args),
+            self.pool
+                .run::<i64>(self.inner.timeout, &REFUND, &self.key, &args),
             Ok(1)
         )
     }

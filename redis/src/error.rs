@@ -124,7 +124,8 @@ impl StoreError {
     /// Whether the store did not answer within the timeout (as opposed to an error it or the
     /// connection reported).
     pub fn is_timeout(&self) -> bool {
-        matches!(self.cause, Cause::Timeout(_)) || self.redis_error().is_some_and(|e| e.is_timeout())
+        matches!(self.cause, Cause::Timeout(_))
+            || self.redis_error().is_some_and(|e| e.is_timeout())
     }
 
     /// The client's error, when there was one (not a timeout of ritmo's own).

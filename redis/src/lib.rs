@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::IntoConnectionInfo;
-use ritmo_core::{Clock, Config, InvalidPermits, RateLimitExceeded, Reason};
+use ritmo_core::{Clock, InvalidPermits};
 
 pub use aio::{RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
 pub use error::{Error, StoreError};
 pub use key::StoreKey;
 /// The Redis client crate this one is built on, for its `Client` and connection settings.
 pub use redis;
+pub use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};
 
 use error::Cause;
 use local::Local;
@@ -96,11 +97,23 @@ pub struct Permit {
     source: Source,
     at: Option<u64>,
     wait: Duration,
+    status: Option<KeyStatus>,
 }
 
 impl Permit {
     pub(crate) fn new(source: Source, at: Option<u64>, wait: Duration) -> Self {
-        Permit { source, at, wait }
+        Permit {
+            source,
+            at,
+            wait,
+            status: None,
+        }
+    }
+
+    /// The key's quota right after this permit was granted, read in the same script call (no
+    /// extra round trip); `None` when the store did not decide.
+    pub fn status(&self) -> Option<KeyStatus> {
+        self.status
     }
 
     /// Where the permit came from.
@@ -119,6 +132,51 @@ impl Permit {
     pub fn wait(&self) -> Duration {
         self.wait
     }
+}
+
+/// One key's quota at one moment, as the store saw it: the permits that would pass right then
+/// without waiting, and how long until one more comes back (zero when the quota is full). With
+/// GCRA nothing resets at once: permits come back one every `period / permits`.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_redis::KeyStatus;
+/// let s = KeyStatus::new(3, Duration::from_millis(100));
+/// assert_eq!((s.remaining(), s.reset()), (3, Duration::from_millis(100)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyStatus {
+    remaining: u32,
+    reset: Duration,
+}
+
+impl KeyStatus {
+    /// `remaining` permits now, one more back after `reset`.
+    pub const fn new(remaining: u32, reset: Duration) -> Self {
+        KeyStatus { remaining, reset }
+    }
+
+    /// Permits that would pass right now without waiting.
+    pub const fn remaining(&self) -> u32 {
+        self.remaining
+    }
+
+    /// How long until one more permit is available (zero when the quota is full).
+    pub const fn reset(&self) -> Duration {
+        self.reset
+    }
+}
+
+/// A refusal from [`RedisKeyedRateLimiter::reserve_n_within`]: the error, and the key's status
+/// read by the same script call (`None` when the store did not decide: the failure policy did, or
+/// the request was invalid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// Why: rate limited (with `retry_after`), the store unavailable, or an invalid `k`.
+    pub error: ritmo_core::AcquireError,
+    /// The key's quota when the request was refused.
+    pub status: Option<KeyStatus>,
 }
 
 /// Settings for a limiter named `id` on `config`, shared through Redis; finish with one of the
@@ -261,7 +319,9 @@ impl Builder {
         } else {
             Duration::ZERO
         });
-        let margin_ms = saturate_u64(margin.as_nanos().div_ceil(1_000_000)).min(MAX).to_string();
+        let margin_ms = saturate_u64(margin.as_nanos().div_ceil(1_000_000))
+            .min(MAX)
+            .to_string();
         Ok((
             Inner {
                 id: self.id,
@@ -364,7 +424,7 @@ pub(crate) enum Decision {
         written: u64,
         increment: u64,
     },
-    Rejected(RateLimitExceeded),
+    Rejected(RateLimitExceeded, Option<KeyStatus>),
 }
 
 impl Decision {
@@ -381,7 +441,10 @@ impl Decision {
 pub(crate) struct Call {
     pub(crate) key: Vec<u8>,
     pub(crate) k: u32,
+    /// The call may wait (a reservation).
     pub(crate) reserve: bool,
+    /// How long it may wait, in microseconds (0 unless `reserve`).
+    pub(crate) max_wait: u64,
 }
 
 impl Inner {
@@ -420,6 +483,7 @@ impl Inner {
             key: self.redis_key(key),
             k,
             reserve,
+            max_wait: if reserve { self.rate.max_wait } else { 0 },
         }
     }
 
@@ -429,7 +493,7 @@ impl Inner {
             self.now_arg(),
             self.rate.increment(call.k).to_string(),
             self.rate.window.to_string(),
-            if call.reserve { self.rate.max_wait } else { 0 }.to_string(),
+            call.max_wait.to_string(),
             self.margin_ms.clone(),
         ]
     }
@@ -449,35 +513,45 @@ impl Inner {
             Ok(reply) => reply,
             Err(_) => return self.policy_decides(call),
         };
-        let get = |i: usize| reply.get(i).map_or(0, |&v| v.max(0) as u64);
-        let (status, now, a, wait) = (get(0), get(1), get(2), get(3));
+        let get = |i: usize| reply.get(i).map_or(0, |&v| (v.max(0) as u64).min(MAX));
+        let (status, now, a, b) = (get(0), get(1), get(2), get(3));
         match status {
             1 | 2 => {
                 if let Policy::Local(local) = &self.policy {
                     local.warm(&call.key, call.k);
                 }
+                let mut permit = Permit::new(Source::Store, Some(now), micros(b));
+                permit.status = Some(self.status(a, now));
                 Decision::Granted {
-                    permit: Permit::new(Source::Store, Some(now), micros(wait)),
+                    permit,
                     written: a,
                     increment: self.rate.increment(call.k),
                 }
             }
-            _ => Decision::Rejected(RateLimitExceeded::from_parts(
-                self.id,
-                Reason::NoPermitInTime,
-                micros(a),
-            )),
+            _ => Decision::Rejected(
+                RateLimitExceeded::from_parts(self.id, Reason::NoPermitInTime, micros(a)),
+                Some(self.status(b, now)),
+            ),
         }
+    }
+
+    /// A key's status from its state `tat` at `now`.
+    fn status(&self, tat: u64, now: u64) -> KeyStatus {
+        let remaining = self.rate.available(tat, now);
+        if remaining >= self.rate.permits {
+            return KeyStatus::new(remaining, Duration::ZERO);
+        }
+        KeyStatus::new(remaining, micros(self.rate.wait(tat, now, remaining + 1)))
     }
 
     fn policy_decides(&self, call: &Call) -> Decision {
         match &self.policy {
-            Policy::Reject => Decision::Rejected(self.unavailable()),
+            Policy::Reject => Decision::Rejected(self.unavailable(), None),
             Policy::Admit => Decision::granted(Permit::new(Source::Open, None, Duration::ZERO)),
             Policy::Local(local) => {
                 match local.take(&call.key, call.k, call.reserve, self.unavailable()) {
                     Ok(wait) => Decision::granted(Permit::new(Source::Fallback, None, wait)),
-                    Err(e) => Decision::Rejected(e),
+                    Err(e) => Decision::Rejected(e, None),
                 }
             }
         }
@@ -489,7 +563,9 @@ impl Inner {
             return Ok(self.config.permits());
         }
         match reply {
-            Ok(r) if r.len() == 2 => Ok(self.rate.available(r[1].max(0) as u64, r[0].max(0) as u64)),
+            Ok(r) if r.len() == 2 => {
+                Ok(self.rate.available(r[1].max(0) as u64, r[0].max(0) as u64))
+            }
             other => self.peek_fallback(other, |local| local.available(key)),
         }
     }
@@ -504,9 +580,11 @@ impl Inner {
             return Ok(Duration::ZERO);
         }
         match reply {
-            Ok(r) if r.len() == 2 => {
-                Ok(micros(self.rate.wait(r[1].max(0) as u64, r[0].max(0) as u64, 1)))
-            }
+            Ok(r) if r.len() == 2 => Ok(micros(self.rate.wait(
+                r[1].max(0) as u64,
+                r[0].max(0) as u64,
+                1,
+            ))),
             other => self.peek_fallback(other, |local| local.retry_after(key)),
         }
     }

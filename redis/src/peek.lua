@@ -11,4 +11,6 @@ local stored = redis.call('GET', KEYS[1])
 if not stored then return { now, 0 } end
 local tat = tonumber(stored)
 if tat == nil then return redis.error_reply('ritmo: the state key holds no integer') end
+tat = math.floor(tat)
+if tat > 9007199254740991 then tat = 9007199254740991 elseif tat < 0 then tat = 0 end
 return { now, tat }

@@ -120,7 +120,12 @@ mod tests {
         let r = rate(u32::MAX, Duration::MAX);
         assert_eq!(r.window, MAX);
         assert!(r.interval <= MAX && r.increment(u32::MAX) <= r.window);
-        let r = StoreRate::new(&Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::MAX)).unwrap();
+        let r = StoreRate::new(
+            &Config::new(1, Duration::from_secs(1))
+                .unwrap()
+                .with_max_wait(Duration::MAX),
+        )
+        .unwrap();
         assert_eq!(r.max_wait, MAX);
     }
 

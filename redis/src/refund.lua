@@ -9,7 +9,7 @@
 -- Reply: 1 given back, 0 left unused
 local MAX = 9007199254740991
 local written = tonumber(ARGV[2])
-if written >= MAX then return 0 end
+if written >= MAX or written <= 0 then return 0 end
 if redis.call('GET', KEYS[1]) ~= string.format('%d', written) then return 0 end
 local now
 if ARGV[1] == '' then

@@ -58,7 +58,10 @@ fn hammer(
                 })
             })
             .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
     })
 }
 
@@ -69,7 +72,10 @@ fn assert_window_bound(times: &mut [u64], n: u64, t: u64) {
         for (j, &b) in times.iter().enumerate().skip(i) {
             let count = (j - i + 1) as u64;
             let w = b - times[i];
-            assert!(count <= n + w / t, "{count} permits in {w} us (n = {n}, T = {t} us)");
+            assert!(
+                count <= n + w / t,
+                "{count} permits in {w} us (n = {n}, T = {t} us)"
+            );
         }
     }
 }
@@ -95,7 +101,11 @@ fn outage(
 
 fn assert_no_hang(records: &[Record]) {
     for r in records {
-        assert!(r.end - r.start < NO_HANG, "a call took {:?}", r.end - r.start);
+        assert!(
+            r.end - r.start < NO_HANG,
+            "a call took {:?}",
+            r.end - r.start
+        );
     }
 }
 
@@ -122,7 +132,9 @@ fn assert_reconnected(records: &[Record], restarted: Instant) {
 
 #[test]
 fn reject_never_over_admits_and_the_blocking_client_reconnects() {
-    let Some(mut server) = support::Server::start_persistent() else { return };
+    let Some(mut server) = support::Server::start_persistent() else {
+        return;
+    };
     let limiter = ritmo_redis::builder("reject", config())
         .timeout(TIMEOUT)
         .on_unavailable(FailurePolicy::Reject)
@@ -138,13 +150,21 @@ fn reject_never_over_admits_and_the_blocking_client_reconnects() {
         .iter()
         .filter(|r| matches!(&r.result, Err(e) if e.reason() == Reason::Unavailable))
         .collect();
-    assert!(!unavailable.is_empty(), "calls during the outage are refused as unavailable");
+    assert!(
+        !unavailable.is_empty(),
+        "calls during the outage are refused as unavailable"
+    );
     for r in &unavailable {
         assert_eq!(r.result.as_ref().unwrap_err().retry_after(), TIMEOUT);
     }
-    let outage_calls = records.iter().filter(|r| r.start > killed && r.end < restarting);
+    let outage_calls = records
+        .iter()
+        .filter(|r| r.start > killed && r.end < restarting);
     for r in outage_calls {
-        assert!(r.result.is_err(), "admitted while the store was down: {r:?}");
+        assert!(
+            r.result.is_err(),
+            "admitted while the store was down: {r:?}"
+        );
     }
     // Only the store admits, and within the bound over every window, across the restart.
     let mut times = store_times(&records);
@@ -154,7 +174,9 @@ fn reject_never_over_admits_and_the_blocking_client_reconnects() {
 
 #[test]
 fn reject_on_a_hung_server_times_out() {
-    let Some(server) = support::Server::start() else { return };
+    let Some(server) = support::Server::start() else {
+        return;
+    };
     let limiter = ritmo_redis::builder("hung", config())
         .timeout(TIMEOUT)
         .connect_blocking(server.url())
@@ -182,7 +204,9 @@ fn reject_on_a_hung_server_times_out() {
 
 #[test]
 fn admit_lets_calls_through_while_the_store_is_down() {
-    let Some(mut server) = support::Server::start_persistent() else { return };
+    let Some(mut server) = support::Server::start_persistent() else {
+        return;
+    };
     let limiter = ritmo_redis::builder("admit", config())
         .timeout(TIMEOUT)
         .on_unavailable(FailurePolicy::Admit)
@@ -218,7 +242,9 @@ fn admit_lets_calls_through_while_the_store_is_down() {
 
 #[test]
 fn local_fallback_limits_in_process_and_the_async_client_reconnects() {
-    let Some(mut server) = support::Server::start_persistent() else { return };
+    let Some(mut server) = support::Server::start_persistent() else {
+        return;
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -245,10 +271,17 @@ fn local_fallback_limits_in_process_and_the_async_client_reconnects() {
         .collect();
     for r in &records {
         if let Err(e) = &r.result {
-            assert_eq!(e.reason(), Reason::NoPermitInTime, "the fallback decides, never 'unavailable'");
+            assert_eq!(
+                e.reason(),
+                Reason::NoPermitInTime,
+                "the fallback decides, never 'unavailable'"
+            );
         }
     }
-    assert!(!fallback.is_empty(), "the fallback admits during the outage");
+    assert!(
+        !fallback.is_empty(),
+        "the fallback admits during the outage"
+    );
     // The fallback keeps its own bound (5 + floor(w / 200 ms)) over the span of its decisions,
     // and it started warm: the store's admissions just before the kill were charged to it too.
     let first = fallback.iter().map(|r| r.start).min().unwrap();

@@ -165,7 +165,10 @@ fn check_window_bound(uses: &[Use], n: u128, t: u128) -> Result<(), TestCaseErro
         for u in &uses[i..] {
             count += u.k;
             let w = u.at - uses[i].at;
-            prop_assert!(count <= n + w / t, "{count} permits in a window of {w} us (n = {n}, T = {t})");
+            prop_assert!(
+                count <= n + w / t,
+                "{count} permits in a window of {w} us (n = {n}, T = {t})"
+            );
         }
     }
     Ok(())
@@ -219,7 +222,10 @@ fn run_case(
                 let got = outcome_of(result);
                 prop_assert_eq!(&got, &expected);
                 if got == Outcome::Admitted {
-                    uses.push(Use { at: now, k: k as u128 });
+                    uses.push(Use {
+                        at: now,
+                        k: k as u128,
+                    });
                 }
             }
             Op::TryOne => {
@@ -254,7 +260,10 @@ fn run_case(
             Op::Cancel(_) | Op::Commit(_) => {}
         }
         let now = now_us(&clock);
-        prop_assert_eq!(limiter.available_permits(&key).unwrap(), model.available(now));
+        prop_assert_eq!(
+            limiter.available_permits(&key).unwrap(),
+            model.available(now)
+        );
         prop_assert_eq!(
             limiter.retry_after(&key).unwrap().as_micros(),
             model.wait(now, 1).unwrap_or(0)
@@ -269,7 +278,9 @@ fn run_case(
 
 #[test]
 fn redis_matches_the_reference_model() {
-    let Some(server) = support::Server::start() else { return };
+    let Some(server) = support::Server::start() else {
+        return;
+    };
     let cases = std::env::var("RITMO_REDIS_MODEL_CASES")
         .ok()
         .and_then(|c| c.parse().ok())
@@ -293,7 +304,9 @@ fn redis_matches_the_reference_model() {
 /// and then admits nothing more, as the core's does at the end of its clock's range.
 #[test]
 fn the_state_saturates_below_two_to_the_53_microseconds() {
-    let Some(server) = support::Server::start() else { return };
+    let Some(server) = support::Server::start() else {
+        return;
+    };
     let max_us: u64 = (1 << 53) - 1;
     let clock = Shared(Arc::new(ManualClock::starting_at((max_us - 10) * 1_000)));
     let config = Config::new(2, Duration::from_secs(1)).unwrap();
@@ -306,7 +319,10 @@ fn the_state_saturates_below_two_to_the_53_microseconds() {
     let err = limiter.try_acquire().unwrap_err();
     assert_eq!(err.retry_after(), Duration::from_nanos(u64::MAX), "never");
     assert_eq!(limiter.available_permits().unwrap(), 0);
-    let stored: String = redis::cmd("GET").arg("{ritmo:edge}").query(&mut server.conn()).unwrap();
+    let stored: String = redis::cmd("GET")
+        .arg("{ritmo:edge}")
+        .query(&mut server.conn())
+        .unwrap();
     assert_eq!(stored, max_us.to_string(), "stored exactly, as digits");
 
     // Just under the top, large values keep every digit: 2^53 - 1 - 10 + 500_000 would not fit,
@@ -318,7 +334,10 @@ fn the_state_saturates_below_two_to_the_53_microseconds() {
         .unwrap();
     let p = limiter.try_acquire().unwrap();
     assert_eq!(p.store_time_micros(), Some((1 << 52) + 1));
-    let stored: String = redis::cmd("GET").arg("{ritmo:edge2}").query(&mut server.conn()).unwrap();
+    let stored: String = redis::cmd("GET")
+        .arg("{ritmo:edge2}")
+        .query(&mut server.conn())
+        .unwrap();
     assert_eq!(stored, ((1u64 << 52) + 1 + 500_000).to_string());
     assert_eq!(limiter.available_permits().unwrap(), 1);
 }
@@ -327,7 +346,9 @@ fn the_state_saturates_below_two_to_the_53_microseconds() {
 /// test takes cannot change a decision.
 #[test]
 fn on_redis_time_decisions_waits_and_refunds() {
-    let Some(server) = support::Server::start() else { return };
+    let Some(server) = support::Server::start() else {
+        return;
+    };
     let config = Config::new(4, Duration::from_secs(400)) // T = 100 s
         .unwrap()
         .with_max_wait(Duration::from_secs(150));
@@ -338,12 +359,18 @@ fn on_redis_time_decisions_waits_and_refunds() {
     assert_eq!(limiter.retry_after().unwrap(), Duration::ZERO);
     let first = limiter.try_acquire_n(3).unwrap();
     let at = first.store_time_micros().unwrap();
-    assert!(at > 1_600_000_000_000_000, "Redis TIME in microseconds since 1970: {at}");
+    assert!(
+        at > 1_600_000_000_000_000,
+        "Redis TIME in microseconds since 1970: {at}"
+    );
     assert_eq!(limiter.available_permits().unwrap(), 1);
     limiter.try_acquire().unwrap();
     let err = limiter.try_acquire().unwrap_err();
     assert_eq!(err.reason(), Reason::NoPermitInTime);
-    assert!(err.retry_after() <= Duration::from_secs(100) && err.retry_after() > Duration::from_secs(99));
+    assert!(
+        err.retry_after() <= Duration::from_secs(100)
+            && err.retry_after() > Duration::from_secs(99)
+    );
     // A reservation within max_wait: about 100 s away.
     let r = limiter.reserve().unwrap();
     assert!(r.wait_time() > Duration::from_secs(99) && r.wait_time() <= Duration::from_secs(100));
@@ -359,7 +386,10 @@ fn on_redis_time_decisions_waits_and_refunds() {
     assert!(later.is_err(), "200 s away is over max_wait");
     drop(later);
     // The key expires when the burst would be full again: within 4 x 100 s + the wait.
-    let pttl: i64 = redis::cmd("PTTL").arg("{ritmo:time}").query(&mut server.conn()).unwrap();
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg("{ritmo:time}")
+        .query(&mut server.conn())
+        .unwrap();
     assert!(pttl > 400_000 && pttl <= 500_000, "pttl {pttl}");
     r.commit();
 }

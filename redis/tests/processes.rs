@@ -35,7 +35,9 @@ fn run_secs() -> f64 {
 /// The worker: does nothing unless started by `processes_share_one_quota`.
 #[test]
 fn worker_process() {
-    let Ok(url) = std::env::var("RITMO_REDIS_WORKER_URL") else { return };
+    let Ok(url) = std::env::var("RITMO_REDIS_WORKER_URL") else {
+        return;
+    };
     let limiter = ritmo_redis::builder("shared", config())
         .timeout(Duration::from_secs(2))
         .connect_blocking(url)
@@ -76,7 +78,10 @@ fn worker_process() {
             })
         })
         .collect();
-    let lines: Vec<String> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let lines: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
     let mut out = std::io::stdout().lock();
     // libtest has written "test worker_process ... " without a newline: start a line of our own.
     writeln!(out).unwrap();
@@ -90,12 +95,19 @@ fn processes_share_one_quota() {
     if std::env::var_os("RITMO_REDIS_WORKER_URL").is_some() {
         return;
     }
-    let Some(server) = support::Server::start() else { return };
+    let Some(server) = support::Server::start() else {
+        return;
+    };
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..PROCESSES)
         .map(|_| {
             Command::new(&exe)
-                .args(["worker_process", "--exact", "--nocapture", "--test-threads=1"])
+                .args([
+                    "worker_process",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
                 .env("RITMO_REDIS_WORKER_URL", server.url())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
@@ -113,7 +125,11 @@ fn processes_share_one_quota() {
         let mut counted = 0;
         let mut lines = 0;
         for line in text.lines() {
-            let fields: Vec<u64> = line.split(' ').skip(1).filter_map(|f| f.parse().ok()).collect();
+            let fields: Vec<u64> = line
+                .split(' ')
+                .skip(1)
+                .filter_map(|f| f.parse().ok())
+                .collect();
             if line.starts_with("ADMIT ") {
                 admissions.push((fields[0], fields[1]));
                 process_permits += fields[1];
@@ -128,7 +144,10 @@ fn processes_share_one_quota() {
             }
         }
         assert_eq!(lines, THREADS, "every thread reported");
-        assert_eq!(process_permits, counted, "every admitted permit was reported");
+        assert_eq!(
+            process_permits, counted,
+            "every admitted permit was reported"
+        );
         reported += counted;
     }
     // Every window on Redis's clock: permits <= 40 + floor(w / 10 ms).

@@ -97,12 +97,17 @@ impl Server {
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Ok(mut conn) = redis::Client::open(self.url()).and_then(|c| c.get_connection()) {
-                if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
-                    return;
-                }
+            if let Ok(mut conn) = redis::Client::open(self.url()).and_then(|c| c.get_connection())
+                && redis::cmd("PING").query::<String>(&mut conn).is_ok()
+            {
+                return;
             }
-            assert!(Instant::now() < deadline, "{} did not start on port {}", binary(), self.port);
+            assert!(
+                Instant::now() < deadline,
+                "{} did not start on port {}",
+                binary(),
+                self.port
+            );
             thread::sleep(Duration::from_millis(20));
         }
     }
@@ -175,7 +180,10 @@ impl Drop for Server {
     fn drop(&mut self) {
         if let Some(child) = &self.child {
             // A paused server cannot die of SIGKILL any slower, but make sure it is not left stopped.
-            let _ = Command::new("kill").arg("-CONT").arg(child.id().to_string()).status();
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(child.id().to_string())
+                .status();
         }
         self.kill();
     }
