@@ -10,7 +10,10 @@ use ritmo_core::{AcquireError, Config, RateLimitExceeded};
 
 use crate::error::Cause;
 use crate::script::{ACQUIRE, PEEK, REFUND};
-use crate::{Builder, Call, Decision, Error, Inner, Permit, Refusal, StoreError, StoreKey};
+use crate::{
+    AcquireOrStoreError, Builder, Call, Decision, Error, Inner, Permit, Refusal, StoreError,
+    StoreKey,
+};
 
 /// One shared quota per key, in Redis, for async code on tokio.
 ///
@@ -129,10 +132,24 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         Ok(self.reserve_call(self.inner.call(key, k, true)?).await?)
     }
 
-    /// Reserves `k` permits for `key` if they arrive within `max_wait` (instead of the config's),
-    /// and reports the key's status from the same script call either way: for layers that
-    /// report quotas (the HTTP `RateLimit` fields).
+    /// Reserves `k` permits for `key` if they arrive within `max_wait` (instead of the config's
+    /// `max_wait`, for this call only).
     pub async fn reserve_n_within(
+        &self,
+        key: &K,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<Reservation, AcquireError> {
+        self.reserve_with_status(key, k, max_wait)
+            .await
+            .map_err(|r| r.error)
+    }
+
+    /// [`reserve_n_within`](Self::reserve_n_within), reporting the key's status from the same
+    /// script call either way (granted: [`Permit::status`]; refused: [`Refusal::status`]): for
+    /// layers that report quotas, such as the HTTP `RateLimit` fields, without a second round
+    /// trip.
+    pub async fn reserve_with_status(
         &self,
         key: &K,
         k: u32,
@@ -154,6 +171,13 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
                 status,
             }),
         }
+    }
+
+    /// How long until `key` would get `k` permits at once (zero: now). Takes nothing.
+    pub async fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, AcquireOrStoreError> {
+        let call = self.inner.call(key, k, false)?;
+        let reply = self.peek(&call.key).await;
+        Ok(self.inner.retry_after_n(&call.key, k, reply)?)
     }
 
     async fn reserve_call(&self, call: Call) -> Result<Reservation, RateLimitExceeded> {
@@ -283,6 +307,11 @@ impl Reservation {
     /// How long from the decision until the permits arrive.
     pub fn wait_time(&self) -> Duration {
         self.permit.wait()
+    }
+
+    /// Whether the permits have arrived.
+    pub fn is_ready(&self) -> bool {
+        self.remaining().is_zero()
     }
 
     /// How long from now until the permits arrive (zero once they have).

@@ -14,7 +14,7 @@ use ritmo_core::{AcquireError, Config, RateLimitExceeded};
 
 use crate::error::Cause;
 use crate::script::{ACQUIRE, PEEK, REFUND};
-use crate::{Builder, Call, Decision, Inner, Permit, StoreError, StoreKey};
+use crate::{AcquireOrStoreError, Builder, Call, Decision, Inner, Permit, StoreError, StoreKey};
 
 /// Connections to one server, reused across calls and threads.
 struct Pool {
@@ -165,6 +165,26 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         Ok(self.reserve_call(self.inner.call(key, k, true)?)?)
     }
 
+    /// Reserves `k` permits for `key` if they arrive within `max_wait` (instead of the config's
+    /// `max_wait`, for this call only).
+    pub fn reserve_n_within(
+        &self,
+        key: &K,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<Reservation, AcquireError> {
+        let mut call = self.inner.call(key, k, true)?;
+        call.max_wait = crate::rate::saturate(max_wait.as_micros());
+        Ok(self.reserve_call(call)?)
+    }
+
+    /// How long until `key` would get `k` permits at once (zero: now). Takes nothing.
+    pub fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, AcquireOrStoreError> {
+        let call = self.inner.call(key, k, false)?;
+        let reply = self.peek(&call.key);
+        Ok(self.inner.retry_after_n(&call.key, k, reply)?)
+    }
+
     /// Takes one permit for `key`, sleeping the thread until it arrives if that is within
     /// `max_wait`.
     pub fn acquire(&self, key: &K) -> Result<Permit, RateLimitExceeded> {
@@ -275,6 +295,11 @@ impl Reservation {
     /// How long from the decision until the permits arrive.
     pub fn wait_time(&self) -> Duration {
         self.permit.wait()
+    }
+
+    /// Whether the permits have arrived.
+    pub fn is_ready(&self) -> bool {
+        self.remaining().is_zero()
     }
 
     /// How long from now until the permits arrive (zero once they have).

@@ -155,3 +155,55 @@ impl std::error::Error for StoreError {
         self.redis_error().map(|e| e as _)
     }
 }
+
+/// A peek for `k` permits that could not be answered: `k` is not a valid request (0, or more
+/// than the limiter's permits), or the store did not answer.
+///
+/// ```
+/// use ritmo_redis::AcquireOrStoreError;
+/// # fn check(e: AcquireOrStoreError) {
+/// match e {
+///     AcquireOrStoreError::InvalidPermits(e) => println!("{e}"),
+///     AcquireOrStoreError::Store(e) => println!("{e}"),
+///     _ => {}
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AcquireOrStoreError {
+    /// The request can never be granted.
+    InvalidPermits(ritmo_core::InvalidPermits),
+    /// The store did not answer in time.
+    Store(StoreError),
+}
+
+impl From<ritmo_core::InvalidPermits> for AcquireOrStoreError {
+    fn from(e: ritmo_core::InvalidPermits) -> Self {
+        AcquireOrStoreError::InvalidPermits(e)
+    }
+}
+
+impl From<StoreError> for AcquireOrStoreError {
+    fn from(e: StoreError) -> Self {
+        AcquireOrStoreError::Store(e)
+    }
+}
+
+impl fmt::Display for AcquireOrStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AcquireOrStoreError::InvalidPermits(e) => e.fmt(f),
+            AcquireOrStoreError::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AcquireOrStoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AcquireOrStoreError::InvalidPermits(e) => Some(e),
+            AcquireOrStoreError::Store(e) => Some(e),
+        }
+    }
+}

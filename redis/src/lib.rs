@@ -16,7 +16,7 @@ use redis::IntoConnectionInfo;
 use ritmo_core::{Clock, InvalidPermits};
 
 pub use aio::{RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
-pub use error::{Error, StoreError};
+pub use error::{AcquireOrStoreError, Error, StoreError};
 pub use key::StoreKey;
 /// The Redis client crate this one is built on, for its `Client` and connection settings.
 pub use redis;
@@ -576,6 +576,16 @@ impl Inner {
         key: &[u8],
         reply: Result<Vec<i64>, Cause>,
     ) -> Result<Duration, StoreError> {
+        self.retry_after_n(key, 1, reply)
+    }
+
+    /// How long until `k` permits would pass at once, from the peek script's reply `[now, tat]`.
+    fn retry_after_n(
+        &self,
+        key: &[u8],
+        k: u32,
+        reply: Result<Vec<i64>, Cause>,
+    ) -> Result<Duration, StoreError> {
         if !self.config.enabled() {
             return Ok(Duration::ZERO);
         }
@@ -583,9 +593,14 @@ impl Inner {
             Ok(r) if r.len() == 2 => Ok(micros(self.rate.wait(
                 r[1].max(0) as u64,
                 r[0].max(0) as u64,
-                1,
+                k,
             ))),
-            other => self.peek_fallback(other, |local| local.retry_after(key)),
+            other => self.peek_fallback(
+                other,
+                |local| {
+                    if k == 1 { local.retry_after(key) } else { None }
+                },
+            ),
         }
     }
 

@@ -384,7 +384,7 @@ async fn each_decision_reports_the_key_status_from_the_same_call() {
         .unwrap();
     let ms = Duration::from_millis;
     let r = keyed
-        .reserve_n_within("k", 1, Duration::ZERO)
+        .reserve_with_status("k", 1, Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(r.wait_time(), Duration::ZERO);
@@ -398,7 +398,7 @@ async fn each_decision_reports_the_key_status_from_the_same_call() {
     );
     clock.0.advance(ms(30));
     let refusal = keyed
-        .reserve_n_within("k", 1, Duration::ZERO)
+        .reserve_with_status("k", 1, Duration::ZERO)
         .await
         .unwrap_err();
     assert!(matches!(refusal.error, AcquireError::RateLimited(e) if e.retry_after() == ms(70)));
@@ -407,13 +407,37 @@ async fn each_decision_reports_the_key_status_from_the_same_call() {
         Some((0, ms(70)))
     );
     // A longer max_wait than the config's (0) for this call only.
-    let r = keyed.reserve_n_within("k", 2, ms(200)).await.unwrap();
+    let r = keyed.reserve_with_status("k", 2, ms(200)).await.unwrap();
     assert_eq!(r.wait_time(), ms(170));
     assert_eq!(r.permit().status().map(|s| s.remaining()), Some(0));
     assert!(r.cancel().await);
-    let refusal = keyed.reserve_n_within("k", 5, ms(200)).await.unwrap_err();
+    let refusal = keyed
+        .reserve_with_status("k", 5, ms(200))
+        .await
+        .unwrap_err();
     assert!(matches!(refusal.error, AcquireError::InvalidPermits(_)));
     assert_eq!(refusal.status, None);
+    assert_eq!(keyed.retry_after_n("k", 2).await.unwrap(), ms(170));
+    assert!(matches!(
+        keyed.retry_after_n("k", 5).await,
+        Err(ritmo_redis::AcquireOrStoreError::InvalidPermits(_))
+    ));
+    let r = keyed.reserve_n_within("k", 1, ms(70)).await.unwrap();
+    assert!(!r.is_ready() && r.wait_time() == ms(70));
+    assert!(matches!(
+        keyed.reserve_n_within("k", 1, ms(70)).await,
+        Err(AcquireError::RateLimited(_))
+    ));
+    drop(r);
     clock.0.advance(ms(370));
-    assert_eq!(keyed.available_permits("k").await.unwrap(), 4);
+    // the dropped reservation went back in the background
+    let mut available = 0;
+    for _ in 0..100 {
+        available = keyed.available_permits("k").await.unwrap();
+        if available == 4 {
+            break;
+        }
+        tokio::time::sleep(ms(10)).await;
+    }
+    assert_eq!(available, 4);
 }
