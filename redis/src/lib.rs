@@ -15,7 +15,7 @@ use std::time::Duration;
 use redis::IntoConnectionInfo;
 use ritmo_core::{Clock, InvalidPermits};
 
-pub use aio::{RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
+pub use aio::{AsyncConnection, RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
 pub use error::{AcquireOrStoreError, Error, StoreError};
 pub use key::StoreKey;
 /// The Redis client crate this one is built on, for its `Client` and connection settings.
@@ -359,6 +359,24 @@ impl Builder {
         let client = Self::client(info)?;
         let (inner, timeout) = self.inner(true)?;
         aio::RedisKeyedRateLimiter::open(inner, client, timeout)
+    }
+
+    /// An async limiter with one quota, on a connection the caller opened: a
+    /// `MultiplexedConnection`, a Redis Cluster connection (see [`AsyncConnection`]). The
+    /// timeout still bounds every call; reconnecting is the connection's business.
+    pub fn connect_with<C: AsyncConnection>(self, conn: C) -> Result<RedisRateLimiter<C>, Error> {
+        let (inner, _) = self.inner(false)?;
+        Ok(aio::RedisKeyedRateLimiter::<(), C>::with_connection(inner, conn).into())
+    }
+
+    /// An async limiter with one quota per key, on a connection the caller opened (see
+    /// [`connect_with`](Builder::connect_with)).
+    pub fn connect_keyed_with<K: StoreKey + ?Sized, C: AsyncConnection>(
+        self,
+        conn: C,
+    ) -> Result<RedisKeyedRateLimiter<K, C>, Error> {
+        let (inner, _) = self.inner(true)?;
+        Ok(aio::RedisKeyedRateLimiter::with_connection(inner, conn))
     }
 
     /// A blocking limiter with one quota. Connects at its first call, and again after an error.
