@@ -89,3 +89,12 @@ pub mod __private {
         }
     }
 }
+/// One quota shared by many processes, in Redis or Valkey: the same GCRA, run atomically by a Lua
+/// script (async on tokio, and blocking).
+///
+/// ```
+/// # #[cfg(feature = "redis")]
+/// let _ = ritmo::redis::DEFAULT_TIMEOUT;
+/// ```
+#[cfg(feature = "redis")]
+pub use ritmo_redis as redis;
