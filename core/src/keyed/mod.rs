@@ -488,11 +488,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, N>, RateLimitExceeded> {
-        self.reserve_units(key, 1, self.rate.max_wait())
-            .map_err(|e| match e {
-                AcquireError::RateLimited(e) => e,
-                AcquireError::InvalidPermits(_) => unreachable!("1 permit is always valid"),
-            })
+        self.reserve_valid(key, 1, self.rate.max_wait())
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
@@ -543,6 +539,15 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         max_wait: u64,
     ) -> Result<KeyedReservation<'_, K, C, N>, AcquireError> {
         self.rate.check_permits(k)?;
+        Ok(self.reserve_valid(key, k, max_wait)?)
+    }
+
+    fn reserve_valid(
+        &self,
+        key: &K,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<KeyedReservation<'_, K, C, N>, RateLimitExceeded> {
         if !self.rate.enabled() {
             let now = self.rate.now();
             return Ok(KeyedReservation::new(
