@@ -98,6 +98,9 @@ impl<K: Hash + Eq, const N: usize> Table<K, N> {
     pub(crate) fn probe(&mut self, key: &K, now: u64) -> Probe {
         let mut i = self.home(key);
         let mut passed = 0;
+        // After a removal the table has an empty slot, which the probe reaches before it could
+        // have passed N live keys (entries moved back may be looked at twice: `passed` overcounts).
+        let mut removed = false;
         let mut soonest = u64::MAX;
         loop {
             let slot = &self.slots[i];
@@ -108,12 +111,13 @@ impl<K: Hash + Eq, const N: usize> Table<K, N> {
                     // Idle: indistinguishable from absent. Drop it and look at this slot again
                     // (an entry from further on may have moved into it).
                     self.remove_at(i);
+                    removed = true;
                     continue;
                 }
                 Some(_) => soonest = soonest.min(slot.tat),
             }
             passed += 1;
-            if passed == N {
+            if passed >= N && !removed {
                 return Probe::Full { soonest };
             }
             i = if i + 1 == N { 0 } else { i + 1 };
