@@ -35,6 +35,8 @@ mod ip;
 
 pub use ip::IpKey;
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::hash::{Hash, RandomState};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -64,11 +66,11 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock> {
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
     held: AtomicUsize,
-    /// No key in the map is idle before this instant (a lower bound on their states): until the
-    /// clock passes it, a refused new key needs no scan.
+    /// A lower bound on the states of keys put in or refunded since the last scan, or used since
+    /// it remembered them (see `make_room`).
     soonest: AtomicU64,
-    /// One scan at a time.
-    scan: Mutex<()>,
+    /// The soonest keys the last scan saw, to free without scanning again; one scan at a time.
+    scan: Mutex<Reclaim<K>>,
     key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
@@ -121,7 +123,10 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             max_keys,
             held: AtomicUsize::new(0),
             soonest: AtomicU64::new(u64::MAX),
-            scan: Mutex::new(()),
+            scan: Mutex::new(Reclaim {
+                candidates: BinaryHeap::new(),
+                threshold: u64::MAX,
+            }),
             key_listener: None,
         }
     }
@@ -303,6 +308,34 @@ fn taken(decision: Decision, now: u64) -> Result<Taken, u64> {
     }
 }
 
+/// A key and its state when a scan saw it, ordered by the state alone.
+struct Soonest<K>(u64, K);
+
+impl<K> PartialEq for Soonest<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl<K> Eq for Soonest<K> {}
+impl<K> PartialOrd for Soonest<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<K> Ord for Soonest<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+/// What the last scan left to free without scanning again.
+struct Reclaim<K> {
+    /// The soonest live keys it saw, soonest first out.
+    candidates: BinaryHeap<Reverse<Soonest<K>>>,
+    /// Every key it did not remember had a state at or after this.
+    threshold: u64,
+}
+
 /// Whether a new key may go in now.
 enum Room {
     Yes,
@@ -372,38 +405,95 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             .is_ok()
     }
 
-    /// At `max_keys`: drops every idle key, unless none can be idle yet. `force` scans anyway.
+    /// At `max_keys`: frees room by dropping idle keys, unless none can be idle yet. `force`
+    /// scans the whole map anyway.
+    ///
+    /// A scan drops every idle key and remembers the soonest live ones it saw (a few per cent of
+    /// `max_keys`) with their states. Later calls free those one by one as they go idle, by key
+    /// (O(1) each), so that keys going idle one at a time, while the map stays full, do not cost
+    /// a scan each; a new scan runs only once they are used up. Nothing is ever dropped that is
+    /// not idle when it is dropped: each removal re-checks the state under the shard's lock.
     fn make_room(&self, force: bool) -> Room {
-        let _one_at_a_time = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
         if !force && self.held.load(Ordering::Acquire) < self.max_keys {
             return Room::Yes; // another thread made room while we waited
         }
         let now = self.rate.now();
-        let soonest = self.soonest.load(Ordering::Acquire);
-        if !force && now < soonest {
-            return Room::No(soonest - now);
-        }
-        // Inserts during the scan lower `soonest` themselves; the scan lowers it to what it saw.
-        self.soonest.store(u64::MAX, Ordering::Release);
-        let mut earliest = u64::MAX;
         let mut freed = 0;
-        self.map.retain(|_, state| {
+        while let Some(candidate) = reclaim.candidates.peek() {
+            if !self.rate.is_idle(candidate.0.0, now) {
+                break;
+            }
+            let Some(Soonest(_, key)) = reclaim.candidates.pop().map(|c| c.0) else {
+                break;
+            };
+            match self
+                .map
+                .remove_if(&key, |_, state| self.rate.is_idle(state.tat(), now))
+            {
+                Some(_) => freed += 1,
+                None => {
+                    // Used since the scan (or gone): if it is still here, its state is the
+                    // lower bound to remember.
+                    if let Some(state) = self.map.get(&key) {
+                        self.soonest.fetch_min(state.tat(), Ordering::AcqRel);
+                    }
+                }
+            }
+        }
+        if freed > 0 {
+            self.held.fetch_sub(freed, Ordering::AcqRel);
+            if !force {
+                return Room::Yes;
+            }
+        }
+        // No key is idle before `bound`: the remembered ones, those the last scan did not
+        // remember (all at or after `threshold`), and those put in or refunded since (`soonest`).
+        let bound = reclaim
+            .candidates
+            .peek()
+            .map_or(u64::MAX, |c| c.0.0)
+            .min(reclaim.threshold)
+            .min(self.soonest.load(Ordering::Acquire));
+        if !force && now < bound {
+            return Room::No(bound - now);
+        }
+        // Inserts during the scan lower `soonest` themselves; the scan sets the rest.
+        self.soonest.store(u64::MAX, Ordering::Release);
+        let keep = (self.max_keys / 32).clamp(16, 4096);
+        let mut soonest: BinaryHeap<Soonest<K>> = BinaryHeap::with_capacity(keep + 1);
+        let mut scanned_freed = 0;
+        self.map.retain(|key, state| {
             let tat = state.tat();
             if self.rate.is_idle(tat, now) {
-                freed += 1;
-                false
-            } else {
-                earliest = earliest.min(tat);
-                true
+                scanned_freed += 1;
+                return false;
             }
+            if soonest.len() < keep || soonest.peek().is_some_and(|top| tat < top.0) {
+                soonest.push(Soonest(tat, key.clone()));
+                if soonest.len() > keep {
+                    soonest.pop();
+                }
+            }
+            true
         });
-        self.held.fetch_sub(freed, Ordering::AcqRel);
-        self.soonest.fetch_min(earliest, Ordering::AcqRel);
-        if freed > 0 || self.held.load(Ordering::Acquire) < self.max_keys {
-            Room::Yes
+        self.held.fetch_sub(scanned_freed, Ordering::AcqRel);
+        // Keys not remembered were at or after the latest remembered one (when it is full).
+        reclaim.threshold = if soonest.len() == keep {
+            soonest.peek().map_or(u64::MAX, |top| top.0)
         } else {
-            Room::No(earliest.saturating_sub(now).max(1))
+            u64::MAX
+        };
+        reclaim.candidates = soonest.into_iter().map(Reverse).collect();
+        if freed + scanned_freed > 0 || self.held.load(Ordering::Acquire) < self.max_keys {
+            return Room::Yes;
         }
+        let bound = reclaim
+            .candidates
+            .peek()
+            .map_or(u64::MAX, |c| c.0.0)
+            .min(self.soonest.load(Ordering::Acquire));
+        Room::No(bound.saturating_sub(now).max(1))
     }
 
     /// Takes one permit for `key` if it is there now; never waits. A key never seen gets a full
