@@ -83,7 +83,10 @@ fn a_million_new_keys_against_ten_thousand_slots() {
         }
     }
     // Over the run, flood keys came and went: far more were admitted than fit at once.
-    assert!(admitted > 2 * MAX_KEYS as u64, "{admitted} admitted, {refused} refused");
+    assert!(
+        admitted > 2 * MAX_KEYS as u64,
+        "{admitted} admitted, {refused} refused"
+    );
     assert!(refused > 0);
     // Every admission of a flood key is within its bound: each asked twice, each time fresh or
     // with one permit used, so at most 2 per key.
