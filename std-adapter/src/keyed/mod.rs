@@ -69,6 +69,8 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock> {
     /// A lower bound on the states of keys put in or refunded since the last scan, or used since
     /// it remembered them (see `make_room`).
     soonest: AtomicU64,
+    /// The latest instant a key was dropped at.
+    evicted_at: AtomicU64,
     /// The soonest keys the last scan saw, to free without scanning again; one scan at a time.
     scan: Mutex<Reclaim<K>>,
     key_listener: Option<&'static dyn KeyListener<K>>,
@@ -123,6 +125,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             max_keys,
             held: AtomicUsize::new(0),
             soonest: AtomicU64::new(u64::MAX),
+            evicted_at: AtomicU64::new(0),
             scan: Mutex::new(Reclaim {
                 candidates: BinaryHeap::new(),
                 threshold: u64::MAX,
@@ -356,18 +359,25 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             return taken(decision, now)
                 .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
         }
-        self.take_new(key, k, max_wait)
+        self.take_new(key, k, now, max_wait)
     }
 
     /// A key not in the map: make room for it if need be, then put it in.
     #[cold]
-    fn take_new(&self, key: &K, k: u32, max_wait: u64) -> Result<Taken, RateLimitExceeded> {
+    fn take_new(
+        &self,
+        key: &K,
+        k: u32,
+        now: u64,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
         loop {
             if self.claim() {
                 let entry = self.map.entry(key.clone());
-                // Read the clock with the shard locked: later than any scan that dropped this key
-                // before, so the fresh state never starts before the old one ended.
-                let now = self.rate.now();
+                // With the shard locked, no earlier than any instant a key was dropped at: a key
+                // dropped after our clock read gets a fresh state that never starts before the
+                // old one ended.
+                let now = now.max(self.evicted_at.load(Ordering::SeqCst));
                 let decision = match entry {
                     Entry::Occupied(e) => {
                         // Another thread put it in meanwhile.
@@ -380,8 +390,14 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                         if let Decision::Reject { .. } = decision {
                             self.held.fetch_sub(1, Ordering::AcqRel);
                         } else {
-                            self.soonest.fetch_min(state.tat(), Ordering::AcqRel);
+                            let tat = state.tat();
                             v.insert(state);
+                            // After the insert: a scan that began before it either sees the key
+                            // or reset the bound before this read, so the read sees its reset.
+                            // Usually later than the bound already: skip the write then.
+                            if tat < self.soonest.load(Ordering::SeqCst) {
+                                self.soonest.fetch_min(tat, Ordering::SeqCst);
+                            }
                         }
                         decision
                     }
@@ -419,6 +435,8 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             return Room::Yes; // another thread made room while we waited
         }
         let now = self.rate.now();
+        // Before any key is dropped at `now` (see `take_new`).
+        self.evicted_at.fetch_max(now, Ordering::SeqCst);
         let mut freed = 0;
         while let Some(candidate) = reclaim.candidates.peek() {
             if !self.rate.is_idle(candidate.0.0, now) {
@@ -459,7 +477,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             return Room::No(bound - now);
         }
         // Inserts during the scan lower `soonest` themselves; the scan sets the rest.
-        self.soonest.store(u64::MAX, Ordering::Release);
+        self.soonest.store(u64::MAX, Ordering::SeqCst);
         let keep = (self.max_keys / 32).clamp(16, 4096);
         let mut soonest: BinaryHeap<Soonest<K>> = BinaryHeap::with_capacity(keep + 1);
         let mut scanned_freed = 0;
