@@ -148,11 +148,11 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (0u8..8, 0u32..6).prop_map(|(key, k)| Op::Acquire { key, k }),
-        2 => (0u8..8, 1u32..4, 0u64..3000).prop_map(|(key, k, max_wait_ms)| Op::Reserve { key, k, max_wait_ms }),
+        6 => (any::<u8>(), 0u32..6).prop_map(|(key, k)| Op::Acquire { key, k }),
+        2 => (any::<u8>(), 1u32..4, 0u64..3000).prop_map(|(key, k, max_wait_ms)| Op::Reserve { key, k, max_wait_ms }),
         2 => (any::<usize>(), any::<bool>()).prop_map(|(index, cancel)| Op::Release { index, cancel }),
         4 => prop_oneof![0u64..500, 0u64..50_000, 0u64..3_000_000].prop_map(|micros| Op::Advance { micros }),
-        2 => (0u8..8).prop_map(|key| Op::Peek { key }),
+        2 => any::<u8>().prop_map(|key| Op::Peek { key }),
         1 => Just(Op::Reclaim),
         1 => any::<u128>().prop_map(|seed| Op::Reseed { seed }),
     ]
@@ -186,7 +186,19 @@ fn run<S: Keyed>(
     config: Config,
     ops: Vec<Op>,
 ) -> Result<(), TestCaseError> {
-    let model: Vec<RateLimiter<&ManualClock>> = (0..KEYS)
+    run_with(subject, clock, config, ops, CAP, KEYS)
+}
+
+/// [`run`] with `cap` slots for `keys` keys (ops' keys are taken modulo `keys`).
+fn run_with<S: Keyed>(
+    subject: &S,
+    clock: &ManualClock,
+    config: Config,
+    ops: Vec<Op>,
+    cap: usize,
+    keys: u8,
+) -> Result<(), TestCaseError> {
+    let model: Vec<RateLimiter<&ManualClock>> = (0..keys)
         .map(|_| RateLimiter::with_clock("keyed", config, clock))
         .collect();
     let n = config.permits();
@@ -197,8 +209,8 @@ fn run<S: Keyed>(
         if is_live(key) {
             return None;
         }
-        let live: Vec<u8> = (0..KEYS).filter(|&k| is_live(k)).collect();
-        (live.len() >= CAP).then(|| {
+        let live: Vec<u8> = (0..keys).filter(|&k| is_live(k)).collect();
+        (live.len() >= cap).then(|| {
             live.iter()
                 .map(|&k| model[k as usize].retry_after_n(n).unwrap())
                 .min()
@@ -207,6 +219,20 @@ fn run<S: Keyed>(
     };
     let mut held: Vec<(Box<dyn Held + '_>, Reservation<'_, &ManualClock>, u8)> = Vec::new();
     for op in ops {
+        let op = match op {
+            Op::Acquire { key, k } => Op::Acquire { key: key % keys, k },
+            Op::Reserve {
+                key,
+                k,
+                max_wait_ms,
+            } => Op::Reserve {
+                key: key % keys,
+                k,
+                max_wait_ms,
+            },
+            Op::Peek { key } => Op::Peek { key: key % keys },
+            other => other,
+        };
         match op {
             Op::Acquire { key, k } => {
                 let room = no_room_for(key);
@@ -282,13 +308,13 @@ fn run<S: Keyed>(
                 }
             }
             Op::Reclaim => {
-                let live = (0..KEYS).filter(|&k| is_live(k)).count();
+                let live = (0..keys).filter(|&k| is_live(k)).count();
                 prop_assert_eq!(subject.reclaim_idle(), live);
                 prop_assert_eq!(subject.keys_held(), live);
             }
             Op::Reseed { seed } => subject.reseed(seed),
         }
-        let expected: Vec<KeySnapshot<u8>> = (0..KEYS)
+        let expected: Vec<KeySnapshot<u8>> = (0..keys)
             .filter(|&k| is_live(k))
             .map(|key| KeySnapshot {
                 key,
@@ -299,7 +325,7 @@ fn run<S: Keyed>(
         live.sort_by_key(|s| s.key);
         prop_assert_eq!(&live, &expected);
         prop_assert_eq!(subject.len(), expected.len());
-        prop_assert!(subject.keys_held() <= CAP);
+        prop_assert!(subject.keys_held() <= cap);
     }
     Ok(())
 }
@@ -332,6 +358,18 @@ proptest! {
         let clock = ManualClock::new();
         let map = KeyedRateLimiter::with_clock("keyed", config, CAP, &clock);
         run(&map, &clock, config, ops)?;
+    }
+
+    /// More keys than the map remembers after a scan (40 slots, 16 remembered, 64 keys): room is
+    /// made from the remembered keys and from scans, and still exactly when a key is idle.
+    #[test]
+    fn the_std_map_with_more_keys_than_it_remembers(
+        config in config(),
+        ops in proptest::collection::vec(op(), 1..400),
+    ) {
+        let clock = ManualClock::new();
+        let map = KeyedRateLimiter::with_clock("keyed", config, 40, &clock);
+        run_with(&map, &clock, config, ops, 40, 64)?;
     }
 }
 
