@@ -532,7 +532,14 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         if !self.rate.enabled() {
             return Ok(());
         }
-        self.take(key, 1, 0).map(|_| ())
+        let now = self.rate.now();
+        if let Some(state) = self.map.get(key) {
+            // The read lock held across one compare-and-swap, as in `take`.
+            let taken = state.try_take(&self.rate, now);
+            drop(state);
+            return taken.map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+        }
+        self.take_new(key, 1, now, 0).map(|_| ())
     }
 
     /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
