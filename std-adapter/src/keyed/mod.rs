@@ -9,9 +9,13 @@
 //! makes room; if every key is still being limited, the new key is refused with
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
 //!
-//! A refused new key costs one comparison while no key can be idle yet: the map remembers the
-//! earliest instant one could be, and scans only once the clock passes it. The scan then frees
-//! every idle key at once, so its cost is shared by all the keys it made room for.
+//! A refused new key costs O(1): the map remembers, with their states, the soonest live keys its
+//! last scan saw and every key put in or refunded since, and every other key was at or after a
+//! known instant. Room is made from the remembered keys one by one as they go idle; a scan of the
+//! whole map runs only once none is left and the clock has passed that instant, and it frees every
+//! idle key at once. `retry_after` of a refusal is exact while the soonest key is a remembered
+//! one (always, for a map of up to 16 keys); otherwise it is the earliest instant the others can
+//! be idle, never later than the truth.
 //!
 //! Keys are hashed with std's SipHash-1-3 under a random seed drawn for each map
 //! ([`RandomState`]): clients who choose their keys cannot choose them to collide.
@@ -66,9 +70,6 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock> {
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
     held: AtomicUsize,
-    /// A lower bound on the states of keys put in or refunded since the last scan, or used since
-    /// it remembered them (see `make_room`).
-    soonest: AtomicU64,
     /// The latest instant a key was dropped at.
     evicted_at: AtomicU64,
     /// The soonest keys the last scan saw, to free without scanning again; one scan at a time.
@@ -124,7 +125,6 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             map: DashMap::with_hasher(RandomState::new()),
             max_keys,
             held: AtomicUsize::new(0),
-            soonest: AtomicU64::new(u64::MAX),
             evicted_at: AtomicU64::new(0),
             scan: Mutex::new(Reclaim {
                 candidates: BinaryHeap::new(),
@@ -378,6 +378,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 // dropped after our clock read gets a fresh state that never starts before the
                 // old one ended.
                 let now = now.max(self.evicted_at.load(Ordering::SeqCst));
+                let mut inserted = None;
                 let decision = match entry {
                     Entry::Occupied(e) => {
                         // Another thread put it in meanwhile.
@@ -390,18 +391,16 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                         if let Decision::Reject { .. } = decision {
                             self.held.fetch_sub(1, Ordering::AcqRel);
                         } else {
-                            let tat = state.tat();
+                            inserted = Some(state.tat());
                             v.insert(state);
-                            // After the insert: a scan that began before it either sees the key
-                            // or reset the bound before this read, so the read sees its reset.
-                            // Usually later than the bound already: skip the write then.
-                            if tat < self.soonest.load(Ordering::SeqCst) {
-                                self.soonest.fetch_min(tat, Ordering::SeqCst);
-                            }
                         }
                         decision
                     }
                 };
+                // With the shard's lock released (`make_room` takes the locks the other way).
+                if let Some(tat) = inserted {
+                    self.remember(tat, key);
+                }
                 return taken(decision, now)
                     .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
             }
@@ -421,14 +420,47 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             .is_ok()
     }
 
+    /// Notes that `key`'s state is `tat` (put in, or lowered by a refund), so that `make_room`
+    /// knows it may be idle from then on.
+    fn remember(&self, tat: u64, key: &K) {
+        let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
+        if reclaim.threshold == 0 {
+            return; // a scan is due anyway
+        }
+        let most = self.remember_at_most();
+        if reclaim.candidates.len() >= most {
+            // Too many notes since the last scan: forget them, and scan when room is needed.
+            reclaim.candidates = BinaryHeap::new();
+            reclaim.threshold = 0;
+            return;
+        }
+        if reclaim.candidates.capacity() == 0 {
+            reclaim.candidates.reserve_exact(most);
+        }
+        reclaim.candidates.push(Reverse(Soonest(tat, key.clone())));
+    }
+
+    /// How many keys a scan remembers: a few per cent of `max_keys`.
+    fn keep(&self) -> usize {
+        (self.max_keys / 32).clamp(16, 4096)
+    }
+
+    /// How many notes the map keeps between scans.
+    fn remember_at_most(&self) -> usize {
+        2 * self.keep()
+    }
+
     /// At `max_keys`: frees room by dropping idle keys, unless none can be idle yet. `force`
     /// scans the whole map anyway.
     ///
-    /// A scan drops every idle key and remembers the soonest live ones it saw (a few per cent of
-    /// `max_keys`) with their states. Later calls free those one by one as they go idle, by key
-    /// (O(1) each), so that keys going idle one at a time, while the map stays full, do not cost
-    /// a scan each; a new scan runs only once they are used up. Nothing is ever dropped that is
-    /// not idle when it is dropped: each removal re-checks the state under the shard's lock.
+    /// The map remembers, with their states, the soonest live keys the last scan saw (a few per
+    /// cent of `max_keys`) and every key put in or refunded since; each other key's state was at
+    /// or after `threshold`. Making room first frees remembered keys that are idle, by key (O(1)
+    /// each; a key used since it was remembered is noted again with its state). Only when none is
+    /// and the clock has passed `threshold` does it scan: that drops every idle key and remembers
+    /// the soonest again. Keys going idle one at a time while the map stays full so do not cost a
+    /// scan each. Nothing is dropped that is not idle when it is dropped: each removal re-checks
+    /// the state under its shard's lock.
     fn make_room(&self, force: bool) -> Room {
         let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
         if !force && self.held.load(Ordering::Acquire) < self.max_keys {
@@ -438,25 +470,35 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         // Before any key is dropped at `now` (see `take_new`).
         self.evicted_at.fetch_max(now, Ordering::SeqCst);
         let mut freed = 0;
-        while let Some(candidate) = reclaim.candidates.peek() {
-            if !self.rate.is_idle(candidate.0.0, now) {
-                break;
-            }
-            let Some(Soonest(_, key)) = reclaim.candidates.pop().map(|c| c.0) else {
+        // Each step pops or refreshes one note; a refreshed note is exact, so this ends.
+        let mut steps = 2 * reclaim.candidates.len() + 2;
+        while steps > 0 {
+            steps -= 1;
+            let Some(Reverse(Soonest(noted, key))) = reclaim.candidates.peek() else {
                 break;
             };
-            match self
-                .map
-                .remove_if(&key, |_, state| self.rate.is_idle(state.tat(), now))
-            {
-                Some(_) => freed += 1,
+            let (noted, key) = (*noted, key.clone());
+            let actual = self.map.get(&key).map(|state| state.tat());
+            match actual {
                 None => {
-                    // Used since the scan (or gone): if it is still here, its state is the
-                    // lower bound to remember.
-                    if let Some(state) = self.map.get(&key) {
-                        self.soonest.fetch_min(state.tat(), Ordering::AcqRel);
+                    reclaim.candidates.pop(); // gone already
+                }
+                Some(tat) if tat != noted => {
+                    // Used (or refunded) since: note its state now.
+                    reclaim.candidates.pop();
+                    reclaim.candidates.push(Reverse(Soonest(tat, key)));
+                }
+                Some(tat) if self.rate.is_idle(tat, now) => {
+                    reclaim.candidates.pop();
+                    if self
+                        .map
+                        .remove_if(&key, |_, state| self.rate.is_idle(state.tat(), now))
+                        .is_some()
+                    {
+                        freed += 1;
                     }
                 }
+                Some(_) => break, // the soonest noted key, exactly, and still live
             }
         }
         if freed > 0 {
@@ -465,20 +507,17 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 return Room::Yes;
             }
         }
-        // No key is idle before `bound`: the remembered ones, those the last scan did not
-        // remember (all at or after `threshold`), and those put in or refunded since (`soonest`).
+        // No key is idle before `bound`: the noted ones (the soonest is exact when the loop
+        // above ended on it) and the others (at or after `threshold`).
         let bound = reclaim
             .candidates
             .peek()
             .map_or(u64::MAX, |c| c.0.0)
-            .min(reclaim.threshold)
-            .min(self.soonest.load(Ordering::Acquire));
+            .min(reclaim.threshold);
         if !force && now < bound {
             return Room::No(bound - now);
         }
-        // Inserts during the scan lower `soonest` themselves; the scan sets the rest.
-        self.soonest.store(u64::MAX, Ordering::SeqCst);
-        let keep = (self.max_keys / 32).clamp(16, 4096);
+        let keep = self.keep();
         let mut soonest: BinaryHeap<Soonest<K>> = BinaryHeap::with_capacity(keep + 1);
         let mut scanned_freed = 0;
         self.map.retain(|key, state| {
@@ -510,7 +549,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             .candidates
             .peek()
             .map_or(u64::MAX, |c| c.0.0)
-            .min(self.soonest.load(Ordering::Acquire));
+            .min(reclaim.threshold);
         Room::No(bound.saturating_sub(now).max(1))
     }
 
@@ -948,7 +987,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                     let tat = state.tat();
                     drop(state);
                     // The key may now be idle sooner than the map last knew.
-                    self.soonest.fetch_min(tat, Ordering::AcqRel);
+                    self.remember(tat, key);
                 }
                 back
             }
