@@ -17,8 +17,8 @@
 //! one (always, for a map of up to 16 keys); otherwise it is the earliest instant the others can
 //! be idle, never later than the truth.
 //!
-//! Keys are hashed with std's SipHash-1-3 under a random seed drawn for each map
-//! ([`RandomState`]): clients who choose their keys cannot choose them to collide.
+//! Keys are hashed with AHash under random keys drawn once per process (`ahash::RandomState`):
+//! clients who choose their keys cannot choose them to collide.
 //!
 //! ```
 //! use std::time::Duration;
@@ -42,7 +42,9 @@ pub use ip::IpKey;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
-use std::hash::{Hash, RandomState};
+use std::hash::Hash;
+
+use ahash::RandomState;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
