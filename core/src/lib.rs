@@ -32,7 +32,7 @@ pub use event::{Event, Listener};
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub use io::{RateLimitedWrite, WriteError};
-pub use keyed::{KeyListener, KeySnapshot, KeyedLimiter, KeyedReservation};
+pub use keyed::{KeyListener, KeySnapshot, KeyedLimiter, KeyedReservation, KeyedSnapshot};
 pub use limiter::{RateLimiter, Reservation, Snapshot};
 #[cfg(feature = "defmt")]
 pub use log::DefmtListener;

@@ -131,6 +131,37 @@ pub struct KeySnapshot<K> {
     pub available_permits: u32,
 }
 
+/// What a keyed limiter reports about itself: its id, how many keys it is limiting now, how many
+/// it holds (live, or idle and not yet reclaimed), how many it can hold, and the permits per
+/// period each key gets. No key appears here: see `live_keys` for those.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock};
+/// use ritmo_core::keyed::{KeyedLimiter, KeyedSnapshot};
+/// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("peers", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
+/// l.try_acquire(&1).unwrap();
+/// assert_eq!(
+///     l.snapshot(),
+///     KeyedSnapshot { id: "peers", live_keys: 1, keys_held: 1, capacity: 8, permits: 2 }
+/// );
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct KeyedSnapshot {
+    /// The limiter's id.
+    pub id: &'static str,
+    /// Keys being limited right now (not idle).
+    pub live_keys: usize,
+    /// Keys held: live, or idle and not yet reclaimed.
+    pub keys_held: usize,
+    /// The most keys it can hold.
+    pub capacity: usize,
+    /// Permits per period, for each key.
+    pub permits: u32,
+}
+
 /// A limiter that applies one config to each key separately, in a fixed table of `N` keys with no
 /// heap: see the [module docs](self) for how idle keys are reclaimed and what happens when the
 /// table is full.
@@ -718,6 +749,27 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
                 .filter(|s| s.key.is_some() && s.tat > now)
                 .count()
         })
+    }
+
+    /// Its id, live keys, keys held, capacity and permits per key ([`KeyedSnapshot`]). Takes
+    /// nothing; scans the table.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// assert_eq!(l.snapshot().capacity, 8);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> KeyedSnapshot {
+        KeyedSnapshot {
+            id: self.id(),
+            live_keys: self.len(),
+            keys_held: self.keys_held(),
+            capacity: N,
+            permits: self.config().permits(),
+        }
     }
 
     /// Whether no key is being limited right now.

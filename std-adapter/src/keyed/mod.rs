@@ -53,8 +53,8 @@ use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use ritmo_core::keyed::{Decision, KeyRate, KeyState};
 use ritmo_core::{
-    AcquireError, Clock, Config, Event, InvalidPermits, KeyListener, KeySnapshot, Listener,
-    RateLimitExceeded, Reason, Wait,
+    AcquireError, Clock, Config, Event, InvalidPermits, KeyListener, KeySnapshot, KeyedSnapshot,
+    Listener, RateLimitExceeded, Reason, Wait,
 };
 
 use crate::clock::StdClock;
@@ -917,6 +917,31 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             .iter()
             .filter(|e| !self.rate.is_idle(e.value().tat(), now))
             .count()
+    }
+
+    /// Its id, live keys, keys held, capacity (`max_keys`) and permits per key
+    /// ([`KeyedSnapshot`]). Takes nothing; scans the map.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, KeyedSnapshot, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// l.try_acquire(&1u8).unwrap();
+    /// assert_eq!(
+    ///     l.snapshot(),
+    ///     KeyedSnapshot { id: "x", live_keys: 1, keys_held: 1, capacity: 10, permits: 4 }
+    /// );
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> KeyedSnapshot {
+        KeyedSnapshot {
+            id: self.id(),
+            live_keys: self.len(),
+            keys_held: self.keys_held(),
+            capacity: self.max_keys,
+            permits: self.config().permits(),
+        }
     }
 
     /// Whether no key is being limited right now.
