@@ -1024,6 +1024,44 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     }
 }
 
+/// Waits that advance a fake clock: tests never sleep.
+impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime> KeyedRateLimiter<K, C> {
+    /// Takes one permit for `key`, waiting for it by advancing the fake clock to its slot.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Clock, Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
+    /// for _ in 0..3 { l.acquire_advancing(&1u8).unwrap(); }
+    /// assert_eq!(clock.now(), 500_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded> {
+        self.acquire_with(key, &mut ritmo_core::AdvanceClock)
+    }
+
+    /// Takes `k` permits for `key`, advancing the fake clock to their slot if they must wait.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Clock, Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
+    /// l.acquire_n_advancing(&1u8, 4).unwrap();
+    /// l.acquire_n_advancing(&1u8, 4).unwrap();
+    /// assert_eq!(clock.now(), 1_000_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError> {
+        self.acquire_n_with(key, k, &mut ritmo_core::AdvanceClock)
+    }
+}
+
 /// Permits for one key of a [`KeyedRateLimiter`], taken now or reserved for a slot: commit it
 /// when the work runs, or let it go. Dropping or [`cancel`](KeyedReservation::cancel)ling it
 /// before it is committed returns the permits if no later call for the key was made since.
