@@ -27,6 +27,10 @@ pub enum Reason {
     /// The shared store that holds the quota (Redis, Valkey) did not answer in time, and the
     /// limiter's declared policy for that case is to reject.
     Unavailable,
+    /// A keyed limiter had no room for a key it has not seen yet: every slot holds a key that is
+    /// still being limited. `retry_after` is when the soonest of them is idle again and its slot
+    /// can be reused.
+    KeyCapacity,
 }
 
 impl Reason {
@@ -42,6 +46,7 @@ impl Reason {
             Reason::Interrupted => "interrupted",
             Reason::Cancelled => "cancelled",
             Reason::Unavailable => "store unavailable",
+            Reason::KeyCapacity => "no room for a new key",
         }
     }
 }
