@@ -20,3 +20,13 @@ pub use ritmo_std as std;
 /// ```
 #[cfg(feature = "embassy")]
 pub use ritmo_embassy as embassy;
+
+/// The HTTP layer: a `tower::Layer` for axum, hyper and tonic, with `429`, `Retry-After` and the
+/// IETF `RateLimit` fields.
+///
+/// ```
+/// # #[cfg(feature = "tower")]
+/// let _ = ritmo::tower::RateLimitLayer::<(), ()>::builder;
+/// ```
+#[cfg(feature = "tower")]
+pub use ritmo_tower as tower;
