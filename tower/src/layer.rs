@@ -87,13 +87,21 @@ pub trait Mode<Resp, E>: Send + Sync + 'static {
     /// The service's error type in this mode.
     type Error;
     /// The outcome of a rejected request.
-    fn rejected(&self, rejection: &Rejection, policy_header: &HeaderValue) -> Result<Resp, Self::Error>;
+    fn rejected(
+        &self,
+        rejection: &Rejection,
+        policy_header: &HeaderValue,
+    ) -> Result<Resp, Self::Error>;
     /// The outcome of a request the store could not decide (more permits than the quota).
     fn store_failed(&self, error: AcquireError) -> Result<Resp, Self::Error>;
     /// The outcome of a request without a key, refused with `status`.
     fn missing_key(&self, status: StatusCode) -> Result<Resp, Self::Error>;
     /// The outcome of a served request, with the fields to set if any.
-    fn served(&self, result: Result<Resp, E>, fields: Option<Fields<'_>>) -> Result<Resp, Self::Error>;
+    fn served(
+        &self,
+        result: Result<Resp, E>,
+        fields: Option<Fields<'_>>,
+    ) -> Result<Resp, Self::Error>;
     /// Whether served responses can carry fields (computing them is skipped otherwise).
     fn wants_fields(&self) -> bool;
 }
@@ -190,7 +198,11 @@ impl<Resp, E: Into<BoxError>> Mode<Resp, E> for Errors {
         Err(Box::new(MissingKeyError))
     }
 
-    fn served(&self, result: Result<Resp, E>, _fields: Option<Fields<'_>>) -> Result<Resp, BoxError> {
+    fn served(
+        &self,
+        result: Result<Resp, E>,
+        _fields: Option<Fields<'_>>,
+    ) -> Result<Resp, BoxError> {
         result.map_err(Into::into)
     }
 
