@@ -182,6 +182,14 @@ pub trait Store: Clone + Send + Sync + 'static {
 #[derive(Debug)]
 pub struct LimiterPermit<C: Clock + 'static>(Reservation<'static, C>);
 
+impl<C: Clock + 'static> LimiterPermit<C> {
+    /// The instant the permits are due, as a reading of the limiter's clock: for a request
+    /// admitted at once, the reading its decision was made at.
+    pub fn slot(&self) -> u64 {
+        self.0.slot()
+    }
+}
+
 impl<C: Clock + Sync + 'static> Permit for LimiterPermit<C> {
     fn commit(self) {
         self.0.commit();

@@ -146,3 +146,54 @@ pub fn expected<C: Clock>(limiter: &RateLimiter<C>) -> (u32, u64) {
     };
     (r, t)
 }
+
+/// A real axum server on 127.0.0.1:0 with connection info, and a real HTTP client.
+pub mod net {
+    use std::net::{IpAddr, SocketAddr};
+
+    use bytes::Bytes;
+    use http::{Request, Response};
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use hyper_util::rt::TokioExecutor;
+
+    /// Serves `app` on 127.0.0.1, any port; returns its address. The server stops with the test's
+    /// runtime.
+    pub async fn serve(app: axum::Router) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .await
+            .unwrap();
+        });
+        addr
+    }
+
+    /// An HTTP/1 client whose connections come from `local` (any 127.x.y.z address is loopback
+    /// on Linux, so one machine can play many clients).
+    pub fn client(local: IpAddr) -> Client<HttpConnector, Empty<Bytes>> {
+        let mut connector = HttpConnector::new();
+        connector.set_local_address(Some(local));
+        Client::builder(TokioExecutor::new()).build(connector)
+    }
+
+    /// GETs `path`, returns the response with its body as text.
+    pub async fn get(
+        client: &Client<HttpConnector, Empty<Bytes>>,
+        addr: SocketAddr,
+        path: &str,
+    ) -> Response<String> {
+        let request = Request::get(format!("http://{addr}{path}"))
+            .body(Empty::new())
+            .unwrap();
+        let response = client.request(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        Response::from_parts(parts, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+}
