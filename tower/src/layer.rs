@@ -248,7 +248,7 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
 /// use ritmo_tower::{key::Global, RateLimitLayer};
 ///
 /// static API: std::sync::LazyLock<RateLimiter<StdClock>> = std::sync::LazyLock::new(|| {
-///     RateLimiter::new("api", Config::new(100, Duration::from_secs(1)).unwrap(), StdClock::new())
+///     RateLimiter::with_clock("api", Config::new(100, Duration::from_secs(1)).unwrap(), StdClock::new())
 /// });
 /// let layer = RateLimitLayer::new(&*API, Global);
 /// # let _ = layer;
