@@ -26,7 +26,7 @@ pub use ritmo_embassy as embassy;
 ///
 /// ```
 /// # #[cfg(feature = "tower")]
-/// let _ = ritmo::tower::RateLimitLayer::<(), ()>::builder;
+/// assert_eq!(ritmo::tower::headers::retry_after_secs(core::time::Duration::from_millis(1)), 1);
 /// ```
 #[cfg(feature = "tower")]
 pub use ritmo_tower as tower;

@@ -51,7 +51,7 @@ impl<Req> KeyExtractor<Req> for Global {
 /// use std::net::{IpAddr, SocketAddr};
 /// use ritmo_tower::key::{KeyExtractor, PeerIp};
 /// let mut request = http::Request::new(());
-/// request.extensions_mut().insert(SocketAddr::from(([2001, 0xdb8, 0, 7, 1, 2, 3, 4], 443)));
+/// request.extensions_mut().insert(SocketAddr::from(([0x2001, 0xdb8, 0, 7, 1, 2, 3, 4], 443)));
 /// let key = PeerIp::new().extract(&request).unwrap();
 /// assert_eq!(key, "2001:db8:0:7::".parse::<IpAddr>().unwrap());
 /// ```

@@ -3,7 +3,7 @@
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
-use core::task::{Context, Poll, ready};
+use core::task::{Context, Poll, Waker, ready};
 use core::time::Duration;
 use std::sync::Arc;
 
@@ -96,6 +96,8 @@ pub trait Mode<Resp, E>: Send + Sync + 'static {
     fn store_failed(&self, error: AcquireError) -> Result<Resp, Self::Error>;
     /// The outcome of a request without a key, refused with `status`.
     fn missing_key(&self, status: StatusCode) -> Result<Resp, Self::Error>;
+    /// The inner service's error in this mode (its `poll_ready` failed).
+    fn error(&self, error: E) -> Self::Error;
     /// The outcome of a served request, with the fields to set if any.
     fn served(
         &self,
@@ -112,6 +114,18 @@ pub struct Fields<'a> {
     policy: &'a Policy,
     policy_header: &'a HeaderValue,
     status: Status,
+}
+
+impl Fields<'_> {
+    /// The policy (`RateLimit-Policy`).
+    pub fn policy(&self) -> &Policy {
+        self.policy
+    }
+
+    /// The key's status (`RateLimit`).
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
 }
 
 /// HTTP mode: rejections are responses built by `R` (default: [`DefaultResponse`], a `429`).
@@ -166,6 +180,10 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
         Ok(response)
     }
 
+    fn error(&self, error: E) -> E {
+        error
+    }
+
     fn served(
         &self,
         result: Result<Response<B>, E>,
@@ -196,6 +214,10 @@ impl<Resp, E: Into<BoxError>> Mode<Resp, E> for Errors {
 
     fn missing_key(&self, _status: StatusCode) -> Result<Resp, BoxError> {
         Err(Box::new(MissingKeyError))
+    }
+
+    fn error(&self, error: E) -> BoxError {
+        error.into()
     }
 
     fn served(
@@ -316,11 +338,12 @@ impl std::error::Error for CostError {}
 impl<St: Store, X> RateLimitLayer<St, X> {
     /// Limits requests through `store`, keyed by `extractor`, in HTTP mode: rejected requests get
     /// `429` with `Retry-After`, `RateLimit-Policy` and `RateLimit`; admitted ones get
-    /// `RateLimit-Policy` and `RateLimit`; no waiting (the config's `max_wait` is not used: set
-    /// [`max_wait`](Self::max_wait)); one permit per request; every response charged; a request
-    /// without a key refused with `400`.
+    /// `RateLimit-Policy` and `RateLimit`; a request may wait for its slot up to the limiter
+    /// config's `max_wait` (see [`max_wait`](Self::max_wait)); one permit per request; every
+    /// response charged; a request without a key refused with `400`.
     pub fn new(store: St, extractor: X) -> Self {
         let policy = store.policy();
+        let max_wait = store.max_wait();
         RateLimitLayer {
             shared: Arc::new(Shared {
                 policy_header: headers::policy_value(&policy),
@@ -330,7 +353,7 @@ impl<St: Store, X> RateLimitLayer<St, X> {
                 mode: Http(DefaultResponse),
                 classify: ChargeAll,
                 cost: 1,
-                max_wait: Duration::ZERO,
+                max_wait,
                 shadow: false,
                 admitted_fields: true,
                 missing_key: MissingKey::Reject(StatusCode::BAD_REQUEST),
@@ -372,8 +395,8 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         }
     }
 
-    /// Lets a request wait up to `max_wait` for its slot instead of being refused: it reserves the
-    /// permit and sleeps (on tokio's timer, holding no thread) until its slot, then runs. Waiters
+    /// Lets a request wait up to `max_wait` for its slot instead of being refused (default: the
+    /// limiter config's `max_wait`; zero refuses at once): it reserves the permit and sleeps (on tokio's timer, holding no thread) until its slot, then runs. Waiters
     /// are served in the order they reserved. A request dropped while it waits (the client went
     /// away) gives its permit back if nobody reserved after it.
     #[must_use]
@@ -624,8 +647,13 @@ where
     type Error = M::Error;
     type Future = ResponseFuture<S, Req, St, X, M, Cl>;
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // The inner service made ready here serves the next request that may run at once; a
+        // request that must wait (or whose store answers later) runs on a clone that is asked
+        // for readiness only when its slot comes.
+        self.inner
+            .poll_ready(cx)
+            .map_err(|e| self.shared.mode.error(e))
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
@@ -633,31 +661,134 @@ where
         let Some(key) = shared.extractor.extract(&request) else {
             let served = shared.missing_key == MissingKey::Pass;
             shared.publish(LayerEvent::MissingKey { served });
-            let state = match shared.missing_key {
-                MissingKey::Reject(status) => State::Done {
-                    output: Some(shared.mode.missing_key(status)),
-                },
-                MissingKey::Pass => State::Ready,
-            };
-            return ResponseFuture {
-                state,
-                inner: Some(self.inner.clone()),
-                request: Some(request),
-                key: None,
-                held: Held::none(),
-                grant_status: None,
-                shared,
+            return match shared.missing_key {
+                MissingKey::Reject(status) => {
+                    let output = shared.mode.missing_key(status);
+                    ResponseFuture::done(output, shared)
+                }
+                MissingKey::Pass => {
+                    let future = self.inner.call(request);
+                    ResponseFuture::running(future, None, Held::none(), None, shared)
+                }
             };
         };
-        let acquire = shared.store.acquire(&key, shared.cost, shared.max_wait);
-        ResponseFuture {
-            state: State::Acquire { future: acquire },
-            inner: Some(self.inner.clone()),
-            request: Some(request),
-            key: Some(key),
-            held: Held::none(),
-            grant_status: None,
-            shared,
+        let mut acquire = shared.store.acquire(&key, shared.cost, shared.max_wait);
+        // In-process stores decide at once: finish the decision here, so that an admitted
+        // request goes straight to the inner service `poll_ready` made ready. (A future may be
+        // polled with any waker; the next poll's waker is the one that counts.)
+        let decision = match Pin::new(&mut acquire).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(decision) => decision,
+            Poll::Pending => {
+                return ResponseFuture {
+                    state: State::Acquire { future: acquire },
+                    inner: Some(self.inner.clone()),
+                    request: Some(request),
+                    key: Some(key),
+                    held: Held::none(),
+                    grant_status: None,
+                    shared,
+                };
+            }
+        };
+        match decide(&shared, decision) {
+            Next::Run {
+                mut held,
+                grant_status,
+            } => {
+                held.started = true;
+                let future = self.inner.call(request);
+                ResponseFuture::running(future, Some(key), held, grant_status, shared)
+            }
+            Next::Wait {
+                held,
+                wait,
+                grant_status,
+            } => ResponseFuture {
+                state: State::Wait {
+                    sleep: tokio::time::sleep(wait),
+                },
+                inner: Some(self.inner.clone()),
+                request: Some(request),
+                key: Some(key),
+                held,
+                grant_status,
+                shared,
+            },
+            Next::Done(output) => ResponseFuture::done(output, shared),
+        }
+    }
+}
+
+/// What follows a store's decision.
+enum Next<P: Permit, O> {
+    /// Run the request now (admitted, or served anyway in shadow mode).
+    Run {
+        held: Held<P>,
+        grant_status: Option<Status>,
+    },
+    /// Wait `wait` for the slot, then run.
+    Wait {
+        held: Held<P>,
+        wait: Duration,
+        grant_status: Option<Status>,
+    },
+    /// Answer without running (rejected).
+    Done(O),
+}
+
+fn decide<St, X, M, Cl, Resp, E>(
+    shared: &Shared<St, X, M, Cl>,
+    decision: Result<Grant<St::Permit>, Denial>,
+) -> Next<St::Permit, Result<Resp, M::Error>>
+where
+    St: Store,
+    M: Mode<Resp, E>,
+{
+    match decision {
+        Ok(Grant {
+            permit,
+            wait,
+            status,
+            ..
+        }) => {
+            let held = Held {
+                permit: Some(permit),
+                started: false,
+                listener: shared.listener.clone(),
+            };
+            if wait.is_zero() {
+                Next::Run {
+                    held,
+                    grant_status: status,
+                }
+            } else {
+                shared.publish(LayerEvent::Waiting { wait });
+                Next::Wait {
+                    held,
+                    wait,
+                    grant_status: status,
+                }
+            }
+        }
+        Err(Denial { error, status, .. }) => {
+            let error = match error {
+                AcquireError::RateLimited(e) => e,
+                // Cannot happen through this layer, which checked its cost against the quota;
+                // a store of another kind could still answer it.
+                other => return Next::Done(shared.mode.store_failed(other)),
+            };
+            let enforced = !shared.shadow;
+            shared.publish(LayerEvent::Rejected { error, enforced });
+            if enforced {
+                let rejection = Rejection::new(error, shared.policy, status);
+                Next::Done(shared.mode.rejected(&rejection, &shared.policy_header))
+            } else {
+                // Shadow mode: served without a permit, reported as it stands.
+                Next::Run {
+                    held: Held::none(),
+                    grant_status: Some(status),
+                }
+            }
         }
     }
 }
@@ -750,6 +881,45 @@ where
     }
 }
 
+impl<S, Req, St, X, M, Cl> ResponseFuture<S, Req, St, X, M, Cl>
+where
+    S: Service<Req>,
+    St: Store,
+    M: Mode<S::Response, S::Error>,
+{
+    fn done(output: Result<S::Response, M::Error>, shared: Arc<Shared<St, X, M, Cl>>) -> Self {
+        ResponseFuture {
+            state: State::Done {
+                output: Some(output),
+            },
+            inner: None,
+            request: None,
+            key: None,
+            held: Held::none(),
+            grant_status: None,
+            shared,
+        }
+    }
+
+    fn running(
+        future: S::Future,
+        key: Option<St::Key>,
+        held: Held<St::Permit>,
+        grant_status: Option<Status>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Call { future },
+            inner: None,
+            request: None,
+            key,
+            held,
+            grant_status,
+            shared,
+        }
+    }
+}
+
 impl<S, Req, St, X, M, Cl> Future for ResponseFuture<S, Req, St, X, M, Cl>
 where
     S: Service<Req>,
@@ -763,53 +933,31 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Acquire { future } => match ready!(future.poll(cx)) {
-                    Ok(Grant {
-                        permit,
-                        wait,
-                        status,
-                        ..
-                    }) => {
-                        *this.held = Held {
-                            permit: Some(permit),
-                            started: false,
-                            listener: this.shared.listener.clone(),
-                        };
-                        *this.grant_status = status;
-                        if wait.is_zero() {
+                StateProj::Acquire { future } => {
+                    let decision = ready!(future.poll(cx));
+                    match decide(this.shared, decision) {
+                        Next::Run { held, grant_status } => {
+                            *this.held = held;
+                            *this.grant_status = grant_status;
                             this.state.set(State::Ready);
-                        } else {
-                            this.shared.publish(LayerEvent::Waiting { wait });
+                        }
+                        Next::Wait {
+                            held,
+                            wait,
+                            grant_status,
+                        } => {
+                            *this.held = held;
+                            *this.grant_status = grant_status;
                             this.state.set(State::Wait {
                                 sleep: tokio::time::sleep(wait),
                             });
                         }
-                    }
-                    Err(Denial { error, status, .. }) => {
-                        let shared = &**this.shared;
-                        let error = match error {
-                            AcquireError::RateLimited(e) => e,
-                            // Cannot happen through this layer, which checked its cost against
-                            // the quota; a store of another kind could still answer it.
-                            other => {
-                                this.state.set(State::Done { output: None });
-                                return Poll::Ready(shared.mode.store_failed(other));
-                            }
-                        };
-                        let enforced = !shared.shadow;
-                        shared.publish(LayerEvent::Rejected { error, enforced });
-                        if enforced {
-                            let rejection = Rejection::new(error, shared.policy, status);
+                        Next::Done(output) => {
                             this.state.set(State::Done { output: None });
-                            return Poll::Ready(
-                                shared.mode.rejected(&rejection, &shared.policy_header),
-                            );
+                            return Poll::Ready(output);
                         }
-                        // Shadow mode: served without a permit, reported as it stands.
-                        *this.grant_status = Some(status);
-                        this.state.set(State::Ready);
                     }
-                },
+                }
                 StateProj::Wait { mut sleep } => {
                     ready!(sleep.as_mut().poll(cx));
                     let left = this

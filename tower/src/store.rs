@@ -162,12 +162,18 @@ pub trait Store: Clone + Send + Sync + 'static {
     type Key: Clone + Send + 'static;
     /// The permits a request holds until it is served.
     type Permit: Permit;
-    /// The decision, as a future: in-process stores answer at once (`Ready`), remote stores
-    /// after a round trip.
-    type Acquire: Future<Output = Result<Grant<Self::Permit>, Denial>> + Send + 'static;
+    /// The decision, as a future: in-process stores answer at once (`Ready`, decided on the
+    /// request's first poll), remote stores after a round trip (a boxed future).
+    type Acquire: Future<Output = Result<Grant<Self::Permit>, Denial>> + Send + Unpin + 'static;
 
     /// The quota every key gets (the `RateLimit-Policy` field).
     fn policy(&self) -> Policy;
+
+    /// How long a request may wait for its slot unless the layer says otherwise: the limiter
+    /// config's `max_wait` (zero: refuse at once). The default is zero.
+    fn max_wait(&self) -> Duration {
+        Duration::ZERO
+    }
 
     /// Takes `permits` for `key` now, or reserves them if their slot comes within `max_wait`;
     /// otherwise refuses at once without changing anything.
@@ -227,6 +233,10 @@ impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
     fn policy(&self) -> Policy {
         let config = self.config();
         Policy::new(self.id(), config.permits(), config.period())
+    }
+
+    fn max_wait(&self) -> Duration {
+        self.config().max_wait()
     }
 
     fn acquire(&self, _key: &(), permits: u32, max_wait: Duration) -> Self::Acquire {

@@ -716,3 +716,21 @@ async fn layer_clones_share_one_quota() {
     }
     assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_limiter_configs_max_wait_is_the_default() {
+    let config = Config::new(1, Duration::from_secs(1))
+        .unwrap()
+        .with_max_wait(Duration::from_secs(1));
+    let limiter = leak("config-wait", config, TokioClock::new());
+    let svc = RateLimitLayer::new(limiter, Global).layer(service_fn(handler));
+    svc.clone().oneshot(get("/")).await.unwrap();
+    let start = tokio::time::Instant::now();
+    assert_eq!(svc.clone().oneshot(get("/")).await.unwrap().status(), 200);
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    // The layer's own setting wins.
+    let refusing = RateLimitLayer::new(limiter, Global)
+        .max_wait(Duration::ZERO)
+        .layer(service_fn(handler));
+    assert_eq!(refusing.oneshot(get("/")).await.unwrap().status(), 429);
+}
