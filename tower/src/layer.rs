@@ -679,15 +679,17 @@ where
         let decision = match Pin::new(&mut acquire).poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(decision) => decision,
             Poll::Pending => {
-                return ResponseFuture {
-                    state: State::Acquire { future: acquire },
-                    inner: Some(self.inner.clone()),
-                    request: Some(request),
-                    key: Some(key),
-                    held: Held::none(),
-                    grant_status: None,
+                let phase = Phase::Acquire { future: acquire };
+                let inner = self.inner.clone();
+                return ResponseFuture::slow(
+                    phase,
+                    inner,
+                    request,
+                    key,
+                    Held::none(),
+                    None,
                     shared,
-                };
+                );
             }
         };
         match decide(&shared, decision) {
@@ -703,17 +705,13 @@ where
                 held,
                 wait,
                 grant_status,
-            } => ResponseFuture {
-                state: State::Wait {
+            } => {
+                let phase = Phase::Wait {
                     sleep: tokio::time::sleep(wait),
-                },
-                inner: Some(self.inner.clone()),
-                request: Some(request),
-                key: Some(key),
-                held,
-                grant_status,
-                shared,
-            },
+                };
+                let inner = self.inner.clone();
+                ResponseFuture::slow(phase, inner, request, key, held, grant_status, shared)
+            }
             Next::Done(output) => ResponseFuture::done(output, shared),
         }
     }
@@ -736,6 +734,7 @@ enum Next<P: Permit, O> {
     Done(O),
 }
 
+#[inline]
 fn decide<St, X, M, Cl, Resp, E>(
     shared: &Shared<St, X, M, Cl>,
     decision: Result<Grant<St::Permit>, Denial>,
@@ -838,12 +837,31 @@ impl<P: Permit> Drop for Held<P> {
 
 pin_project! {
     #[project = StateProj]
-    enum State<A, F, O> {
+    enum State<F, O, Sl> {
+        // The inner call is running.
+        Call { #[pin] future: F },
+        // Not yet running: the store's answer, the wait for the slot, the inner service's
+        // readiness. Boxed, so that the common case (admitted at once) moves a small future.
+        Slow { slow: Pin<Box<Sl>> },
+        Done { output: Option<O> },
+    }
+}
+
+pin_project! {
+    struct Slow<A, S, Req> {
+        #[pin]
+        phase: Phase<A>,
+        inner: S,
+        request: Option<Req>,
+    }
+}
+
+pin_project! {
+    #[project = PhaseProj]
+    enum Phase<A> {
         Acquire { #[pin] future: A },
         Wait { #[pin] sleep: Sleep },
         Ready,
-        Call { #[pin] future: F },
-        Done { output: Option<O> },
     }
 }
 
@@ -857,9 +875,7 @@ pin_project! {
         M: Mode<S::Response, S::Error>,
     {
         #[pin]
-        state: State<St::Acquire, S::Future, Result<S::Response, M::Error>>,
-        inner: Option<S>,
-        request: Option<Req>,
+        state: State<S::Future, Result<S::Response, M::Error>, Slow<St::Acquire, S, Req>>,
         key: Option<St::Key>,
         held: Held<St::Permit>,
         grant_status: Option<Status>,
@@ -892,11 +908,33 @@ where
             state: State::Done {
                 output: Some(output),
             },
-            inner: None,
-            request: None,
             key: None,
             held: Held::none(),
             grant_status: None,
+            shared,
+        }
+    }
+
+    fn slow(
+        phase: Phase<St::Acquire>,
+        inner: S,
+        request: Req,
+        key: St::Key,
+        held: Held<St::Permit>,
+        grant_status: Option<Status>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Slow {
+                slow: Box::pin(Slow {
+                    phase,
+                    inner,
+                    request: Some(request),
+                }),
+            },
+            key: Some(key),
+            held,
+            grant_status,
             shared,
         }
     }
@@ -910,8 +948,6 @@ where
     ) -> Self {
         ResponseFuture {
             state: State::Call { future },
-            inner: None,
-            request: None,
             key,
             held,
             grant_status,
@@ -933,60 +969,62 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Acquire { future } => {
-                    let decision = ready!(future.poll(cx));
-                    match decide(this.shared, decision) {
-                        Next::Run { held, grant_status } => {
-                            *this.held = held;
-                            *this.grant_status = grant_status;
-                            this.state.set(State::Ready);
+                StateProj::Slow { slow } => {
+                    let slow = slow.as_mut().project();
+                    let mut phase = slow.phase;
+                    match phase.as_mut().project() {
+                        PhaseProj::Acquire { future } => {
+                            let decision = ready!(future.poll(cx));
+                            match decide(this.shared, decision) {
+                                Next::Run { held, grant_status } => {
+                                    *this.held = held;
+                                    *this.grant_status = grant_status;
+                                    phase.set(Phase::Ready);
+                                }
+                                Next::Wait {
+                                    held,
+                                    wait,
+                                    grant_status,
+                                } => {
+                                    *this.held = held;
+                                    *this.grant_status = grant_status;
+                                    phase.set(Phase::Wait {
+                                        sleep: tokio::time::sleep(wait),
+                                    });
+                                }
+                                Next::Done(output) => {
+                                    this.state.set(State::Done { output: None });
+                                    return Poll::Ready(output);
+                                }
+                            }
                         }
-                        Next::Wait {
-                            held,
-                            wait,
-                            grant_status,
-                        } => {
-                            *this.held = held;
-                            *this.grant_status = grant_status;
-                            this.state.set(State::Wait {
-                                sleep: tokio::time::sleep(wait),
-                            });
+                        PhaseProj::Wait { mut sleep } => {
+                            ready!(sleep.as_mut().poll(cx));
+                            let left = this
+                                .held
+                                .permit
+                                .as_ref()
+                                .map_or(Duration::ZERO, Permit::remaining);
+                            if left.is_zero() {
+                                phase.set(Phase::Ready);
+                            } else {
+                                // The timer and the limiter's clock may disagree by a tick:
+                                // sleep again.
+                                sleep.reset(Instant::now() + left);
+                            }
                         }
-                        Next::Done(output) => {
-                            this.state.set(State::Done { output: None });
-                            return Poll::Ready(output);
+                        PhaseProj::Ready => {
+                            if let Err(e) = ready!(slow.inner.poll_ready(cx)) {
+                                this.held.refund(RefundCause::NotRun);
+                                this.state.set(State::Done { output: None });
+                                return Poll::Ready(this.shared.mode.served(Err(e), None));
+                            }
+                            let request = slow.request.take().expect("request sent twice");
+                            this.held.started = true;
+                            let future = slow.inner.call(request);
+                            this.state.set(State::Call { future });
                         }
                     }
-                }
-                StateProj::Wait { mut sleep } => {
-                    ready!(sleep.as_mut().poll(cx));
-                    let left = this
-                        .held
-                        .permit
-                        .as_ref()
-                        .map_or(Duration::ZERO, Permit::remaining);
-                    if left.is_zero() {
-                        this.state.set(State::Ready);
-                    } else {
-                        // The timer and the limiter's clock may disagree by a tick: sleep again.
-                        sleep.reset(Instant::now() + left);
-                    }
-                }
-                StateProj::Ready => {
-                    let inner = this
-                        .inner
-                        .as_mut()
-                        .expect("polled after the request was sent");
-                    if let Err(e) = ready!(inner.poll_ready(cx)) {
-                        this.held.refund(RefundCause::NotRun);
-                        this.state.set(State::Done { output: None });
-                        return Poll::Ready(this.shared.mode.served(Err(e), None));
-                    }
-                    let request = this.request.take().expect("request sent twice");
-                    this.held.started = true;
-                    let future = inner.call(request);
-                    *this.inner = None;
-                    this.state.set(State::Call { future });
                 }
                 StateProj::Call { future } => {
                     let result = ready!(future.poll(cx));

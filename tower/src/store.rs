@@ -240,9 +240,20 @@ impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
     }
 
     fn acquire(&self, _key: &(), permits: u32, max_wait: Duration) -> Self::Acquire {
-        ready(match self.reserve_n_within(permits, max_wait) {
+        // The config's own `max_wait` is already in the limiter's units: no conversion.
+        let decision = if max_wait == self.config().max_wait() {
+            self.reserve_n(permits)
+        } else {
+            self.reserve_n_within(permits, max_wait)
+        };
+        ready(match decision {
             Ok(reservation) => {
-                let wait = reservation.wait_time();
+                // A clock read and a compare, where converting the wait to a `Duration` divides.
+                let wait = if reservation.is_ready() {
+                    Duration::ZERO
+                } else {
+                    reservation.remaining()
+                };
                 Ok(Grant::new(LimiterPermit(reservation), wait, None))
             }
             Err(error) => Err(Denial::new(error, limiter_status(self))),
