@@ -3,7 +3,7 @@
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
-use core::task::{Context, Poll, Waker, ready};
+use core::task::{Context, Poll, ready};
 use core::time::Duration;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use crate::charge::{Charge, ChargeAll, Classify};
 use crate::headers::{self, RATELIMIT, RATELIMIT_POLICY};
 use crate::key::KeyExtractor;
 use crate::reject::{BoxError, DefaultResponse, MissingKeyError, OnReject, Rejection};
-use crate::store::{Denial, Grant, Permit, Policy, Status, Store};
+use crate::store::{Decision, Denial, Grant, Permit, Policy, Status, Store};
 
 /// What to do with a request whose key extractor found no key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,8 @@ pub enum RefundCause {
     NotRun,
 }
 
-type Listener = Arc<dyn Fn(&LayerEvent) + Send + Sync>;
+/// A thin pointer (the box holds the vtable), so that every request's future stays small.
+type Listener = Arc<Box<dyn Fn(&LayerEvent) + Send + Sync>>;
 
 /// How a rejection surfaces: the mode of a [`RateLimitLayer`].
 ///
@@ -499,7 +500,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         M: Clone,
         Cl: Clone,
     {
-        let listener: Listener = Arc::new(f);
+        let listener: Listener = Arc::new(Box::new(f));
         self.map(|s| Shared {
             listener: Some(listener),
             ..s
@@ -672,14 +673,10 @@ where
                 }
             };
         };
-        let mut acquire = shared.store.acquire(&key, shared.cost, shared.max_wait);
-        // In-process stores decide at once: finish the decision here, so that an admitted
-        // request goes straight to the inner service `poll_ready` made ready. (A future may be
-        // polled with any waker; the next poll's waker is the one that counts.)
-        let decision = match Pin::new(&mut acquire).poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(decision) => decision,
-            Poll::Pending => {
-                let phase = Phase::Acquire { future: acquire };
+        let decision = match shared.store.acquire(&key, shared.cost, shared.max_wait) {
+            Decision::Now(decision) => decision,
+            Decision::Later(future) => {
+                let phase = Phase::Acquire { future };
                 let inner = self.inner.clone();
                 return ResponseFuture::slow(
                     phase,
@@ -691,6 +688,20 @@ where
                     shared,
                 );
             }
+        };
+        // Admitted at once (the common case): straight to the inner service that `poll_ready`
+        // made ready.
+        let decision = match decision {
+            Ok(grant) if grant.wait.is_zero() => {
+                let held = Held {
+                    permit: Some(grant.permit),
+                    started: true,
+                    listener: shared.listener.clone(),
+                };
+                let future = self.inner.call(request);
+                return ResponseFuture::running(future, Some(key), held, grant.status, shared);
+            }
+            other => other,
         };
         match decide(&shared, decision) {
             Next::Run {
@@ -1029,11 +1040,11 @@ where
                 StateProj::Call { future } => {
                     let result = ready!(future.poll(cx));
                     let shared = &**this.shared;
-                    if this.held.permit.is_some() {
-                        match shared.classify.classify(result.as_ref()) {
-                            Charge::Keep => this.held.commit(),
-                            Charge::Refund => this.held.refund(RefundCause::Classified),
-                        }
+                    // A kept permit is committed when `held` goes (it is marked started).
+                    if this.held.permit.is_some()
+                        && shared.classify.classify(result.as_ref()) == Charge::Refund
+                    {
+                        this.held.refund(RefundCause::Classified);
                     }
                     let fields = if shared.admitted_fields && shared.mode.wants_fields() {
                         this.key

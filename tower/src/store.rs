@@ -4,7 +4,7 @@
 //! a cheap handle (`&'static` limiter, `Arc`, a client to a remote store): the layer clones it into
 //! every service and future, so there is no lock and no `Buffer` per request.
 
-use core::future::{Future, Ready, ready};
+use core::future::{Future, Pending};
 use core::time::Duration;
 
 use ritmo_core::{AcquireError, Clock, RateLimiter, Reservation};
@@ -134,6 +134,15 @@ impl Denial {
     }
 }
 
+/// A store's answer: decided now, or a future to await.
+#[derive(Debug)]
+pub enum Decision<P, F> {
+    /// Decided at once (in-process stores).
+    Now(Result<Grant<P>, Denial>),
+    /// Decided after a round trip (remote stores).
+    Later(F),
+}
+
 /// Permits held by one request until its outcome is known.
 ///
 /// Contract: dropping a permit that was neither committed nor refunded refunds it (a request
@@ -162,8 +171,8 @@ pub trait Store: Clone + Send + Sync + 'static {
     type Key: Clone + Send + 'static;
     /// The permits a request holds until it is served.
     type Permit: Permit;
-    /// The decision, as a future: in-process stores answer at once (`Ready`, decided on the
-    /// request's first poll), remote stores after a round trip (a boxed future).
+    /// A decision to come: what [`Decision::Later`] holds for a remote store (a boxed future);
+    /// in-process stores never use it (`core::future::Pending`).
     type Acquire: Future<Output = Result<Grant<Self::Permit>, Denial>> + Send + Unpin + 'static;
 
     /// The quota every key gets (the `RateLimit-Policy` field).
@@ -176,8 +185,14 @@ pub trait Store: Clone + Send + Sync + 'static {
     }
 
     /// Takes `permits` for `key` now, or reserves them if their slot comes within `max_wait`;
-    /// otherwise refuses at once without changing anything.
-    fn acquire(&self, key: &Self::Key, permits: u32, max_wait: Duration) -> Self::Acquire;
+    /// otherwise refuses at once without changing anything. In-process stores decide at once
+    /// ([`Decision::Now`]); remote stores return the round trip as a future ([`Decision::Later`]).
+    fn acquire(
+        &self,
+        key: &Self::Key,
+        permits: u32,
+        max_wait: Duration,
+    ) -> Decision<Self::Permit, Self::Acquire>;
 
     /// The key's status now, read without taking anything; `None` if the store cannot read it
     /// without a round trip (the layer then reports the status the [`Grant`] carried).
@@ -228,7 +243,7 @@ pub(crate) fn limiter_status<C: Clock>(limiter: &RateLimiter<C>) -> Status {
 impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
     type Key = ();
     type Permit = LimiterPermit<C>;
-    type Acquire = Ready<Result<Grant<LimiterPermit<C>>, Denial>>;
+    type Acquire = Pending<Result<Grant<LimiterPermit<C>>, Denial>>;
 
     fn policy(&self) -> Policy {
         let config = self.config();
@@ -239,17 +254,23 @@ impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
         self.config().max_wait()
     }
 
-    fn acquire(&self, _key: &(), permits: u32, max_wait: Duration) -> Self::Acquire {
+    fn acquire(
+        &self,
+        _key: &(),
+        permits: u32,
+        max_wait: Duration,
+    ) -> Decision<LimiterPermit<C>, Self::Acquire> {
         // The config's own `max_wait` is already in the limiter's units: no conversion.
         let decision = if max_wait == self.config().max_wait() {
             self.reserve_n(permits)
         } else {
             self.reserve_n_within(permits, max_wait)
         };
-        ready(match decision {
+        Decision::Now(match decision {
             Ok(reservation) => {
-                // A clock read and a compare, where converting the wait to a `Duration` divides.
-                let wait = if reservation.is_ready() {
+                // With no waiting allowed, a reservation is always for now; otherwise a clock read
+                // and a compare, where converting the wait to a `Duration` divides.
+                let wait = if max_wait.is_zero() || reservation.is_ready() {
                     Duration::ZERO
                 } else {
                     reservation.remaining()

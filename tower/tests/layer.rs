@@ -734,3 +734,71 @@ async fn the_limiter_configs_max_wait_is_the_default() {
         .layer(service_fn(handler));
     assert_eq!(refusing.oneshot(get("/")).await.unwrap().status(), 429);
 }
+
+/// A store that answers after a round trip, as a remote one does, and cannot read a key's status
+/// without one: the fields come from the status its answer carried.
+#[derive(Clone)]
+struct Remote(&'static ritmo_core::RateLimiter<&'static ManualClock>);
+
+impl ritmo_tower::Store for Remote {
+    type Key = ();
+    type Permit = ritmo_tower::LimiterPermit<&'static ManualClock>;
+    type Acquire = std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<ritmo_tower::Grant<Self::Permit>, ritmo_tower::Denial>,
+                > + Send,
+        >,
+    >;
+
+    fn policy(&self) -> ritmo_tower::Policy {
+        ritmo_tower::Store::policy(&self.0)
+    }
+
+    fn acquire(
+        &self,
+        key: &(),
+        permits: u32,
+        max_wait: Duration,
+    ) -> ritmo_tower::Decision<Self::Permit, Self::Acquire> {
+        let limiter = self.0;
+        let key = *key;
+        ritmo_tower::Decision::Later(Box::pin(async move {
+            tokio::task::yield_now().await;
+            let ritmo_tower::Decision::Now(decision) =
+                ritmo_tower::Store::acquire(&limiter, &key, permits, max_wait)
+            else {
+                unreachable!()
+            };
+            decision.map(|grant| {
+                let status = ritmo_tower::Store::status(&limiter, &()).unwrap();
+                ritmo_tower::Grant::new(grant.permit, grant.wait, Some(status))
+            })
+        }))
+    }
+
+    fn status(&self, _key: &()) -> Option<ritmo_tower::Status> {
+        None
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_answers_later() {
+    let limiter = leak(
+        "remote",
+        Config::new(2, Duration::from_secs(1)).unwrap(),
+        clock(),
+    );
+    let svc = RateLimitLayer::new(Remote(limiter), Global).layer(service_fn(handler));
+    for expect in [1, 0] {
+        let response = svc.clone().oneshot(get("/")).await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            ratelimit(response.headers()),
+            ("remote".to_string(), expect, 1)
+        );
+    }
+    let response = svc.clone().oneshot(get("/")).await.unwrap();
+    assert_eq!(response.status(), 429);
+    assert_eq!(header(response.headers(), "retry-after"), "1");
+}

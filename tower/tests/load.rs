@@ -7,7 +7,7 @@
 mod support;
 
 use std::collections::HashMap;
-use std::future::{Ready, ready};
+use std::future::Pending;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +18,7 @@ use axum::routing::get;
 use ritmo_core::{Clock, Config};
 use ritmo_std::StdClock;
 use ritmo_tower::key::PeerIp;
-use ritmo_tower::{Denial, Grant, LimiterPermit, Policy, RateLimitLayer, Status, Store};
+use ritmo_tower::{Decision, Denial, Grant, LimiterPermit, Policy, RateLimitLayer, Status, Store};
 use support::MapStore;
 use support::net::{client, get as fetch, serve};
 
@@ -36,19 +36,24 @@ struct Recording {
 impl Store for Recording {
     type Key = IpAddr;
     type Permit = LimiterPermit<StdClock>;
-    type Acquire = Ready<Result<Grant<LimiterPermit<StdClock>>, Denial>>;
+    type Acquire = Pending<Result<Grant<LimiterPermit<StdClock>>, Denial>>;
 
     fn policy(&self) -> Policy {
         self.inner.policy()
     }
 
-    fn acquire(&self, key: &IpAddr, permits: u32, max_wait: Duration) -> Self::Acquire {
-        let decision = self.inner.acquire(key, permits, max_wait).into_inner();
-        if let Ok(grant) = &decision {
+    fn acquire(
+        &self,
+        key: &IpAddr,
+        permits: u32,
+        max_wait: Duration,
+    ) -> Decision<Self::Permit, Self::Acquire> {
+        let decision = self.inner.acquire(key, permits, max_wait);
+        if let Decision::Now(Ok(grant)) = &decision {
             let mut admitted = self.admitted.lock().unwrap();
             admitted.entry(*key).or_default().push(grant.permit.slot());
         }
-        ready(decision)
+        decision
     }
 
     fn status(&self, key: &IpAddr) -> Option<Status> {

@@ -3,14 +3,14 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::future::{Ready, ready};
+use std::future::Pending;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::HeaderMap;
 use ritmo_core::{Clock, Config, RateLimiter};
-use ritmo_tower::{Denial, Grant, LimiterPermit, Policy, Status, Store};
+use ritmo_tower::{Decision, Denial, Grant, LimiterPermit, Policy, Status, Store};
 
 /// A limiter that lives as long as the test binary (the layer's store is `&'static`).
 pub fn leak<C: Clock + Sync + 'static>(
@@ -69,15 +69,20 @@ where
 {
     type Key = K;
     type Permit = LimiterPermit<C>;
-    type Acquire = Ready<Result<Grant<LimiterPermit<C>>, Denial>>;
+    type Acquire = Pending<Result<Grant<LimiterPermit<C>>, Denial>>;
 
     fn policy(&self) -> Policy {
         Policy::new(self.id, self.config.permits(), self.config.period())
     }
 
-    fn acquire(&self, key: &K, permits: u32, max_wait: Duration) -> Self::Acquire {
+    fn acquire(
+        &self,
+        key: &K,
+        permits: u32,
+        max_wait: Duration,
+    ) -> Decision<Self::Permit, Self::Acquire> {
         let limiter = self.limiter(key);
-        ready(Store::acquire(&limiter, &(), permits, max_wait).into_inner())
+        Store::acquire(&limiter, &(), permits, max_wait)
     }
 
     fn status(&self, key: &K) -> Option<Status> {
