@@ -24,6 +24,10 @@ pub enum Reason {
     /// The caller gave up its reservation before its slot (a dropped future, a cancelled
     /// reservation).
     Cancelled,
+    /// A keyed limiter had no room for a key it has not seen yet: every slot holds a key that is
+    /// still being limited. `retry_after` is when the soonest of them is idle again and its slot
+    /// can be reused.
+    KeyCapacity,
 }
 
 impl Reason {
@@ -38,6 +42,7 @@ impl Reason {
             Reason::NoPermitInTime => "no permit in time",
             Reason::Interrupted => "interrupted",
             Reason::Cancelled => "cancelled",
+            Reason::KeyCapacity => "no room for a new key",
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod gcra;
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub mod io;
+pub mod keyed;
 mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
@@ -31,6 +32,7 @@ pub use event::{Event, Listener};
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub use io::{RateLimitedWrite, WriteError};
+pub use keyed::{KeyListener, KeySnapshot, KeyedLimiter, KeyedReservation};
 pub use limiter::{RateLimiter, Reservation, Snapshot};
 #[cfg(feature = "defmt")]
 pub use log::DefmtListener;

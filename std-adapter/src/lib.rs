@@ -9,6 +9,8 @@
 //!   `call(|| work())`, `call_n`, `try_call` run work only once a permit is had.
 //! - [`Interrupt`] / [`ParkWait`]: interrupt a waiting thread from another one; its permit goes
 //!   back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
+//! - [`KeyedRateLimiter`]: one quota per client (per IP with [`IpKey`], per user, per API key) in
+//!   a sharded map capped at `max_keys`, reclaiming idle keys exactly, with no background thread.
 //! - `AsyncExt` and `TokioClock` (feature `tokio`): `acquire_async().await`, `call_async(fut)`.
 //!
 //! ```
@@ -29,12 +31,14 @@
 
 mod blocking;
 pub mod clock;
+pub mod keyed;
 #[cfg(feature = "tokio")]
 mod tokio;
 mod wait;
 
 pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};
+pub use keyed::{IpKey, KeyedRateLimiter, KeyedReservation};
 #[cfg(feature = "tokio")]
 pub use tokio::{AsyncExt, TokioClock};
 pub use wait::{Interrupt, ParkWait};
