@@ -1,5 +1,6 @@
-//! An axum server limited by ritmo-tower: 5 requests per 10 s for everyone, the IETF fields on
-//! every response, `429` with `Retry-After` past the quota, and `304`/`5xx` not charged.
+//! An axum server limited by ritmo-tower: 5 requests per 10 s per client IP (a keyed limiter of at
+//! most 100 000 live clients), the IETF fields on every response, `429` with `Retry-After` past
+//! the quota, and `304`/`5xx` not charged.
 //!
 //! ```sh
 //! cargo run -p ritmo-tower --features axum --example http-server        # port 3000
@@ -20,16 +21,18 @@ use axum::Router;
 use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::get;
-use ritmo_core::{Config, RateLimiter};
-use ritmo_std::StdClock;
+use std::net::IpAddr;
+
+use ritmo_core::Config;
+use ritmo_std::KeyedRateLimiter;
 use ritmo_tower::RateLimitLayer;
 use ritmo_tower::charge::not_304_or_5xx;
-use ritmo_tower::key::Global;
+use ritmo_tower::key::PeerIp;
 
-/// The one quota of this server: 5 requests per 10 s (a burst of 5, then one every 2 s).
-static API: LazyLock<RateLimiter<StdClock>> = LazyLock::new(|| {
+/// The quota of each client IP: 5 requests per 10 s (a burst of 5, then one every 2 s).
+static API: LazyLock<KeyedRateLimiter<IpAddr>> = LazyLock::new(|| {
     let config = Config::new(5, Duration::from_secs(10)).expect("a valid config");
-    RateLimiter::with_clock("api", config, StdClock::new())
+    KeyedRateLimiter::new("api", config, 100_000)
 });
 
 /// The port: the first argument, else `PORT`, else 3000; 0 picks any free port.
@@ -59,7 +62,7 @@ async fn main() {
                 StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST)
             }),
         )
-        .layer(RateLimitLayer::new(&*API, Global).charge(not_304_or_5xx()));
+        .layer(RateLimitLayer::new(&*API, PeerIp::new()).charge(not_304_or_5xx()));
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
         Ok(listener) => listener,
         Err(e) => {

@@ -16,4 +16,6 @@ pub use reject::{
     BoxError, DefaultResponse, MissingKeyError, OnReject, Rejection, RespondWith, respond_with,
 };
 pub use ritmo_core::RateLimitExceeded;
-pub use store::{Decision, Denial, Grant, LimiterPermit, Permit, Policy, Status, Store};
+pub use store::{
+    Decision, Denial, Grant, KeyedPermit, LimiterPermit, Permit, Policy, Status, Store,
+};

@@ -7,7 +7,10 @@
 use core::future::{Future, Pending};
 use core::time::Duration;
 
+use core::hash::Hash;
+
 use ritmo_core::{AcquireError, Clock, RateLimiter, Reservation};
+use ritmo_std::{KeyedRateLimiter, KeyedReservation};
 
 /// A quota policy, as the `RateLimit-Policy` field states it: `quota` permits per `window`.
 ///
@@ -165,7 +168,7 @@ pub trait Permit: Send + 'static {
 ///
 /// Implement it for a cheap, clonable handle (`&'static` or `Arc`): the layer clones it into every
 /// service and every response future. Implemented for `&'static RateLimiter<C>` (one global quota,
-/// key `()`).
+/// key `()`) and `&'static KeyedRateLimiter<K, C>` (one quota per key).
 pub trait Store: Clone + Send + Sync + 'static {
     /// What requests are limited by: `()` for one global quota, an IP address, an API key.
     type Key: Clone + Send + 'static;
@@ -283,5 +286,100 @@ impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
 
     fn status(&self, _key: &()) -> Option<Status> {
         Some(limiter_status(self))
+    }
+}
+
+/// The permits of a request on a [`KeyedRateLimiter`]: its [`KeyedReservation`].
+#[derive(Debug)]
+pub struct KeyedPermit<K: Hash + Eq + Clone + 'static, C: Clock + 'static>(
+    KeyedReservation<'static, K, C>,
+);
+
+impl<K: Hash + Eq + Clone + 'static, C: Clock + 'static> KeyedPermit<K, C> {
+    /// The instant the permits are due, as a reading of the limiter's clock (for a request
+    /// admitted at once, the reading its decision was made at).
+    pub fn slot(&self) -> u64 {
+        self.0.slot()
+    }
+}
+
+impl<K, C> Permit for KeyedPermit<K, C>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    C: Clock + Send + Sync + 'static,
+{
+    fn commit(self) {
+        self.0.commit();
+    }
+
+    fn refund(self) -> bool {
+        self.0.cancel()
+    }
+
+    fn remaining(&self) -> Duration {
+        self.0.remaining()
+    }
+}
+
+/// One key's status: the permits available, and how long until one more is.
+fn keyed_status<K: Hash + Eq + Clone, C: Clock>(
+    limiter: &KeyedRateLimiter<K, C>,
+    key: &K,
+) -> Status {
+    let permits = limiter.config().permits();
+    let remaining = limiter.available_permits(key);
+    if remaining >= permits {
+        return Status::new(permits, Duration::ZERO);
+    }
+    let reset = limiter
+        .retry_after_n(key, remaining + 1)
+        .unwrap_or(Duration::ZERO);
+    Status::new(remaining, reset)
+}
+
+impl<K, C> Store for &'static KeyedRateLimiter<K, C>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    C: Clock + Send + Sync + 'static,
+{
+    type Key = K;
+    type Permit = KeyedPermit<K, C>;
+    type Acquire = Pending<Result<Grant<KeyedPermit<K, C>>, Denial>>;
+
+    fn policy(&self) -> Policy {
+        let config = self.config();
+        Policy::new(self.id(), config.permits(), config.period())
+    }
+
+    fn max_wait(&self) -> Duration {
+        self.config().max_wait()
+    }
+
+    fn acquire(
+        &self,
+        key: &K,
+        permits: u32,
+        max_wait: Duration,
+    ) -> Decision<KeyedPermit<K, C>, Self::Acquire> {
+        let decision = if max_wait == self.config().max_wait() {
+            self.reserve_n(key, permits)
+        } else {
+            self.reserve_n_within(key, permits, max_wait)
+        };
+        Decision::Now(match decision {
+            Ok(reservation) => {
+                let wait = if max_wait.is_zero() || reservation.is_ready() {
+                    Duration::ZERO
+                } else {
+                    reservation.remaining()
+                };
+                Ok(Grant::new(KeyedPermit(reservation), wait, None))
+            }
+            Err(error) => Err(Denial::new(error, keyed_status(self, key))),
+        })
+    }
+
+    fn status(&self, key: &K) -> Option<Status> {
+        Some(keyed_status(self, key))
     }
 }

@@ -7,7 +7,6 @@
 mod support;
 
 use std::collections::HashMap;
-use std::future::Pending;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,30 +15,32 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use ritmo_core::{Clock, Config};
+use ritmo_std::KeyedRateLimiter;
 use ritmo_std::StdClock;
 use ritmo_tower::key::PeerIp;
-use ritmo_tower::{Decision, Denial, Grant, LimiterPermit, Policy, RateLimitLayer, Status, Store};
-use support::MapStore;
+use ritmo_tower::{Decision, KeyedPermit, Policy, RateLimitLayer, Status, Store};
 use support::net::{client, get as fetch, serve};
 
 const RUN: Duration = Duration::from_secs(2);
 const PERMITS: u32 = 40;
 const PERIOD: Duration = Duration::from_secs(1);
 
-/// A per-IP store that records, for each admission, the clock reading the limiter decided at.
+type Keyed = &'static KeyedRateLimiter<IpAddr, StdClock>;
+
+/// The per-IP keyed limiter, recording for each admission the clock reading it decided at.
 #[derive(Clone)]
 struct Recording {
-    inner: MapStore<IpAddr, StdClock>,
+    inner: Keyed,
     admitted: Arc<Mutex<HashMap<IpAddr, Vec<u64>>>>,
 }
 
 impl Store for Recording {
     type Key = IpAddr;
-    type Permit = LimiterPermit<StdClock>;
-    type Acquire = Pending<Result<Grant<LimiterPermit<StdClock>>, Denial>>;
+    type Permit = KeyedPermit<IpAddr, StdClock>;
+    type Acquire = <Keyed as Store>::Acquire;
 
     fn policy(&self) -> Policy {
-        self.inner.policy()
+        Store::policy(&self.inner)
     }
 
     fn acquire(
@@ -48,7 +49,7 @@ impl Store for Recording {
         permits: u32,
         max_wait: Duration,
     ) -> Decision<Self::Permit, Self::Acquire> {
-        let decision = self.inner.acquire(key, permits, max_wait);
+        let decision = Store::acquire(&self.inner, key, permits, max_wait);
         if let Decision::Now(Ok(grant)) = &decision {
             let mut admitted = self.admitted.lock().unwrap();
             admitted.entry(*key).or_default().push(grant.permit.slot());
@@ -57,7 +58,7 @@ impl Store for Recording {
     }
 
     fn status(&self, key: &IpAddr) -> Option<Status> {
-        self.inner.status(key)
+        Store::status(&self.inner, key)
     }
 }
 
@@ -66,7 +67,12 @@ async fn admitted_per_key_never_exceed_the_bound_and_nothing_else_is_throttled()
     let clock = StdClock::new();
     let config = Config::new(PERMITS, PERIOD).unwrap();
     let store = Recording {
-        inner: MapStore::new("load", config, clock.clone()),
+        inner: Box::leak(Box::new(KeyedRateLimiter::with_clock(
+            "load",
+            config,
+            64,
+            clock.clone(),
+        ))),
         admitted: Arc::default(),
     };
     let app = Router::new().route("/", get(|| async { "ok" }));

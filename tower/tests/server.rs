@@ -11,12 +11,12 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use ritmo_core::{Config, ManualClock};
-use ritmo_std::StdClock;
+use ritmo_std::{KeyedRateLimiter, StdClock};
 use ritmo_tower::charge::not_304_or_5xx;
 use ritmo_tower::key::{Global, PeerIp};
 use ritmo_tower::{LayerEvent, RateLimitLayer, RefundCause};
 use support::net::{client, get as fetch, serve};
-use support::{MapStore, expected, header, leak, policy, ratelimit};
+use support::{expected, header, leak, policy, ratelimit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn loopback(last: u8) -> IpAddr {
@@ -78,12 +78,11 @@ async fn statuses_and_every_field_match_the_limiter() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_client_ip_has_its_own_quota() {
     let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new()));
-    let store = MapStore::new(
-        "per-ip",
-        Config::new(2, Duration::from_secs(1)).unwrap(),
-        clock,
-    );
-    let addr = serve(app().layer(RateLimitLayer::new(store.clone(), PeerIp::new()))).await;
+    let config = Config::new(2, Duration::from_secs(1)).unwrap();
+    let keyed: &'static KeyedRateLimiter<IpAddr, &ManualClock> = Box::leak(Box::new(
+        KeyedRateLimiter::with_clock("per-ip", config, 1000, clock),
+    ));
+    let addr = serve(app().layer(RateLimitLayer::new(keyed, PeerIp::new()))).await;
     let (a, b) = (client(loopback(2)), client(loopback(3)));
     assert_eq!(fetch(&a, addr, "/").await.status(), 200);
     assert_eq!(fetch(&a, addr, "/").await.status(), 200);
@@ -91,9 +90,10 @@ async fn each_client_ip_has_its_own_quota() {
     let response = fetch(&b, addr, "/").await;
     assert_eq!(response.status(), 200);
     assert_eq!(ratelimit(response.headers()).1, 1);
-    assert_eq!(expected(store.limiter(&loopback(3))), (1, 1));
-    assert_eq!(expected(store.limiter(&loopback(2))), (0, 1));
-    assert_eq!(store.keys(), 2);
+    assert_eq!(keyed.available_permits(&loopback(3)), 1);
+    assert_eq!(keyed.available_permits(&loopback(2)), 0);
+    assert_eq!(keyed.retry_after(&loopback(2)), Duration::from_millis(500));
+    assert_eq!(keyed.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
