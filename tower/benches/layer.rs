@@ -15,7 +15,7 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::{Arc, LazyLock};
@@ -29,18 +29,24 @@ use axum::routing::get;
 use criterion::Criterion;
 use http::Request;
 use ritmo_core::{Config, RateLimiter};
-use ritmo_std::StdClock;
+use ritmo_std::{KeyedRateLimiter, StdClock};
 use ritmo_tower::RateLimitLayer;
-use ritmo_tower::key::Global;
+use ritmo_tower::key::{Global, PeerIp};
 use tower::ServiceExt;
 use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
-use tower_governor::key_extractor::GlobalKeyExtractor;
+use tower_governor::key_extractor::{GlobalKeyExtractor, PeerIpKeyExtractor};
 
 /// A burst of `u32::MAX`, one permit per nanosecond: every measured request is admitted.
 static UNLIMITED: LazyLock<RateLimiter<StdClock>> = LazyLock::new(|| {
     let config = Config::new(u32::MAX, Duration::from_nanos(u64::from(u32::MAX))).unwrap();
     RateLimiter::with_clock("bench", config, StdClock::new())
+});
+
+/// The same quota for each client IP.
+static PER_IP: LazyLock<KeyedRateLimiter<IpAddr>> = LazyLock::new(|| {
+    let config = Config::new(u32::MAX, Duration::from_nanos(u64::from(u32::MAX))).unwrap();
+    KeyedRateLimiter::new("bench", config, 1024)
 });
 
 fn app() -> Router {
@@ -103,6 +109,21 @@ fn stacks() -> Vec<(&'static str, Router)> {
                     .unwrap(),
             ))),
         ),
+        (
+            "ritmo_per_ip",
+            app().layer(RateLimitLayer::new(&*PER_IP, PeerIp::new()).admitted_fields(false)),
+        ),
+        (
+            "tower_governor_per_ip",
+            app().layer(GovernorLayer::new(Arc::new(
+                GovernorConfigBuilder::default()
+                    .per_nanosecond(1)
+                    .burst_size(u32::MAX)
+                    .key_extractor(PeerIpKeyExtractor)
+                    .finish()
+                    .unwrap(),
+            ))),
+        ),
     ]
 }
 
@@ -145,6 +166,7 @@ fn print_ratios(dir: &Path, since: SystemTime) {
     for (ours, theirs) in [
         ("ritmo", "tower_governor_headers"),
         ("ritmo_no_fields", "tower_governor"),
+        ("ritmo_per_ip", "tower_governor_per_ip"),
     ] {
         if let (Some((a, oa)), Some((b, ob))) = (overhead(ours), overhead(theirs)) {
             println!(
@@ -183,9 +205,11 @@ fn interleaved(rounds: usize, per_round: u32) {
         best[i] - base
     };
     println!(
-        "overhead ratio ritmo/tower_governor_headers {:.2}, ritmo_no_fields/tower_governor {:.2}",
+        "overhead ratio ritmo/tower_governor_headers {:.2}, ritmo_no_fields/tower_governor {:.2}, \
+         ritmo_per_ip/tower_governor_per_ip {:.2}",
         overhead("ritmo") / overhead("tower_governor_headers"),
-        overhead("ritmo_no_fields") / overhead("tower_governor")
+        overhead("ritmo_no_fields") / overhead("tower_governor"),
+        overhead("ritmo_per_ip") / overhead("tower_governor_per_ip")
     );
 }
 

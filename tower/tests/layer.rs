@@ -757,16 +757,15 @@ impl ritmo_tower::Store for Remote {
 
     fn acquire(
         &self,
-        key: &(),
+        _key: &(),
         permits: u32,
         max_wait: Duration,
     ) -> ritmo_tower::Decision<Self::Permit, Self::Acquire> {
         let limiter = self.0;
-        let key = *key;
         ritmo_tower::Decision::Later(Box::pin(async move {
             tokio::task::yield_now().await;
             let ritmo_tower::Decision::Now(decision) =
-                ritmo_tower::Store::acquire(&limiter, &key, permits, max_wait)
+                ritmo_tower::Store::acquire(&limiter, &(), permits, max_wait)
             else {
                 unreachable!()
             };
