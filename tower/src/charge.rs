@@ -20,6 +20,12 @@ pub enum Charge {
 pub trait Classify<Resp, E>: Send + Sync + 'static {
     /// The charge for this outcome.
     fn classify(&self, outcome: Result<&Resp, &E>) -> Charge;
+
+    /// Whether it may ever say [`Charge::Refund`] (default: yes). A classifier that never does
+    /// lets the layer take permits for good, on the store's fastest path.
+    fn may_refund(&self) -> bool {
+        true
+    }
 }
 
 /// Keeps every permit, whatever the outcome: the default.
@@ -35,6 +41,10 @@ pub struct ChargeAll;
 impl<Resp, E> Classify<Resp, E> for ChargeAll {
     fn classify(&self, _outcome: Result<&Resp, &E>) -> Charge {
         Charge::Keep
+    }
+
+    fn may_refund(&self) -> bool {
+        false
     }
 }
 

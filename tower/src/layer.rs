@@ -673,6 +673,33 @@ where
                 }
             };
         };
+        // Nothing could give the permit back (no waiting, no refunds): take it for good, on the
+        // store's fastest path.
+        if shared.max_wait.is_zero()
+            && !shared.classify.may_refund()
+            && let Some(taken) = shared.store.take(&key, shared.cost)
+        {
+            return match taken {
+                Ok(()) => {
+                    let future = self.inner.call(request);
+                    ResponseFuture::running(future, Some(key), Held::none(), None, shared)
+                }
+                // Refused: answered now, or (shadow mode) served anyway.
+                Err(denial) => match decide(&shared, Err(denial)) {
+                    Next::Done(output) => ResponseFuture::done(output, shared),
+                    Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
+                        let future = self.inner.call(request);
+                        ResponseFuture::running(
+                            future,
+                            Some(key),
+                            Held::none(),
+                            grant_status,
+                            shared,
+                        )
+                    }
+                },
+            };
+        }
         let decision = match shared.store.acquire(&key, shared.cost, shared.max_wait) {
             Decision::Now(decision) => decision,
             Decision::Later(future) => {

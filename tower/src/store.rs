@@ -200,6 +200,15 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// The key's status now, read without taking anything; `None` if the store cannot read it
     /// without a round trip (the layer then reports the status the [`Grant`] carried).
     fn status(&self, key: &Self::Key) -> Option<Status>;
+
+    /// Takes `permits` for `key` now for good, or refuses at once: the fast path the layer takes
+    /// when nothing could give the permits back (no waiting, a classifier that never refunds).
+    /// `None` (the default) if the store has no such path; the layer then uses
+    /// [`acquire`](Self::acquire).
+    fn take(&self, key: &Self::Key, permits: u32) -> Option<Result<(), Denial>> {
+        let _ = (key, permits);
+        None
+    }
 }
 
 /// The permits of a request on a [`RateLimiter`]: its [`Reservation`].
@@ -286,6 +295,15 @@ impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
 
     fn status(&self, _key: &()) -> Option<Status> {
         Some(limiter_status(self))
+    }
+
+    fn take(&self, _key: &(), permits: u32) -> Option<Result<(), Denial>> {
+        let taken = if permits == 1 {
+            self.try_acquire().map_err(AcquireError::from)
+        } else {
+            self.try_acquire_n(permits)
+        };
+        Some(taken.map_err(|error| Denial::new(error, limiter_status(self))))
     }
 }
 
@@ -381,5 +399,14 @@ where
 
     fn status(&self, key: &K) -> Option<Status> {
         Some(keyed_status(self, key))
+    }
+
+    fn take(&self, key: &K, permits: u32) -> Option<Result<(), Denial>> {
+        let taken = if permits == 1 {
+            self.try_acquire(key).map_err(AcquireError::from)
+        } else {
+            self.try_acquire_n(key, permits)
+        };
+        Some(taken.map_err(|error| Denial::new(error, keyed_status(self, key))))
     }
 }
