@@ -13,7 +13,7 @@ use axum::routing::get;
 use ritmo_core::{Config, ManualClock};
 use ritmo_std::{KeyedRateLimiter, StdClock};
 use ritmo_tower::charge::not_304_or_5xx;
-use ritmo_tower::key::{Global, PeerIp};
+use ritmo_tower::key::{ForwardedIp, Global, PeerIp};
 use ritmo_tower::{LayerEvent, RateLimitLayer, RefundCause};
 use support::net::{client, get as fetch, serve};
 use support::{expected, header, leak, policy, ratelimit};
@@ -180,4 +180,36 @@ async fn a_client_that_disconnects_while_waiting_returns_its_permit() {
     );
     assert!(rest.is_empty(), "no response for a request that never ran");
     assert_eq!(*served.lock().unwrap(), 1, "the dropped request never ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_the_rightmost_untrusted_forwarded_address_is_the_key() {
+    // The "proxy" is every 127.x address; clients are named by X-Forwarded-For.
+    let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new()));
+    let config = Config::new(1, Duration::from_secs(60)).unwrap();
+    let keyed: &'static KeyedRateLimiter<IpAddr, &ManualClock> = Box::leak(Box::new(
+        KeyedRateLimiter::with_clock("xff", config, 1000, clock),
+    ));
+    let key = ForwardedIp::trusting(["127.0.0.0/8".parse().unwrap()]);
+    let addr = serve(app().layer(RateLimitLayer::new(keyed, key))).await;
+    let http = client(loopback(7));
+    let send = |xff: &'static str| {
+        let http = http.clone();
+        async move {
+            let request = http::Request::get(format!("http://{addr}/"))
+                .header("x-forwarded-for", xff)
+                .body(http_body_util::Empty::<bytes::Bytes>::new())
+                .unwrap();
+            http.request(request).await.unwrap().status()
+        }
+    };
+    assert_eq!(send("203.0.113.5").await, 200);
+    // The same client, spoofing entries to the left of what the proxy wrote: same key, limited.
+    assert_eq!(send("1.1.1.1, 203.0.113.5").await, 429);
+    assert_eq!(send("8.8.8.8, 203.0.113.5, 127.0.0.9").await, 429);
+    // Another client has its own quota.
+    assert_eq!(send("198.51.100.7").await, 200);
+    assert_eq!(keyed.available_permits(&"203.0.113.5".parse().unwrap()), 0);
+    assert_eq!(keyed.available_permits(&"1.1.1.1".parse().unwrap()), 1);
+    assert_eq!(keyed.len(), 2);
 }
