@@ -30,3 +30,12 @@ pub use ritmo_embassy as embassy;
 /// ```
 #[cfg(feature = "redis")]
 pub use ritmo_redis as redis;
+/// The HTTP layer: a `tower::Layer` for axum, hyper and tonic, with `429`, `Retry-After` and the
+/// IETF `RateLimit` fields.
+///
+/// ```
+/// # #[cfg(feature = "tower")]
+/// assert_eq!(ritmo::tower::headers::retry_after_secs(core::time::Duration::from_millis(1)), 1);
+/// ```
+#[cfg(feature = "tower")]
+pub use ritmo_tower as tower;
