@@ -403,7 +403,7 @@ impl Drop for Reservation {
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct RedisRateLimiter(RedisKeyedRateLimiter<()>);
+pub struct RedisRateLimiter(pub(crate) RedisKeyedRateLimiter<()>);
 
 impl From<RedisKeyedRateLimiter<()>> for RedisRateLimiter {
     fn from(keyed: RedisKeyedRateLimiter<()>) -> Self {
