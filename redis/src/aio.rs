@@ -1,4 +1,5 @@
-//! The async limiters, on tokio and redis-rs's `ConnectionManager`.
+//! The async limiters, on tokio and redis-rs's `ConnectionManager` (or any async connection the
+//! caller brings: a `MultiplexedConnection`, a Redis Cluster connection).
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -14,6 +15,14 @@ use crate::{
     AcquireOrStoreError, Builder, Call, Decision, Error, Inner, Permit, Refusal, StoreError,
     StoreKey,
 };
+
+/// An async connection a limiter can run its scripts on: redis-rs's `ConnectionManager` (what
+/// [`Builder::connect`] opens), a `MultiplexedConnection`, or a Redis Cluster connection
+/// (redis-rs's `cluster-async` feature: every key of a limiter carries one hash tag, so its
+/// scripts run on the node that holds it). Implemented for every cheap-to-clone async connection.
+pub trait AsyncConnection: redis::aio::ConnectionLike + Clone + Send + Sync + 'static {}
+
+impl<C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static> AsyncConnection for C {}
 
 /// One shared quota per key, in Redis, for async code on tokio.
 ///
@@ -39,13 +48,13 @@ use crate::{
 /// }
 /// # Ok(()) }
 /// ```
-pub struct RedisKeyedRateLimiter<K: ?Sized> {
+pub struct RedisKeyedRateLimiter<K: ?Sized, C = ConnectionManager> {
     inner: Arc<Inner>,
-    conn: ConnectionManager,
+    conn: C,
     key: PhantomData<fn(&K)>,
 }
 
-impl<K: ?Sized> Clone for RedisKeyedRateLimiter<K> {
+impl<K: ?Sized, C: Clone> Clone for RedisKeyedRateLimiter<K, C> {
     fn clone(&self) -> Self {
         RedisKeyedRateLimiter {
             inner: self.inner.clone(),
@@ -55,7 +64,7 @@ impl<K: ?Sized> Clone for RedisKeyedRateLimiter<K> {
     }
 }
 
-impl<K: ?Sized> std::fmt::Debug for RedisKeyedRateLimiter<K> {
+impl<K: ?Sized, C> std::fmt::Debug for RedisKeyedRateLimiter<K, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.inner.fmt(f)
     }
@@ -84,11 +93,17 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
             .set_number_of_retries(2);
         let conn =
             ConnectionManager::new_lazy_with_config(client, config).map_err(Error::Connection)?;
-        Ok(RedisKeyedRateLimiter {
+        Ok(Self::with_connection(inner, conn))
+    }
+}
+
+impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
+    pub(crate) fn with_connection(inner: Inner, conn: C) -> Self {
+        RedisKeyedRateLimiter {
             inner: Arc::new(inner),
             conn,
             key: PhantomData,
-        })
+        }
     }
 
     /// The limiter's id.
@@ -123,12 +138,12 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
     /// Reserves one permit for `key` if it arrives within the config's `max_wait`; the
     /// reservation says how long to wait. Dropping it before [`wait`](Reservation::wait) or
     /// [`commit`](Reservation::commit) gives the permit back if nothing was reserved after it.
-    pub async fn reserve(&self, key: &K) -> Result<Reservation, RateLimitExceeded> {
+    pub async fn reserve(&self, key: &K) -> Result<Reservation<C>, RateLimitExceeded> {
         self.reserve_call(self.inner.call_one(key, true, 1)).await
     }
 
     /// Reserves `k` permits for `key` within `max_wait` (see [`reserve`](Self::reserve)).
-    pub async fn reserve_n(&self, key: &K, k: u32) -> Result<Reservation, AcquireError> {
+    pub async fn reserve_n(&self, key: &K, k: u32) -> Result<Reservation<C>, AcquireError> {
         Ok(self.reserve_call(self.inner.call(key, k, true)?).await?)
     }
 
@@ -139,7 +154,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         key: &K,
         k: u32,
         max_wait: Duration,
-    ) -> Result<Reservation, AcquireError> {
+    ) -> Result<Reservation<C>, AcquireError> {
         self.reserve_with_status(key, k, max_wait)
             .await
             .map_err(|r| r.error)
@@ -154,7 +169,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         key: &K,
         k: u32,
         max_wait: Duration,
-    ) -> Result<Reservation, Refusal> {
+    ) -> Result<Reservation<C>, Refusal> {
         let mut call = self.inner.call(key, k, true).map_err(|e| Refusal {
             error: e.into(),
             status: None,
@@ -180,7 +195,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         Ok(self.inner.retry_after_n(&call.key, k, reply)?)
     }
 
-    async fn reserve_call(&self, call: Call) -> Result<Reservation, RateLimitExceeded> {
+    async fn reserve_call(&self, call: Call) -> Result<Reservation<C>, RateLimitExceeded> {
         match self.decide(&call).await {
             Decision::Granted {
                 permit,
@@ -235,7 +250,13 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         self.inner.decide(call, reply)
     }
 
-    fn reservation(&self, call: Call, permit: Permit, written: u64, increment: u64) -> Reservation {
+    fn reservation(
+        &self,
+        call: Call,
+        permit: Permit,
+        written: u64,
+        increment: u64,
+    ) -> Reservation<C> {
         Reservation {
             inner: self.inner.clone(),
             conn: self.conn.clone(),
@@ -251,9 +272,9 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
 }
 
 /// One script call, bounded by `timeout` whatever the connection does.
-async fn run<const N: usize, T: redis::FromRedisValue>(
+async fn run<const N: usize, T: redis::FromRedisValue, C: AsyncConnection>(
     script: &Script,
-    conn: &ConnectionManager,
+    conn: &C,
     timeout: Duration,
     key: &[u8],
     args: &[String; N],
@@ -278,11 +299,10 @@ async fn run<const N: usize, T: redis::FromRedisValue>(
 /// what this one wrote): otherwise later callers are already queued behind it, and giving it back
 /// would let two calls share one slot, so the slot stays unused. Permits granted by the in-process
 /// fallback are not given back.
-#[derive(Debug)]
 #[must_use = "dropping a reservation gives its permits back"]
-pub struct Reservation {
+pub struct Reservation<C: AsyncConnection = ConnectionManager> {
     inner: Arc<Inner>,
-    conn: ConnectionManager,
+    conn: C,
     key: Vec<u8>,
     k: u32,
     ready_at: tokio::time::Instant,
@@ -293,7 +313,17 @@ pub struct Reservation {
     pending: bool,
 }
 
-impl Reservation {
+impl<C: AsyncConnection> std::fmt::Debug for Reservation<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reservation")
+            .field("permit", &self.permit)
+            .field("permits", &self.k)
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: AsyncConnection> Reservation<C> {
     /// The permit as granted: its source, the store's time, and the wait from the decision.
     pub fn permit(&self) -> Permit {
         self.permit
@@ -351,21 +381,21 @@ impl Reservation {
     }
 }
 
-async fn refund(
+async fn refund<C: AsyncConnection>(
     inner: &Inner,
-    conn: &ConnectionManager,
+    conn: &C,
     key: &[u8],
     written: u64,
     increment: u64,
 ) -> bool {
     let args = inner.refund_args(written, increment);
     matches!(
-        run::<4, i64>(&REFUND, conn, inner.timeout, key, &args).await,
+        run::<4, i64, C>(&REFUND, conn, inner.timeout, key, &args).await,
         Ok(1)
     )
 }
 
-impl Drop for Reservation {
+impl<C: AsyncConnection> Drop for Reservation<C> {
     fn drop(&mut self) {
         if !self.pending {
             return;
@@ -403,10 +433,10 @@ impl Drop for Reservation {
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct RedisRateLimiter(pub(crate) RedisKeyedRateLimiter<()>);
+pub struct RedisRateLimiter<C = ConnectionManager>(pub(crate) RedisKeyedRateLimiter<(), C>);
 
-impl From<RedisKeyedRateLimiter<()>> for RedisRateLimiter {
-    fn from(keyed: RedisKeyedRateLimiter<()>) -> Self {
+impl<C> From<RedisKeyedRateLimiter<(), C>> for RedisRateLimiter<C> {
+    fn from(keyed: RedisKeyedRateLimiter<(), C>) -> Self {
         RedisRateLimiter(keyed)
     }
 }
@@ -420,7 +450,9 @@ impl RedisRateLimiter {
     pub fn builder(id: &'static str, config: Config) -> Builder {
         Builder::new(id, config)
     }
+}
 
+impl<C: AsyncConnection> RedisRateLimiter<C> {
     /// The limiter's id.
     pub fn id(&self) -> &'static str {
         self.0.id()
@@ -442,12 +474,12 @@ impl RedisRateLimiter {
     }
 
     /// Reserves one permit if it arrives within `max_wait`.
-    pub async fn reserve(&self) -> Result<Reservation, RateLimitExceeded> {
+    pub async fn reserve(&self) -> Result<Reservation<C>, RateLimitExceeded> {
         self.0.reserve(&()).await
     }
 
     /// Reserves `k` permits within `max_wait`.
-    pub async fn reserve_n(&self, k: u32) -> Result<Reservation, AcquireError> {
+    pub async fn reserve_n(&self, k: u32) -> Result<Reservation<C>, AcquireError> {
         self.0.reserve_n(&(), k).await
     }
 

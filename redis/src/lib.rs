@@ -18,7 +18,7 @@ use std::time::Duration;
 use redis::IntoConnectionInfo;
 use ritmo_core::{Clock, InvalidPermits};
 
-pub use aio::{RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
+pub use aio::{AsyncConnection, RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
 pub use error::{AcquireOrStoreError, Error, StoreError};
 pub use key::StoreKey;
 /// The Redis client crate this one is built on, for its `Client` and connection settings.
@@ -364,6 +364,24 @@ impl Builder {
         aio::RedisKeyedRateLimiter::open(inner, client, timeout)
     }
 
+    /// An async limiter with one quota, on a connection the caller opened: a
+    /// `MultiplexedConnection`, a Redis Cluster connection (see [`AsyncConnection`]). The
+    /// timeout still bounds every call; reconnecting is the connection's business.
+    pub fn connect_with<C: AsyncConnection>(self, conn: C) -> Result<RedisRateLimiter<C>, Error> {
+        let (inner, _) = self.inner(false)?;
+        Ok(aio::RedisKeyedRateLimiter::<(), C>::with_connection(inner, conn).into())
+    }
+
+    /// An async limiter with one quota per key, on a connection the caller opened (see
+    /// [`connect_with`](Builder::connect_with)).
+    pub fn connect_keyed_with<K: StoreKey + ?Sized, C: AsyncConnection>(
+        self,
+        conn: C,
+    ) -> Result<RedisKeyedRateLimiter<K, C>, Error> {
+        let (inner, _) = self.inner(true)?;
+        Ok(aio::RedisKeyedRateLimiter::with_connection(inner, conn))
+    }
+
     /// A blocking limiter with one quota. Connects at its first call, and again after an error.
     pub fn connect_blocking(
         self,
@@ -640,4 +658,82 @@ impl Inner {
 
 fn saturate_u64(x: u128) -> u64 {
     u64::try_from(x).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing listens on port 1: every call fails at once, and the policy decides.
+    const NOWHERE: &str = "redis://127.0.0.1:1/";
+
+    fn config() -> Config {
+        Config::new(2, Duration::from_secs(10)).unwrap()
+    }
+
+    #[test]
+    fn reject_refuses_with_unavailable_and_the_timeout_as_retry_after() {
+        let limiter = builder("r", config())
+            .timeout(Duration::from_millis(30))
+            .connect_blocking(NOWHERE)
+            .unwrap();
+        let err = limiter.try_acquire().unwrap_err();
+        assert_eq!(err.reason(), Reason::Unavailable);
+        assert_eq!(err.retry_after(), Duration::from_millis(30));
+        assert!(limiter.reserve().is_err());
+        assert!(limiter.available_permits().is_err());
+        assert!(matches!(
+            limiter.try_acquire_n(3),
+            Err(AcquireError::InvalidPermits(_))
+        ));
+    }
+
+    #[test]
+    fn admit_lets_everything_through_uncounted() {
+        let limiter = builder("a", config())
+            .on_unavailable(FailurePolicy::Admit)
+            .connect_blocking(NOWHERE)
+            .unwrap();
+        for _ in 0..10 {
+            let p = limiter.try_acquire().unwrap();
+            assert_eq!((p.source(), p.store_time_micros()), (Source::Open, None));
+        }
+    }
+
+    #[test]
+    fn local_decides_per_key_in_process() {
+        let local = Config::new(1, Duration::from_secs(10)).unwrap();
+        let keyed: blocking::RedisKeyedRateLimiter<str> = builder("l", config())
+            .on_unavailable(FailurePolicy::Local(local))
+            .fallback_capacity(2)
+            .connect_blocking_keyed(NOWHERE)
+            .unwrap();
+        assert_eq!(keyed.try_acquire("a").unwrap().source(), Source::Fallback);
+        let err = keyed.try_acquire("a").unwrap_err();
+        assert_eq!(err.reason(), Reason::NoPermitInTime);
+        assert!(err.retry_after() > Duration::from_secs(9));
+        assert_eq!(keyed.available_permits("a").unwrap(), 0);
+        assert_eq!(keyed.try_acquire("b").unwrap().source(), Source::Fallback);
+        // Two live keys fill the fallback's table: a third is refused as unavailable.
+        assert_eq!(
+            keyed.try_acquire("c").unwrap_err().reason(),
+            Reason::Unavailable
+        );
+        // k above the local burst but within the shared one: unavailable, not invalid.
+        let AcquireError::RateLimited(e) = keyed.try_acquire_n("a", 2).unwrap_err() else {
+            panic!("2 is a valid request for the shared quota")
+        };
+        assert_eq!(e.reason(), Reason::Unavailable);
+    }
+
+    #[tokio::test]
+    async fn the_async_client_never_hangs_on_a_dead_address() {
+        let limiter = builder("x", config())
+            .timeout(Duration::from_millis(50))
+            .connect(NOWHERE)
+            .unwrap();
+        let err = limiter.try_acquire().await.unwrap_err();
+        assert_eq!(err.reason(), Reason::Unavailable);
+        assert!(limiter.retry_after().await.is_err());
+    }
 }

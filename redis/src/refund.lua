@@ -20,10 +20,10 @@ else
   now = tonumber(ARGV[1])
 end
 local back = written - tonumber(ARGV[3])
-if back > now then
-  local ms = math.ceil((back - now) / 1000) + tonumber(ARGV[4])
-  redis.call('SET', KEYS[1], string.format('%d', back), 'PX', string.format('%d', ms))
-else
-  redis.call('DEL', KEYS[1])
-end
+-- Written back even when it is already in the past (the key then says what a missing one would,
+-- until it expires): a reservation made before this one can still be given back after it.
+local ms = math.ceil((back - now) / 1000)
+if ms < 1 then ms = 1 end
+ms = ms + tonumber(ARGV[4])
+redis.call('SET', KEYS[1], string.format('%d', back), 'PX', string.format('%d', ms))
 return 1

@@ -8,7 +8,9 @@ use std::time::Duration;
 use ritmo_core::{AcquireError, RateLimitExceeded};
 use ritmo_tower::{Denial, Grant, Policy, Status, Store};
 
-use crate::{KeyStatus, RedisKeyedRateLimiter, RedisRateLimiter, Reservation, StoreKey};
+use crate::{
+    AsyncConnection, KeyStatus, RedisKeyedRateLimiter, RedisRateLimiter, Reservation, StoreKey,
+};
 
 fn status(s: KeyStatus) -> Status {
     Status::new(s.remaining(), s.reset())
@@ -23,7 +25,7 @@ fn unknown_status(error: &AcquireError) -> Status {
     Status::new(0, retry)
 }
 
-impl ritmo_tower::Permit for Reservation {
+impl<C: AsyncConnection> ritmo_tower::Permit for Reservation<C> {
     fn commit(self) {
         Reservation::commit(self);
     }
@@ -40,14 +42,14 @@ impl ritmo_tower::Permit for Reservation {
     }
 }
 
-type Acquire = Pin<Box<dyn Future<Output = Result<Grant<Reservation>, Denial>> + Send>>;
+type Acquire<C> = Pin<Box<dyn Future<Output = Result<Grant<Reservation<C>>, Denial>> + Send>>;
 
-async fn acquire<K: StoreKey + ?Sized>(
-    limiter: &RedisKeyedRateLimiter<K>,
+async fn acquire<K: StoreKey + ?Sized, C: AsyncConnection>(
+    limiter: &RedisKeyedRateLimiter<K, C>,
     key: &K,
     permits: u32,
     max_wait: Duration,
-) -> Result<Grant<Reservation>, Denial> {
+) -> Result<Grant<Reservation<C>>, Denial> {
     match limiter.reserve_with_status(key, permits, max_wait).await {
         Ok(reservation) => {
             let permit = reservation.permit();
@@ -67,19 +69,20 @@ async fn acquire<K: StoreKey + ?Sized>(
 }
 
 /// One quota per key, shared through Redis: the layer's key type is the limiter's.
-impl<K> Store for RedisKeyedRateLimiter<K>
+impl<K, C> Store for RedisKeyedRateLimiter<K, C>
 where
     K: StoreKey + Clone + Send + Sync + 'static,
+    C: AsyncConnection,
 {
     type Key = K;
-    type Permit = Reservation;
-    type Acquire = Acquire;
+    type Permit = Reservation<C>;
+    type Acquire = Acquire<C>;
 
     fn policy(&self) -> Policy {
         Policy::new(self.id(), self.config().permits(), self.config().period())
     }
 
-    fn acquire(&self, key: &K, permits: u32, max_wait: Duration) -> Acquire {
+    fn acquire(&self, key: &K, permits: u32, max_wait: Duration) -> Acquire<C> {
         let (limiter, key) = (self.clone(), key.clone());
         Box::pin(async move { acquire(&limiter, &key, permits, max_wait).await })
     }
@@ -91,16 +94,16 @@ where
 }
 
 /// One quota for every request, shared through Redis.
-impl Store for RedisRateLimiter {
+impl<C: AsyncConnection> Store for RedisRateLimiter<C> {
     type Key = ();
-    type Permit = Reservation;
-    type Acquire = Acquire;
+    type Permit = Reservation<C>;
+    type Acquire = Acquire<C>;
 
     fn policy(&self) -> Policy {
         Policy::new(self.id(), self.config().permits(), self.config().period())
     }
 
-    fn acquire(&self, _key: &(), permits: u32, max_wait: Duration) -> Acquire {
+    fn acquire(&self, _key: &(), permits: u32, max_wait: Duration) -> Acquire<C> {
         let limiter = self.0.clone();
         Box::pin(async move { acquire(&limiter, &(), permits, max_wait).await })
     }

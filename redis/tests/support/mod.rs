@@ -44,6 +44,7 @@ pub struct Server {
     port: u16,
     dir: tempfile::TempDir,
     persistent: bool,
+    cluster: bool,
 }
 
 impl Server {
@@ -58,6 +59,54 @@ impl Server {
         Self::start_with(true)
     }
 
+    /// Three servers in cluster mode, their slots assigned (`redis-cli --cluster create`), ready.
+    pub fn start_cluster() -> Option<Vec<Server>> {
+        if !available() {
+            return None;
+        }
+        let nodes: Vec<Server> = (0..3)
+            .map(|_| {
+                let mut server = Server {
+                    child: None,
+                    port: free_port(),
+                    dir: tempfile::tempdir().expect("a temporary directory"),
+                    persistent: false,
+                    cluster: true,
+                };
+                server.spawn();
+                server
+            })
+            .collect();
+        let cli = binary().replace("-server", "-cli");
+        let status = Command::new(&cli)
+            .args(["--cluster", "create"])
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap_or_else(|e| panic!("run {cli}: {e}"));
+        assert!(status.success(), "{cli} --cluster create failed");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for node in &nodes {
+            loop {
+                let info: String = redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query(&mut node.conn())
+                    .unwrap();
+                if info.contains("cluster_state:ok") {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the cluster did not come up: {info}"
+                );
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Some(nodes)
+    }
+
     fn start_with(persistent: bool) -> Option<Server> {
         if !available() {
             return None;
@@ -69,6 +118,7 @@ impl Server {
             port,
             dir,
             persistent,
+            cluster: false,
         };
         server.spawn();
         Some(server)
@@ -84,6 +134,14 @@ impl Server {
             .args(["--save", ""])
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        if self.cluster {
+            command.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ]);
+        }
         if self.persistent {
             command.args(["--appendonly", "yes", "--appendfsync", "always"]);
         } else {
