@@ -2,8 +2,9 @@
 //! synchronous connections.
 //!
 //! Each call borrows an idle connection (or opens one, within the timeout), runs one script and
-//! puts the connection back; a connection that failed is dropped, and the next call opens a fresh
-//! one, so a restarted Redis is picked up without restarting anything.
+//! puts the connection back; a connection that failed is dropped, and a call whose pooled
+//! connection turns out closed runs once more on a fresh one, so a restarted Redis is picked up
+//! without restarting anything.
 
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
@@ -32,12 +33,41 @@ impl Pool {
         args: &[String],
     ) -> Result<T, Cause> {
         let start = Instant::now();
-        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut conn = match idle {
+        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let from_pool = pooled.is_some();
+        match self.run_on(pooled, start, timeout, script, key, args) {
+            // A pooled connection the server closed (it restarted): once more on a fresh one, in
+            // the time left. Had the first call run before the reply was lost, the retry charges
+            // twice: a permit lost, never one too many.
+            Err(Cause::Redis(e))
+                if from_pool
+                    && !e.is_timeout()
+                    && (e.is_connection_dropped() || e.is_io_error()) =>
+            {
+                self.run_on(None, start, timeout, script, key, args)
+            }
+            other => other,
+        }
+    }
+
+    fn run_on<T: redis::FromRedisValue>(
+        &self,
+        conn: Option<Connection>,
+        start: Instant,
+        timeout: Duration,
+        script: &Script,
+        key: &[u8],
+        args: &[String],
+    ) -> Result<T, Cause> {
+        let left = timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Err(Cause::Timeout(timeout));
+        }
+        let mut conn = match conn {
             Some(conn) => conn,
             None => self
                 .client
-                .get_connection_with_timeout(timeout)
+                .get_connection_with_timeout(left)
                 .map_err(Cause::Redis)?,
         };
         let left = timeout.saturating_sub(start.elapsed());

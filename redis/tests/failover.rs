@@ -318,3 +318,19 @@ fn local_fallback_limits_in_process_and_the_async_client_reconnects() {
     });
     assert!(again, "the async client is back on the store");
 }
+
+#[test]
+fn the_first_call_after_a_restart_reaches_the_new_server() {
+    let Some(mut server) = support::Server::start() else {
+        return;
+    };
+    let limiter = ritmo_redis::builder("restart", config())
+        .timeout(Duration::from_secs(2))
+        .connect_blocking(server.url())
+        .unwrap();
+    limiter.try_acquire().unwrap();
+    server.restart();
+    // The pooled connection is dead; the call retries on a fresh one instead of failing.
+    let permit = limiter.try_acquire().unwrap();
+    assert_eq!(permit.source(), Source::Store);
+}
