@@ -65,7 +65,8 @@ pub enum FailurePolicy {
     /// With `N` processes sharing the quota, give each `permits / N`: all of them together then
     /// stay within the shared quota. While the store answers, every permit it grants is charged
     /// to the local limiter too, so a failover starts from this process's recent use, not from a
-    /// fresh burst.
+    /// fresh burst. Reservations wait within this config's own `max_wait`, and are not given
+    /// back when cancelled (a slot left unused never lets more through).
     Local(Config),
 }
 
