@@ -217,6 +217,29 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
         Ok(self.reserve_n(key, k).await?.wait().await)
     }
 
+    /// Runs `work` once `key` has a permit (waiting within `max_wait`, as
+    /// [`acquire`](Self::acquire)); refused, `work` never starts. The time spent waiting for the
+    /// permit is not part of `work`'s own timeouts.
+    pub async fn call<F: std::future::Future>(
+        &self,
+        key: &K,
+        work: F,
+    ) -> Result<F::Output, RateLimitExceeded> {
+        self.acquire(key).await?;
+        Ok(work.await)
+    }
+
+    /// [`call`](Self::call) for work that fails with its own error type, which a refusal converts
+    /// into.
+    pub async fn try_call<T, E: From<RateLimitExceeded>>(
+        &self,
+        key: &K,
+        work: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        self.acquire(key).await?;
+        work.await
+    }
+
     /// How many single permits `key` would get right now without waiting, in `0..=permits`.
     /// Takes nothing.
     pub async fn available_permits(&self, key: &K) -> Result<u32, StoreError> {
@@ -491,6 +514,22 @@ impl<C: AsyncConnection> RedisRateLimiter<C> {
     /// Takes `k` permits, waiting for them within `max_wait`.
     pub async fn acquire_n(&self, k: u32) -> Result<Permit, AcquireError> {
         self.0.acquire_n(&(), k).await
+    }
+
+    /// Runs `work` once a permit is had (waiting within `max_wait`); refused, it never starts.
+    pub async fn call<F: std::future::Future>(
+        &self,
+        work: F,
+    ) -> Result<F::Output, RateLimitExceeded> {
+        self.0.call(&(), work).await
+    }
+
+    /// [`call`](Self::call) for work with its own error type.
+    pub async fn try_call<T, E: From<RateLimitExceeded>>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        self.0.try_call(&(), work).await
     }
 
     /// How many single permits would pass right now without waiting. Takes nothing.

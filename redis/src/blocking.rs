@@ -226,6 +226,24 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         Ok(self.reserve_n(key, k)?.wait())
     }
 
+    /// Runs `work` once `key` has a permit (sleeping within `max_wait`, as
+    /// [`acquire`](Self::acquire)); refused, `work` never runs.
+    pub fn call<T>(&self, key: &K, work: impl FnOnce() -> T) -> Result<T, RateLimitExceeded> {
+        self.acquire(key)?;
+        Ok(work())
+    }
+
+    /// [`call`](Self::call) for work that fails with its own error type, which a refusal converts
+    /// into.
+    pub fn try_call<T, E: From<RateLimitExceeded>>(
+        &self,
+        key: &K,
+        work: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.acquire(key)?;
+        work()
+    }
+
     /// How many single permits `key` would get right now without waiting. Takes nothing.
     pub fn available_permits(&self, key: &K) -> Result<u32, StoreError> {
         let redis_key = self.inner.redis_key(key);
@@ -447,6 +465,19 @@ impl RedisRateLimiter {
     /// Takes `k` permits, sleeping within `max_wait`.
     pub fn acquire_n(&self, k: u32) -> Result<Permit, AcquireError> {
         self.0.acquire_n(&(), k)
+    }
+
+    /// Runs `work` once a permit is had (sleeping within `max_wait`); refused, it never runs.
+    pub fn call<T>(&self, work: impl FnOnce() -> T) -> Result<T, RateLimitExceeded> {
+        self.0.call(&(), work)
+    }
+
+    /// [`call`](Self::call) for work with its own error type.
+    pub fn try_call<T, E: From<RateLimitExceeded>>(
+        &self,
+        work: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.0.try_call(&(), work)
     }
 
     /// How many single permits would pass right now without waiting. Takes nothing.

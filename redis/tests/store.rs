@@ -441,3 +441,46 @@ async fn each_decision_reports_the_key_status_from_the_same_call() {
     }
     assert_eq!(available, 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_runs_the_work_only_with_a_permit() {
+    let Some(server) = support::Server::start() else {
+        return;
+    };
+    let config = Config::new(1, Duration::from_secs(100)).unwrap();
+    let limiter = ritmo_redis::builder("call", config)
+        .connect(server.url())
+        .unwrap();
+    assert_eq!(limiter.call(async { 7 }).await.unwrap(), 7);
+    let mut ran = false;
+    let refused = limiter.call(async { ran = true }).await;
+    assert!(refused.is_err() && !ran, "refused: the work never starts");
+    #[derive(Debug)]
+    enum MyError {
+        Limited,
+    }
+    impl From<ritmo_core::RateLimitExceeded> for MyError {
+        fn from(_: ritmo_core::RateLimitExceeded) -> Self {
+            MyError::Limited
+        }
+    }
+    let r: Result<(), MyError> = limiter.try_call(async { Ok(()) }).await;
+    assert!(matches!(r, Err(MyError::Limited)));
+
+    let url = server.url();
+    tokio::task::spawn_blocking(move || {
+        let keyed: blocking::RedisKeyedRateLimiter<str> = ritmo_redis::builder("call-b", config)
+            .connect_blocking_keyed(url)
+            .unwrap();
+        assert_eq!(keyed.call("a", || 1).unwrap(), 1);
+        assert!(keyed.call("a", || panic!("must not run")).is_err());
+        assert_eq!(
+            keyed
+                .try_call::<_, ritmo_core::RateLimitExceeded>("b", || Ok(2))
+                .unwrap(),
+            2
+        );
+    })
+    .await
+    .unwrap();
+}
