@@ -80,3 +80,11 @@ display_keys!(
 pub(crate) fn base_key(prefix: &str, id: &str) -> Vec<u8> {
     format!("{{{prefix}:{id}}}").into_bytes()
 }
+
+/// A header's value (an API key), as ritmo-tower's `Header` extractor gives it: its bytes.
+#[cfg(feature = "tower")]
+impl StoreKey for http::HeaderValue {
+    fn write_key(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.as_bytes())
+    }
+}

@@ -8,6 +8,9 @@ mod key;
 mod local;
 mod rate;
 mod script;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+mod tower;
 
 use std::sync::Arc;
 use std::time::Duration;
