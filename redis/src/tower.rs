@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use ritmo_core::{AcquireError, RateLimitExceeded};
-use ritmo_tower::{Denial, Grant, Policy, Status, Store};
+use ritmo_tower::{Decision, Denial, Grant, Policy, Status, Store};
 
 use crate::{
     AsyncConnection, KeyStatus, RedisKeyedRateLimiter, RedisRateLimiter, Reservation, StoreKey,
@@ -82,9 +82,16 @@ where
         Policy::new(self.id(), self.config().permits(), self.config().period())
     }
 
-    fn acquire(&self, key: &K, permits: u32, max_wait: Duration) -> Acquire<C> {
+    fn acquire(
+        &self,
+        key: &K,
+        permits: u32,
+        max_wait: Duration,
+    ) -> Decision<Self::Permit, Self::Acquire> {
         let (limiter, key) = (self.clone(), key.clone());
-        Box::pin(async move { acquire(&limiter, &key, permits, max_wait).await })
+        Decision::Later(Box::pin(async move {
+            acquire(&limiter, &key, permits, max_wait).await
+        }))
     }
 
     /// Read with the decision instead (no second round trip).
@@ -103,9 +110,16 @@ impl<C: AsyncConnection> Store for RedisRateLimiter<C> {
         Policy::new(self.id(), self.config().permits(), self.config().period())
     }
 
-    fn acquire(&self, _key: &(), permits: u32, max_wait: Duration) -> Acquire<C> {
+    fn acquire(
+        &self,
+        _key: &(),
+        permits: u32,
+        max_wait: Duration,
+    ) -> Decision<Self::Permit, Self::Acquire> {
         let limiter = self.0.clone();
-        Box::pin(async move { acquire(&limiter, &(), permits, max_wait).await })
+        Decision::Later(Box::pin(async move {
+            acquire(&limiter, &(), permits, max_wait).await
+        }))
     }
 
     fn status(&self, _key: &()) -> Option<Status> {

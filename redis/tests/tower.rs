@@ -107,7 +107,11 @@ async fn the_store_down_is_a_refusal_under_reject() {
         .connect(server.url())
         .unwrap();
     server.kill();
-    let denial = match Store::acquire(&limiter, &(), 1, Duration::ZERO).await {
+    let decided = match Store::acquire(&limiter, &(), 1, Duration::ZERO) {
+        ritmo_tower::Decision::Now(decided) => decided,
+        ritmo_tower::Decision::Later(round_trip) => round_trip.await,
+    };
+    let denial = match decided {
         Ok(_) => panic!("admitted with the store down"),
         Err(denial) => denial,
     };
