@@ -8,13 +8,13 @@ mod config;
 mod delay;
 mod error;
 mod event;
-pub mod gcra;
+mod gcra;
 #[cfg(feature = "embedded-io")]
-#[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
-pub mod io;
+mod io;
 mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
+pub mod prelude;
 pub mod registry;
 pub mod settings;
 mod state;
@@ -26,7 +26,10 @@ pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duratio
 #[cfg(feature = "embedded-hal")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-hal")))]
 pub use delay::DelayWait;
-pub use error::{AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason};
+pub use error::{
+    AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason, RegistryError,
+    SettingsError,
+};
 pub use event::{Event, Listener};
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]

@@ -5,7 +5,7 @@ use core::time::Duration;
 
 use crate::clock::{Clock, FixedRateClock, ManualTime, TickRate};
 use crate::config::Config;
-use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
+use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason, wait_duration};
 use crate::event::{Event, Listener};
 use crate::gcra::Refused;
 use crate::gcra::{self, Reserve};
@@ -49,10 +49,16 @@ impl Rate {
         let unit_hz = hz << shift;
         let per_second = 1_000_000_000u128;
         let n = config.permits() as u128;
-        let interval = (config.period().as_nanos() * unit_hz).div_ceil(per_second * n);
+        // Saturating: a period near `Duration::MAX` on a clock near `u64::MAX` Hz overflows
+        // even `u128`, and anything that large is `u64::MAX` units after the division anyway.
+        let interval = config
+            .period()
+            .as_nanos()
+            .saturating_mul(unit_hz)
+            .div_ceil(per_second * n);
         let interval = saturate(if interval == 0 { 1 } else { interval });
         let window = saturate(interval as u128 * n);
-        let max_wait = saturate(config.max_wait().as_nanos() * unit_hz / per_second);
+        let max_wait = saturate(config.max_wait().as_nanos().saturating_mul(unit_hz) / per_second);
         Rate {
             interval,
             window,
@@ -93,9 +99,15 @@ impl Rate {
         saturate(self.interval as u128 * k as u128)
     }
 
-    /// A duration in units, rounded down.
+    /// A duration in units, rounded down (saturating).
     const fn units_floor(&self, d: Duration) -> u64 {
-        saturate(d.as_nanos() * self.unit_hz as u128 / 1_000_000_000)
+        saturate(d.as_nanos().saturating_mul(self.unit_hz as u128) / 1_000_000_000)
+    }
+
+    /// A wait of `units` from a clock reading, as the duration after which the clock reads at
+    /// least that far: rounded up to a whole tick, then to the nanosecond.
+    const fn wait_duration(&self, units: u64) -> Duration {
+        wait_duration(units, self.unit_hz, self.shift)
     }
 }
 
@@ -115,17 +127,23 @@ const fn saturate(x: u128) -> u64 {
 /// use ritmo_core::{Config, ManualClock, RateLimiter, Snapshot};
 /// let limiter = RateLimiter::new("api", Config::new(10, Duration::from_secs(1))?, ManualClock::new());
 /// limiter.try_acquire_n(3).unwrap();
+/// let snapshot: Snapshot = limiter.snapshot();
 /// assert_eq!(
-///     limiter.snapshot(),
-///     Snapshot { instance: "api", available_permits: 7, permits: 10 }
+///     (snapshot.id, snapshot.available_permits, snapshot.permits),
+///     ("api", 7, 10)
 /// );
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
+///
+/// With the `serde` feature it is `Serialize` (a metrics endpoint, a status page) and
+/// `Deserialize` from data that lives as long as the program (the id is a `&'static str`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct Snapshot {
     /// The limiter's id.
-    pub instance: &'static str,
+    pub id: &'static str,
     /// Calls of one permit that would pass right now without waiting.
     pub available_permits: u32,
     /// Permits per period.
@@ -319,12 +337,23 @@ impl<C> RateLimiter<C> {
         }
     }
 
+    /// The error of a call refused with `wait` units to go.
+    #[inline(always)]
+    fn error(&self, wait: u64) -> RateLimitExceeded {
+        RateLimitExceeded::new(
+            self.id,
+            Reason::NoPermitInTime,
+            wait,
+            self.rate.unit_hz,
+            self.rate.shift as u8,
+        )
+    }
+
     /// The error for a call rejected with `wait` units to go, published to the listener if there
     /// is one. Inline and small: the listener call itself is out of line.
     #[inline]
     fn rejected(&self, wait: u64) -> RateLimitExceeded {
-        let error =
-            RateLimitExceeded::new(self.id, Reason::NoPermitInTime, wait, self.rate.unit_hz);
+        let error = self.error(wait);
         if let Some(listener) = self.listener {
             publish_rejected(listener, error);
         }
@@ -388,11 +417,6 @@ impl<C: Clock> RateLimiter<C> {
         verdict.map_err(|wait| self.error(wait))
     }
 
-    #[inline(always)]
-    fn error(&self, wait: u64) -> RateLimitExceeded {
-        RateLimitExceeded::new(self.id, Reason::NoPermitInTime, wait, self.rate.unit_hz)
-    }
-
     /// A refusal on a limiter that is disabled (the call passes: `Ok`) or has a listener
     /// (published; `Err(wait)`).
     #[cold]
@@ -453,7 +477,8 @@ impl<C: Clock> RateLimiter<C> {
     /// `max_wait`; otherwise rejects at once without changing anything.
     ///
     /// The [`Reservation`] knows its slot. Commit it once the work runs; dropping or cancelling it
-    /// before then returns the permit if no later reservation was made (SPEC §3).
+    /// before then returns the permit if no later reservation was made since (giving it back then
+    /// would let two calls share one slot).
     ///
     /// ```
     /// use core::time::Duration;
@@ -545,7 +570,8 @@ impl<C: Clock> RateLimiter<C> {
 
     /// Takes one permit, waiting for it with `waiter` if it arrives within `max_wait`.
     ///
-    /// If the waiter is interrupted, the permit goes back by SPEC §3's rule and the call fails with
+    /// If the waiter is interrupted, the permit goes back (if no later call reserved one since)
+    /// and the call fails with
     /// [`Reason::Interrupted`].
     ///
     /// ```
@@ -658,7 +684,7 @@ impl<C: Clock> RateLimiter<C> {
             Ok(_) => 0,
             Err(wait) => wait,
         };
-        Ok(TickRate::from_hz(self.rate.unit_hz).duration_ceil(wait))
+        Ok(self.rate.wait_duration(wait))
     }
 
     /// Its id, available permits and permits per period. Takes nothing.
@@ -671,7 +697,7 @@ impl<C: Clock> RateLimiter<C> {
     /// ```
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            instance: self.id,
+            id: self.id,
             available_permits: self.available_permits(),
             permits: self.config.permits(),
         }
@@ -688,11 +714,11 @@ impl<C: ManualTime> RateLimiter<C> {
     /// let clock = ManualClock::new();
     /// let config = Config::new(5, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
     /// let l = RateLimiter::new("geocoding", config, &clock);
-    /// for _ in 0..6 { l.acquire().unwrap(); }
+    /// for _ in 0..6 { l.acquire_advancing().unwrap(); }
     /// assert_eq!(clock.now(), 200_000_000);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn acquire(&self) -> Result<(), RateLimitExceeded> {
+    pub fn acquire_advancing(&self) -> Result<(), RateLimitExceeded> {
         self.acquire_with(&mut AdvanceClock)
     }
 
@@ -704,12 +730,12 @@ impl<C: ManualTime> RateLimiter<C> {
     /// let clock = ManualClock::new();
     /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = RateLimiter::new("frames", config, &clock);
-    /// l.acquire_n(10).unwrap();
-    /// l.acquire_n(5).unwrap();
+    /// l.acquire_n_advancing(10).unwrap();
+    /// l.acquire_n_advancing(5).unwrap();
     /// assert_eq!(clock.now(), 500_000_000);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn acquire_n(&self, k: u32) -> Result<(), AcquireError> {
+    pub fn acquire_n_advancing(&self, k: u32) -> Result<(), AcquireError> {
         self.acquire_n_with(k, &mut AdvanceClock)
     }
 }
@@ -802,7 +828,8 @@ impl<'a, C: Clock> Reservation<'a, C> {
     }
 
     /// How long, from when it was made, the caller must wait for the slot (zero if the permits were
-    /// there at once), rounded up to the nanosecond.
+    /// there at once): rounded up to the whole clock tick at which the slot has arrived, then to
+    /// the nanosecond.
     ///
     /// ```
     /// # use ritmo_core::{Config, ManualClock, RateLimiter};
@@ -811,7 +838,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
     /// assert_eq!(l.reserve().unwrap().wait_time(), Duration::ZERO);
     /// ```
     pub fn wait_time(&self) -> Duration {
-        TickRate::from_hz(self.limiter.rate.unit_hz).duration_ceil(self.wait)
+        self.limiter.rate.wait_duration(self.wait)
     }
 
     /// The slot as a reading of the limiter's clock (rounded up to a whole tick): the caller may
@@ -829,7 +856,8 @@ impl<'a, C: Clock> Reservation<'a, C> {
         self.limiter.rate.reading_ceil(self.slot)
     }
 
-    /// How long from now until the slot: zero once it has arrived.
+    /// How long from now until the slot, rounded up as [`wait_time`](Self::wait_time) is: zero
+    /// once it has arrived.
     ///
     /// ```
     /// # use ritmo_core::{Config, ManualClock, RateLimiter};
@@ -845,7 +873,9 @@ impl<'a, C: Clock> Reservation<'a, C> {
     /// ```
     pub fn remaining(&self) -> Duration {
         let now = self.limiter.now_units();
-        TickRate::from_hz(self.limiter.rate.unit_hz).duration_ceil(self.slot.saturating_sub(now))
+        self.limiter
+            .rate
+            .wait_duration(self.slot.saturating_sub(now))
     }
 
     /// Whether the slot has arrived.
@@ -890,19 +920,8 @@ impl<'a, C: Clock> Reservation<'a, C> {
     }
 
     /// Gives the reservation up because its waiter was interrupted, and returns the error the
-    /// call should fail with ([`Reason::Interrupted`], `retry_after` the time left to the slot).
-    /// For adapters that implement their own waiting.
-    ///
-    /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter, Reason};
-    /// # use core::time::Duration;
-    /// let c = Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_secs(1));
-    /// let l = RateLimiter::new("x", c, ManualClock::new());
-    /// l.try_acquire().unwrap();
-    /// let err = l.reserve().unwrap().interrupted();
-    /// assert_eq!((err.reason(), err.retry_after()), (Reason::Interrupted, Duration::from_secs(1)));
-    /// ```
-    pub fn interrupted(mut self) -> RateLimitExceeded {
+    /// call fails with ([`Reason::Interrupted`], `retry_after` the time left to the slot).
+    pub(crate) fn interrupted(mut self) -> RateLimitExceeded {
         let left = self.slot.saturating_sub(self.limiter.now_units());
         self.release(Reason::Interrupted);
         RateLimitExceeded::new(
@@ -910,6 +929,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
             Reason::Interrupted,
             left,
             self.limiter.rate.unit_hz,
+            self.limiter.rate.shift as u8,
         )
     }
 
@@ -948,7 +968,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
         let returned = self.limiter.state.refund(self.written, self.increment);
         if let Some(listener) = self.limiter.listener {
             listener.on_event(&Event::Released {
-                instance: self.limiter.id,
+                id: self.limiter.id,
                 permits: self.permits,
                 reason,
                 returned,

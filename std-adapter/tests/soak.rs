@@ -19,7 +19,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ritmo_core::{Clock, Config, Event, Listener, RateLimitExceeded, RateLimiter, Reason};
-use ritmo_std::{AsyncExt, BlockingExt, Interrupt, ParkWait, StdClock};
+use ritmo_std::tokio::AsyncExt;
+use ritmo_std::{BlockingExt, Interrupt, ParkWait, StdClock};
 
 /// Permits per period: T = 2 ms, so about 500 permits a second.
 const PERMITS: u32 = 50;

@@ -8,7 +8,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use ritmo_core::{Clock, Config, ManualClock, RateLimiter, Reason};
-use ritmo_std::{AsyncExt, TokioClock};
+use ritmo_std::tokio::{AsyncExt, TokioClock};
 use tokio::time::Instant;
 
 /// Polls once, outside of any task: enough to see whether a future is still waiting.

@@ -12,7 +12,7 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo::{
+use ritmo_core::{
     AcquireError, AdvanceClock, Clock, Config, Interrupted, ManualClock, ManualTime, RateLimiter,
     Registry, Reservation, Wait,
 };
@@ -209,11 +209,15 @@ fn run_script(
                         drop(r);
                         false
                     }
-                    End::Interrupted => {
-                        let e = r.interrupted();
-                        prop_assert_eq!(e.reason(), ritmo::Reason::Interrupted);
-                        false
-                    }
+                    // A waiter interrupted at once: a permit there already is kept, one still
+                    // to come goes back.
+                    End::Interrupted => match r.wait_with(&mut InterruptAtOnce) {
+                        Ok(()) => true,
+                        Err(e) => {
+                            prop_assert_eq!(e.reason(), ritmo_core::Reason::Interrupted);
+                            false
+                        }
+                    },
                     End::WaitAdvance => r.wait_with(&mut AdvanceClock).is_ok(),
                     End::WaitLiar(reading, ok) => {
                         let mut liar = Liar { clock, reading, ok };
@@ -226,7 +230,7 @@ fn run_script(
             }
             Op::AcquireN(k) => {
                 let k = k.min(n);
-                if l.acquire_n(k).is_ok() {
+                if l.acquire_n_advancing(k).is_ok() {
                     // Immediately, or after advancing the clock to the slot.
                     uses.push((clock.now(), k));
                 }
@@ -356,7 +360,7 @@ fn a_saturated_state_admits_nothing_more() {
     assert!(admitted <= 2);
     clock.set(u64::MAX);
     assert!(l.reserve().is_err());
-    assert!(l.acquire().is_err());
+    assert!(l.acquire_advancing().is_err());
     assert_eq!(l.available_permits(), 0);
     assert_eq!(l.retry_after(), Duration::from_nanos(u64::MAX));
     clock.set(0);
@@ -390,4 +394,13 @@ fn a_saturated_window_still_reports_the_whole_burst() {
     assert_eq!(l.retry_after_n(2), Ok(Duration::ZERO));
     l.try_acquire_n(2).unwrap();
     assert_eq!(l.available_permits(), 0);
+}
+
+/// A waiter whose wait is interrupted as soon as it starts.
+struct InterruptAtOnce;
+
+impl<C: Clock + ?Sized> ritmo_core::Wait<C> for InterruptAtOnce {
+    fn wait_until(&mut self, _: &C, _: u64) -> Result<(), ritmo_core::Interrupted> {
+        Err(ritmo_core::Interrupted)
+    }
 }

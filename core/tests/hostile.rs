@@ -4,7 +4,7 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo::{Clock, Config, ManualClock, RateLimiter};
+use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
 
 fn config(permits: u32, period: Duration) -> Config {
     Config::new(permits, period).expect("valid config")

@@ -5,7 +5,7 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo::{AcquireError, Clock, Config, ManualClock, RateLimiter, Reservation};
+use ritmo_core::{AcquireError, Clock, Config, ManualClock, RateLimiter, Reservation};
 
 /// SPEC §3, literally: `T = ceil(P / n)` ns, `tau = (n - 1) * T`, all state in `tat`.
 #[derive(Debug)]
