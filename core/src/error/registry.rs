@@ -69,7 +69,8 @@ impl RegistryError {
     /// ```
     /// # use ritmo_core::{Config, ErrorCode, ManualClock, Registry};
     /// # use core::time::Duration;
-    /// let registry: Registry<ManualClock, 1> = Registry::new(ManualClock::new());
+    /// let clock = ManualClock::new();
+    /// let registry: Registry<&ManualClock, 1> = Registry::new(&clock);
     /// registry.get_or_create("a", Config::new(1, Duration::from_secs(1))?)?;
     /// let err = registry.get_or_create("b", Config::new(1, Duration::from_secs(1))?).unwrap_err();
     /// assert_eq!(err.code(), ErrorCode::RegistryFull);
