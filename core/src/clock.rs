@@ -162,7 +162,9 @@ impl TickRate {
     /// ```
     pub const fn ticks_ceil(self, duration: Duration) -> u64 {
         let ns = duration.as_nanos();
-        let ticks = (ns * self.hz as u128).div_ceil(1_000_000_000);
+        // Saturating: `Duration::MAX` at `u64::MAX` Hz overflows even `u128`, and anything that
+        // large is more than `u64::MAX` ticks anyway.
+        let ticks = ns.saturating_mul(self.hz as u128).div_ceil(1_000_000_000);
         if ticks > u64::MAX as u128 {
             u64::MAX
         } else {

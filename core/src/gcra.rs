@@ -230,18 +230,42 @@ mod tests {
         // 5 permits per 1000: T = 200. tat = 1000 at now = 0 means the burst is spent.
         assert_eq!(check(1000, 0, 200, 1000), Err(200));
         assert_eq!(check(1000, 200, 200, 1000), Ok(1200));
-        assert_eq!(reserve(1000, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1200, wait: 200 });
+        assert_eq!(
+            reserve(1000, 0, 200, 1000, 500),
+            Reserve::Wait {
+                new_tat: 1200,
+                wait: 200
+            }
+        );
         // 5 per 1000 (T = 200), burst spent, max_wait 500: waits 200, then 400, then 600 is refused.
-        assert_eq!(reserve(1000, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1200, wait: 200 });
-        assert_eq!(reserve(1200, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1400, wait: 400 });
-        assert_eq!(reserve(1400, 0, 200, 1000, 500), Reserve::Reject { wait: 600 });
+        assert_eq!(
+            reserve(1000, 0, 200, 1000, 500),
+            Reserve::Wait {
+                new_tat: 1200,
+                wait: 200
+            }
+        );
+        assert_eq!(
+            reserve(1200, 0, 200, 1000, 500),
+            Reserve::Wait {
+                new_tat: 1400,
+                wait: 400
+            }
+        );
+        assert_eq!(
+            reserve(1400, 0, 200, 1000, 500),
+            Reserve::Reject { wait: 600 }
+        );
         // Waiting "forever" still refuses once the state is exhausted (past the end of the range).
-        assert_eq!(reserve(u64::MAX, 0, 200, 1000, u64::MAX), Reserve::Reject { wait: u64::MAX });
-        assert_eq!(available(0, 0, 100, 1000, 10), 10);   // fresh: the full burst
+        assert_eq!(
+            reserve(u64::MAX, 0, 200, 1000, u64::MAX),
+            Reserve::Reject { wait: u64::MAX }
+        );
+        assert_eq!(available(0, 0, 100, 1000, 10), 10); // fresh: the full burst
         assert_eq!(available(1000, 0, 100, 1000, 10), 0); // burst spent
         assert_eq!(available(1000, 100, 100, 1000, 10), 1);
         assert_eq!(refund(1200, 1200, 200), Some(1000)); // the last reservation: goes back
-        assert_eq!(refund(1400, 1200, 200), None);       // someone queued behind it: left unused
+        assert_eq!(refund(1400, 1200, 200), None); // someone queued behind it: left unused
     }
 
     /// `check` in exact `u128` arithmetic, straight from the textbook rule (plus the exhausted state).

@@ -193,8 +193,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get(&self, id: &str) -> Result<&RateLimiter<C>, RegistryError> {
-        self.find(id)
-            .ok_or_else(|| RegistryError::unknown(id))
+        self.find(id).ok_or_else(|| RegistryError::unknown(id))
     }
 
     fn find(&self, id: &str) -> Option<&RateLimiter<C>> {
@@ -326,7 +325,10 @@ fn same_config<'a, C>(
     if limiter.config() == config {
         Ok(limiter)
     } else {
-        Err(RegistryError::registering(ErrorCode::ConfigMismatch, limiter.id()))
+        Err(RegistryError::registering(
+            ErrorCode::ConfigMismatch,
+            limiter.id(),
+        ))
     }
 }
 
