@@ -9,6 +9,9 @@ pub use ritmo_core::*;
 /// TOML/environment loader (`ritmo::server::settings`).
 ///
 /// It is named `server`, not `std`, so that `use ritmo::*;` never shadows the standard library.
+/// (A module of re-exports rather than a renamed crate, so that the compiler's "import this
+/// trait" hints name paths that exist: `ritmo::server::tokio::AsyncExt`; `scripts/check-hints`
+/// checks them.)
 ///
 /// ```
 /// # #[cfg(feature = "std")]
@@ -16,7 +19,10 @@ pub use ritmo_core::*;
 /// ```
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub use ritmo_std as server;
+pub mod server {
+    #[doc(inline)]
+    pub use ritmo_std::*;
+}
 
 /// The Embassy adapter (feature `embassy`): an embassy-time clock and async waits.
 ///
@@ -26,7 +32,10 @@ pub use ritmo_std as server;
 /// ```
 #[cfg(feature = "embassy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embassy")))]
-pub use ritmo_embassy as embassy;
+pub mod embassy {
+    #[doc(inline)]
+    pub use ritmo_embassy::*;
+}
 
 /// The traits a program needs in scope, and the types it names most: `use ritmo::prelude::*;`.
 ///
@@ -48,6 +57,16 @@ pub use ritmo_embassy as embassy;
 /// limiter.acquire_advancing()?; // advances the fake clock to the next slot
 /// assert_eq!(clock.now(), 1_000_000_000);
 /// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+///
+/// Without the prelude (or the trait itself) in scope, a server limiter has no `acquire()`; the
+/// compiler then suggests `use ritmo::prelude::BlockingExt;`.
+///
+/// ```compile_fail
+/// # #[cfg(not(feature = "std"))] compile_error!("needs std");
+/// use std::time::Duration;
+/// let limiter = ritmo::server::limiter("api", ritmo::Config::new(1, Duration::from_secs(1)).unwrap());
+/// limiter.acquire().unwrap(); // error[E0599]: no method named `acquire`
 /// ```
 pub mod prelude {
     pub use ritmo_core::prelude::*;
