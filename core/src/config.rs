@@ -78,6 +78,21 @@ impl Config {
         })
     }
 
+    /// A config from parts already known to be valid (a limiter rebuilding the one it applies).
+    pub(crate) const fn from_parts(
+        permits: u32,
+        period: Duration,
+        max_wait: Duration,
+        enabled: bool,
+    ) -> Config {
+        Config {
+            permits,
+            period,
+            max_wait,
+            enabled,
+        }
+    }
+
     /// Starts a builder that takes durations as text or fugit values too.
     ///
     /// ```

@@ -2,6 +2,9 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[macro_use]
+mod sync;
+
 mod clock;
 mod config;
 #[cfg(feature = "embedded-hal")]
@@ -18,8 +21,10 @@ pub mod prelude;
 pub mod registry;
 pub mod settings;
 mod state;
-mod sync;
 mod wait;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 pub use clock::{Clock, FixedRateClock, ManualClock, ManualTime, TickRate};
 pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duration};

@@ -44,33 +44,17 @@ fn backoff(losses: &mut u32) {
 }
 
 impl State {
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
-        State {
-            tat: U64Cell::new(0),
-        }
-    }
-
-    #[cfg(loom)]
+    const_fn! {
     pub(crate) fn new() -> Self {
         State {
             tat: U64Cell::new(0),
         }
     }
+    }
 
     #[inline(always)]
     pub(crate) fn tat(&self) -> u64 {
         self.tat.load()
-    }
-
-    /// Replaces `current` with `new` (one CAS, which may fail spuriously); on failure returns the
-    /// value found. For a caller that decided from [`tat`](Self::tat) itself.
-    #[inline(always)]
-    pub(crate) fn replace(&self, current: u64, new: u64) -> Result<(), u64> {
-        match self.tat.compare_exchange_weak(current, new) {
-            Ok(_) => Ok(()),
-            Err(found) => Err(found),
-        }
     }
 
     /// Takes `increment` worth of permits if they are there now, with one load and one CAS.
@@ -133,7 +117,8 @@ impl State {
     }
 
     /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed
-    /// the state since (SPEC §3). Returns whether the permits went back.
+    /// the state since (giving them back then would let two calls share one slot). Returns whether
+    /// the permits went back.
     #[inline]
     pub(crate) fn refund(&self, written: u64, increment: u64) -> bool {
         let tat = self.tat.load();

@@ -1,4 +1,4 @@
-//! Configuration: validation with the stable codes of SPEC §6, durations from text and fugit,
+//! Configuration: validation with the stable error codes, durations from text and fugit,
 //! const configs.
 
 use core::time::Duration;

@@ -3,7 +3,7 @@
 //! `u64::MAX`, and waiters that lie about the time. Random scripts of calls check after each
 //! step that:
 //! - nothing panics;
-//! - the permits kept never beat SPEC §3's bound, each counted at the clock reading it was
+//! - the permits kept never beat the bound, each counted at the clock reading it was
 //!   admitted at (or its slot, for a reservation): at most `n + floor(w / T)` in any window `w`;
 //! - the peeks agree with what a call would get: `available_permits() >= k` exactly when
 //!   `retry_after_n(k)` is zero, and exactly when `try_acquire_n(k)` then succeeds;

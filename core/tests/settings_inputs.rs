@@ -1,8 +1,8 @@
 //! Settings keys and values, random and adversarial: `Settings::resolve_with` must give what a
-//! reference resolver written here from SPEC §4 gives (the config, or the error's code, cause,
+//! reference resolver written here from the documented layers gives (the config, or the error's code, cause,
 //! key and quoted text), and never panic.
 //!
-//! The reference looks keys up by the strings SPEC §4 names (`instances.<id>.<attribute>`,
+//! The reference looks keys up by the strings the docs name (`instances.<id>.<attribute>`,
 //! `configs.<base>.<attribute>`, the last pair of a key winning), where the library splits each
 //! key once: two ways to the same answer.
 
@@ -36,7 +36,7 @@ enum From {
     Config,
 }
 
-/// `permits` as SPEC §4 reads it: ASCII digits, at most `u32::MAX`.
+/// `permits` as the settings docs read it: ASCII digits, at most `u32::MAX`.
 fn reference_permits(text: &str) -> Option<u32> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;

@@ -1,6 +1,6 @@
 //! Every text input, fed random and adversarial strings: durations (`parse_duration`, the
 //! builder's text durations), booleans (`parse_bool`, `enabled`). Each must give the value a
-//! simple reference parser written here gives, or the error code SPEC §6 names, quoting the text
+//! simple reference parser written here gives, or the stable error code, quoting the text
 //! (cut short on a character boundary), and never panic.
 //!
 //! The `fuzz/` directory runs the same functions under cargo-fuzz (see RELIABILITY.md).

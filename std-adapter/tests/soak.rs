@@ -2,7 +2,7 @@
 //! of taking a permit: blocking `acquire` on the thread's own interrupt token, waits on a shared
 //! token, `try_acquire`, and async acquires dropped by a timeout before their slot; a ninth
 //! thread fires the interrupts. Afterwards:
-//! - the bound of SPEC §3 held over the whole run: admitted <= n + floor(elapsed / T), with the
+//! - the bound held over the whole run: admitted <= n + floor(elapsed / T), with the
 //!   elapsed time read from the limiter's own clock (exact integer arithmetic);
 //! - every attempt is accounted for: admitted + returned + rejected = attempted, and the limiter's
 //!   listener saw exactly one event per rejected or given-up attempt;

@@ -5,7 +5,7 @@ use core::time::Duration;
 
 use proptest::prelude::*;
 
-/// SPEC §4's duration text, written the obvious way: `"0"`, or ASCII digits followed by one of
+/// Duration text as ritmo documents it, written the obvious way: `"0"`, or ASCII digits followed by one of
 /// the units, with the value in exact `u128` nanoseconds; `None` where it is not valid (not that
 /// shape, or the number does not fit a `u64`, or whole seconds overflow a `u64`).
 pub fn reference_duration(text: &str) -> Option<Duration> {
