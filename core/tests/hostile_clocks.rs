@@ -17,6 +17,9 @@ use ritmo_core::{
     Registry, Reservation, Wait,
 };
 
+mod support;
+use support::{InterruptAtOnce, bound_holds};
+
 /// How the script moves the clock.
 #[derive(Debug, Clone)]
 enum Move {
@@ -115,30 +118,6 @@ impl Wait<&ManualClock> for Liar<'_> {
         self.clock.set(self.reading);
         if self.ok { Ok(()) } else { Err(Interrupted) }
     }
-}
-
-/// In any window, the permits kept must fit `n + floor(w / T)` with `T = period / n` exactly:
-/// `(count - n) * period <= w * n`.
-fn bound_holds(uses: &[(u64, u32)], n: u32, period: u64) -> Result<(), TestCaseError> {
-    let mut uses = uses.to_vec();
-    uses.sort_unstable();
-    let (n, period) = (u128::from(n), u128::from(period));
-    for i in 0..uses.len() {
-        let mut count = 0u128;
-        for &(at, k) in &uses[i..] {
-            count += u128::from(k);
-            let w = u128::from(at - uses[i].0);
-            prop_assert!(
-                count <= n || (count - n) * period <= w * n,
-                "{} permits in {} ns (n = {}, period = {} ns)",
-                count,
-                w,
-                n,
-                period
-            );
-        }
-    }
-    Ok(())
 }
 
 fn run_script(
@@ -274,7 +253,8 @@ fn run_script(
         r.commit();
         uses.push((slot, k));
     }
-    bound_holds(&uses, n, period)
+    let uses: Vec<(u128, u128)> = uses.iter().map(|&(at, k)| (at.into(), k.into())).collect();
+    bound_holds(&uses, n.into(), period.into())
 }
 
 fn config(n: u32, period: u64, max_wait: u64) -> Config {
@@ -394,13 +374,4 @@ fn a_saturated_window_still_reports_the_whole_burst() {
     assert_eq!(l.retry_after_n(2), Ok(Duration::ZERO));
     l.try_acquire_n(2).unwrap();
     assert_eq!(l.available_permits(), 0);
-}
-
-/// A waiter whose wait is interrupted as soon as it starts.
-struct InterruptAtOnce;
-
-impl<C: Clock + ?Sized> ritmo_core::Wait<C> for InterruptAtOnce {
-    fn wait_until(&mut self, _: &C, _: u64) -> Result<(), ritmo_core::Interrupted> {
-        Err(ritmo_core::Interrupted)
-    }
 }

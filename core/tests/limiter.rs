@@ -2,18 +2,13 @@
 //! several permits at once, peeking, disabled limiters, listeners.
 
 use core::time::Duration;
-use std::sync::Mutex;
 
-use ritmo_core::{
-    AcquireError, AdvanceClock, Clock, Config, Event, Interrupted, Listener, ManualClock,
-    RateLimiter, Reason, Snapshot, Wait,
-};
+use ritmo_core::{AcquireError, AdvanceClock, Clock, Event, ManualClock, RateLimiter, Reason};
+
+mod support;
+use support::{InterruptAtOnce, Recorder, config, parts};
 
 const MS: u64 = 1_000_000;
-
-fn config(permits: u32, period: Duration) -> Config {
-    Config::new(permits, period).expect("valid config")
-}
 
 #[test]
 fn design_page_scenario_burst_then_one_every_100ms() {
@@ -235,20 +230,13 @@ fn a_reservation_taken_at_once_and_dropped_gives_its_permit_back() {
     assert_eq!(l.available_permits(), 2);
 }
 
-struct Interrupting;
-impl<C: Clock> Wait<C> for Interrupting {
-    fn wait_until(&mut self, _clock: &C, _deadline: u64) -> Result<(), Interrupted> {
-        Err(Interrupted)
-    }
-}
-
 #[test]
 fn an_interrupted_wait_fails_with_interrupted_and_returns_its_permit() {
     let clock = ManualClock::new();
     let cfg = config(1, Duration::from_secs(1)).with_max_wait(Duration::from_secs(5));
     let l = RateLimiter::new("x", cfg, &clock);
     l.try_acquire().unwrap();
-    let err = l.acquire_with(&mut Interrupting).unwrap_err();
+    let err = l.acquire_with(&mut InterruptAtOnce).unwrap_err();
     assert_eq!(err.reason(), Reason::Interrupted);
     assert_eq!(err.retry_after(), Duration::from_secs(1));
     // It was the last reservation, so the next caller gets its slot.
@@ -257,7 +245,7 @@ fn an_interrupted_wait_fails_with_interrupted_and_returns_its_permit() {
     r.commit();
     // A call whose permit is there at once never waits, so it cannot be interrupted.
     clock.advance(Duration::from_secs(5));
-    assert!(l.acquire_with(&mut Interrupting).is_ok());
+    assert!(l.acquire_with(&mut InterruptAtOnce).is_ok());
     // Advancing waits work through the generic waiter too.
     assert!(l.acquire_with(&mut AdvanceClock).is_ok());
 }
@@ -286,30 +274,20 @@ fn disabled_limiters_let_everything_pass_and_count_nothing() {
     ));
 }
 
-struct Recorder(Mutex<Vec<Event>>);
-impl Listener for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(*event);
-    }
-}
-
 #[test]
 fn listeners_see_rejections_and_released_reservations_but_not_admissions() {
-    static EVENTS: Recorder = Recorder(Mutex::new(Vec::new()));
+    static EVENTS: Recorder = Recorder::new();
     let clock = ManualClock::new();
     let cfg = config(1, Duration::from_secs(1)).with_max_wait(Duration::from_secs(5));
     let l = RateLimiter::new("api", cfg, &clock).with_listener(&EVENTS);
     l.try_acquire().unwrap();
-    assert!(
-        EVENTS.0.lock().unwrap().is_empty(),
-        "admissions publish nothing"
-    );
+    assert!(EVENTS.take().is_empty(), "admissions publish nothing");
     let a = l.reserve().unwrap();
     let b = l.reserve().unwrap();
     assert!(l.reserve_n_within(1, Duration::ZERO).is_err());
     drop(a);
     drop(b);
-    let events = EVENTS.0.lock().unwrap().clone();
+    let events = EVENTS.take();
     assert_eq!(events.len(), 3);
     assert!(matches!(events[0], Event::Rejected(e) if e.retry_after() == Duration::from_secs(3)));
     assert_eq!(
@@ -370,9 +348,4 @@ fn coarse_clocks_keep_the_configured_rate() {
         }
     }
     assert_eq!(admitted, 1000);
-}
-
-/// A snapshot's fields, to compare with a tuple (`Snapshot` may grow fields).
-fn parts(s: Snapshot) -> (&'static str, u32, u32) {
-    (s.id, s.available_permits, s.permits)
 }

@@ -1,14 +1,17 @@
 //! The registry surface: named limiters shared by id, their errors, layered settings, a `static`
 //! registry under threads, and events. Everything runs on `ManualClock`s: no test sleeps.
 
-use std::sync::{Barrier, Mutex};
+use std::sync::Barrier;
 use std::thread;
 use std::time::Duration;
 
 use ritmo_core::{
-    Clock, Config, ErrorCode, Event, Listener, ManualClock, Overrides, RateLimitExceeded, Reason,
-    Registry, Settings, SettingsError, Snapshot, const_config,
+    Clock, Config, ErrorCode, Event, ManualClock, Overrides, RateLimitExceeded, Reason, Registry,
+    Settings, SettingsError, const_config,
 };
+
+mod support;
+use support::{Recorder, parts};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -521,24 +524,6 @@ fn racing_registrations_never_overfill_the_registry() {
 // ---------------------------------------------------------------------------------------------
 // Events
 
-/// Keeps every event it hears.
-struct Recorder(Mutex<Vec<Event>>);
-
-impl Recorder {
-    const fn new() -> Self {
-        Recorder(Mutex::new(Vec::new()))
-    }
-    fn take(&self) -> Vec<Event> {
-        std::mem::take(&mut self.0.lock().unwrap())
-    }
-}
-
-impl Listener for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(*event);
-    }
-}
-
 #[test]
 fn the_registry_listener_sees_rejections_and_released_permits_only() {
     static EVENTS: Recorder = Recorder::new();
@@ -600,9 +585,4 @@ fn without_a_listener_nothing_is_published_anywhere() {
     b.try_acquire().unwrap();
     assert!(b.try_acquire().is_err());
     assert_eq!(EVENTS.take().len(), 1);
-}
-
-/// A snapshot's fields, to compare with a tuple (`Snapshot` may grow fields).
-fn parts(s: Snapshot) -> (&'static str, u32, u32) {
-    (s.id, s.available_permits, s.permits)
 }
