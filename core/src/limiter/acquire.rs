@@ -131,7 +131,7 @@ impl<C: Clock> RateLimiter<C> {
     fn take(&self, now: u64, increment: u64, limit: u64) -> Result<(), u64> {
         match self.state.take(now, increment, limit) {
             Take::Taken => Ok(()),
-            Take::Refused(refused) if self.plain_reject => Err(refused.wait()),
+            Take::Refused(refused) if self.rate.plain_reject => Err(refused.wait()),
             Take::Refused(refused) => self.refused(refused.wait()),
             Take::Lost(found) => self.take_contended(found, now, increment, limit),
         }
@@ -143,7 +143,7 @@ impl<C: Clock> RateLimiter<C> {
     fn take_contended(&self, found: u64, now: u64, increment: u64, limit: u64) -> Result<(), u64> {
         match self.state.take_contended(found, now, increment, limit) {
             Ok(_) => Ok(()),
-            Err(refused) if self.plain_reject => Err(refused.wait()),
+            Err(refused) if self.rate.plain_reject => Err(refused.wait()),
             Err(refused) => self.refused(refused.wait()),
         }
     }

@@ -79,9 +79,6 @@ pub struct RateLimiter<C> {
     rate: Rate,
     id: &'static str,
     listener: Option<&'static dyn Listener>,
-    /// Enabled and without a listener: a refusal only returns its error. One flag, so that the
-    /// refused path tests one byte instead of two things.
-    plain_reject: bool,
     clock: C,
 }
 
@@ -142,7 +139,9 @@ impl<C: Clock> RateLimiter<C> {
     /// Whether this limiter applies `config`: built with it on this clock, it would be this
     /// limiter (a registry's check that two users of one id agree).
     pub(crate) fn applies(&self, config: &Config) -> bool {
-        Rate::new(config, self.clock.tick_rate()) == self.rate
+        let mut rate = Rate::new(config, self.clock.tick_rate());
+        rate.plain_reject = self.rate.plain_reject; // the listener is not part of the config
+        rate == self.rate
     }
 }
 
@@ -154,7 +153,6 @@ impl<C> RateLimiter<C> {
             rate: Rate::new(&config, tick),
             id,
             listener: None,
-            plain_reject: config.enabled(),
             clock,
         }
     }
@@ -177,7 +175,7 @@ impl<C> RateLimiter<C> {
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
         self.listener = Some(listener);
-        self.plain_reject = false;
+        self.rate.plain_reject = false;
         self
     }
 

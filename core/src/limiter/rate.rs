@@ -33,6 +33,11 @@ pub(crate) struct Rate {
     pub(crate) permits: u32,
     /// Readings are shifted left by this many bits into units.
     pub(crate) shift: u8,
+    /// Enabled and without a listener: a refusal only returns its wait. One flag, so that the
+    /// refused path tests one byte instead of two things. (Kept here rather than beside the
+    /// listener so that it shares this struct's padding: a limiter on a 32-bit microcontroller
+    /// then fits 64 bytes.) Installing a listener clears it.
+    pub(crate) plain_reject: bool,
 }
 
 impl Rate {
@@ -67,6 +72,7 @@ impl Rate {
             unit_hz: saturate(unit_hz),
             permits: config.permits(),
             shift: shift as u8,
+            plain_reject: config.enabled(),
         }
     }
 
