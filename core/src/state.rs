@@ -6,7 +6,7 @@
 //! without 64-bit atomics the "CAS" is a short critical section: see [`crate::sync`]).
 
 use crate::gcra::{self, Refused, Reserve};
-use crate::sync::U64Cell;
+use crate::sync::{U64Cell, Update};
 
 /// What [`State::take`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,21 +57,23 @@ impl State {
         self.tat.load()
     }
 
-    /// Takes `increment` worth of permits if they are there now, with one load and one CAS.
-    /// `limit` is `window - increment + 1`, or 0 to admit nothing (see [`gcra::check_limit`]).
+    /// Takes `increment` worth of permits if they are there now, with one load and one CAS (on
+    /// targets without 64-bit atomics, one critical section). `limit` is
+    /// `window - increment + 1`, or 0 to admit nothing (see [`gcra::check_limit`]).
     ///
     /// A lost CAS is returned as it is ([`Take::Lost`]): the caller continues with
     /// [`take_contended`](Self::take_contended) out of line, so that the retry loop's bookkeeping
-    /// costs the fast path nothing.
+    /// costs the fast path nothing. (A critical section never loses, so on a microcontroller the
+    /// retry loop is not even linked in.)
     #[inline(always)]
     pub(crate) fn take(&self, now: u64, increment: u64, limit: u64) -> Take {
-        let tat = self.tat.load();
-        match gcra::check_limit(tat, now, increment, limit) {
-            Ok(new_tat) => match self.tat.compare_exchange_weak(tat, new_tat) {
-                Ok(_) => Take::Taken,
-                Err(found) => Take::Lost(found),
-            },
-            Err(refused) => Take::Refused(refused),
+        match self
+            .tat
+            .try_update(|tat| gcra::check_limit(tat, now, increment, limit))
+        {
+            Update::Done => Take::Taken,
+            Update::Refused(refused) => Take::Refused(refused),
+            Update::Lost(found) => Take::Lost(found),
         }
     }
 

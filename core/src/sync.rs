@@ -57,6 +57,23 @@ mod imp {
         pub(crate) fn fetch_max(&self, value: u64) -> u64 {
             self.0.fetch_max(value, Ordering::AcqRel)
         }
+
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, with one load and one CAS (which
+        /// may fail spuriously): a lost race is returned as it is, for the caller to retry.
+        #[inline(always)]
+        pub(crate) fn try_update<E>(
+            &self,
+            f: impl FnOnce(u64) -> Result<u64, E>,
+        ) -> super::Update<E> {
+            let current = self.load();
+            match f(current) {
+                Ok(new) => match self.compare_exchange_weak(current, new) {
+                    Ok(_) => super::Update::Done,
+                    Err(found) => super::Update::Lost(found),
+                },
+                Err(e) => super::Update::Refused(e),
+            }
+        }
     }
 }
 
@@ -106,6 +123,26 @@ mod imp {
                 found
             })
         }
+
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, in one critical section: nothing
+        /// can change the value in between, so this never loses a race (and takes one critical
+        /// section where a load and a compare-and-swap would take two).
+        #[inline]
+        pub(crate) fn try_update<E>(
+            &self,
+            f: impl FnOnce(u64) -> Result<u64, E>,
+        ) -> super::Update<E> {
+            critical_section::with(|cs| {
+                let cell = self.0.borrow(cs);
+                match f(cell.get()) {
+                    Ok(new) => {
+                        cell.set(new);
+                        super::Update::Done
+                    }
+                    Err(e) => super::Update::Refused(e),
+                }
+            })
+        }
     }
 }
 
@@ -137,7 +174,35 @@ mod imp {
         pub(crate) fn fetch_max(&self, value: u64) -> u64 {
             self.0.fetch_max(value, Ordering::AcqRel)
         }
+
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, with one load and one CAS (which
+        /// may fail spuriously): a lost race is returned as it is, for the caller to retry.
+        pub(crate) fn try_update<E>(
+            &self,
+            f: impl FnOnce(u64) -> Result<u64, E>,
+        ) -> super::Update<E> {
+            let current = self.load();
+            match f(current) {
+                Ok(new) => match self.compare_exchange_weak(current, new) {
+                    Ok(_) => super::Update::Done,
+                    Err(found) => super::Update::Lost(found),
+                },
+                Err(e) => super::Update::Refused(e),
+            }
+        }
     }
 }
 
 pub(crate) use imp::U64Cell;
+
+/// What [`U64Cell::try_update`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Update<E> {
+    /// The value was replaced.
+    Done,
+    /// `f` refused; nothing changed.
+    Refused(E),
+    /// Another thread changed the value first (it now holds this): decide again. Never on the
+    /// critical-section backend.
+    Lost(u64),
+}

@@ -89,13 +89,22 @@ impl Rate {
     }
 
     /// A clock reading in units (saturating).
+    ///
+    /// Written with 32-bit halves and constant 64-bit shifts only: on a Cortex-M0 a 64-bit shift
+    /// by a variable amount is a library call (two of them, over 100 bytes of flash), while
+    /// 32-bit shifts are single instructions. `shift` is at most 30.
     #[inline(always)]
     pub(crate) const fn units(&self, reading: u64) -> u64 {
-        if reading > u64::MAX >> self.shift {
-            u64::MAX
-        } else {
-            reading << self.shift
+        let shift = self.shift as u32;
+        if shift == 0 {
+            return reading;
         }
+        let (hi, lo) = ((reading >> 32) as u32, reading as u32);
+        if hi >> (32 - shift) != 0 {
+            return u64::MAX; // the reading's top `shift` bits would be lost
+        }
+        let hi = (hi << shift) | (lo >> (32 - shift));
+        ((hi as u64) << 32) | (lo << shift) as u64
     }
 
     /// An instant in units as a clock reading, rounded up.
@@ -147,5 +156,40 @@ const fn saturate(x: u128) -> u64 {
         u64::MAX
     } else {
         x as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_shift_and_saturate_like_the_plain_arithmetic() {
+        let config = Config::new(1, Duration::from_secs(1)).unwrap();
+        let readings = [
+            0,
+            1,
+            u32::MAX as u64,
+            u32::MAX as u64 + 1,
+            0x0000_0001_8000_0001,
+            0x0003_ffff_ffff_ffff,
+            u64::MAX >> 30,
+            (u64::MAX >> 30) + 1,
+            u64::MAX >> 1,
+            u64::MAX,
+        ];
+        for hz in [1, 3, 1000, 32_768, 1_000_000, 999_999_999, 1_000_000_000, u64::MAX] {
+            let rate = Rate::new(&config, TickRate::from_hz(hz));
+            assert!(rate.shift <= 30);
+            for reading in readings.into_iter().chain((0..64).map(|b| 1u64 << b)) {
+                let expected = (reading as u128) << rate.shift;
+                let expected = if expected > u64::MAX as u128 {
+                    u64::MAX
+                } else {
+                    expected as u64
+                };
+                assert_eq!(rate.units(reading), expected, "{hz} Hz, reading {reading:#x}");
+            }
+        }
     }
 }
