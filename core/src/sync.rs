@@ -204,5 +204,6 @@ pub(crate) enum Update<E> {
     Refused(E),
     /// Another thread changed the value first (it now holds this): decide again. Never on the
     /// critical-section backend.
+    #[cfg_attr(not(target_has_atomic = "64"), allow(dead_code))]
     Lost(u64),
 }
