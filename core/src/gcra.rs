@@ -91,9 +91,9 @@ const fn at_the_end(start: u64) -> Result<u64, Refused> {
 /// A refusal by [`check_limit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Refused {
-    start: u64,
+    pub(crate) start: u64,
     /// `(start - now) - limit`
-    over: u64,
+    pub(crate) over: u64,
 }
 
 impl Refused {

@@ -21,7 +21,6 @@ use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::thread;
 extern crate std;
 
-use std::boxed::Box;
 use std::vec::Vec;
 
 use crate::{Clock, Config, ManualClock, RateLimiter};
@@ -51,7 +50,7 @@ fn explore(model: impl Fn() + Sync + Send + 'static) -> usize {
         model();
     });
     let runs = runs.load(StdOrdering::Relaxed);
-    eprintln!("loom explored {runs} interleavings");
+    std::eprintln!("loom explored {runs} interleavings");
     runs
 }
 

@@ -57,23 +57,6 @@ mod imp {
         pub(crate) fn fetch_max(&self, value: u64) -> u64 {
             self.0.fetch_max(value, Ordering::AcqRel)
         }
-
-        /// Replaces the value `v` with `f(v)` if that is `Ok`, with one load and one CAS (which
-        /// may fail spuriously): a lost race is returned as it is, for the caller to retry.
-        #[inline(always)]
-        pub(crate) fn try_update<E>(
-            &self,
-            f: impl FnOnce(u64) -> Result<u64, E>,
-        ) -> super::Update<E> {
-            let current = self.load();
-            match f(current) {
-                Ok(new) => match self.compare_exchange_weak(current, new) {
-                    Ok(_) => super::Update::Done,
-                    Err(found) => super::Update::Lost(found),
-                },
-                Err(e) => super::Update::Refused(e),
-            }
-        }
     }
 }
 
@@ -128,19 +111,11 @@ mod imp {
         /// can change the value in between, so this never loses a race (and takes one critical
         /// section where a load and a compare-and-swap would take two).
         #[inline]
-        pub(crate) fn try_update<E>(
-            &self,
-            f: impl FnOnce(u64) -> Result<u64, E>,
-        ) -> super::Update<E> {
+        pub(crate) fn update<E>(&self, f: impl FnOnce(u64) -> Result<u64, E>) -> Result<(), E> {
             critical_section::with(|cs| {
                 let cell = self.0.borrow(cs);
-                match f(cell.get()) {
-                    Ok(new) => {
-                        cell.set(new);
-                        super::Update::Done
-                    }
-                    Err(e) => super::Update::Refused(e),
-                }
+                cell.set(f(cell.get())?);
+                Ok(())
             })
         }
     }
@@ -174,36 +149,7 @@ mod imp {
         pub(crate) fn fetch_max(&self, value: u64) -> u64 {
             self.0.fetch_max(value, Ordering::AcqRel)
         }
-
-        /// Replaces the value `v` with `f(v)` if that is `Ok`, with one load and one CAS (which
-        /// may fail spuriously): a lost race is returned as it is, for the caller to retry.
-        pub(crate) fn try_update<E>(
-            &self,
-            f: impl FnOnce(u64) -> Result<u64, E>,
-        ) -> super::Update<E> {
-            let current = self.load();
-            match f(current) {
-                Ok(new) => match self.compare_exchange_weak(current, new) {
-                    Ok(_) => super::Update::Done,
-                    Err(found) => super::Update::Lost(found),
-                },
-                Err(e) => super::Update::Refused(e),
-            }
-        }
     }
 }
 
 pub(crate) use imp::U64Cell;
-
-/// What [`U64Cell::try_update`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Update<E> {
-    /// The value was replaced.
-    Done,
-    /// `f` refused; nothing changed.
-    Refused(E),
-    /// Another thread changed the value first (it now holds this): decide again. Never on the
-    /// critical-section backend.
-    #[cfg_attr(not(target_has_atomic = "64"), allow(dead_code))]
-    Lost(u64),
-}

@@ -2,7 +2,7 @@
 //! (`acquire*_with`, `acquire*_advancing`).
 //!
 //! Every decision goes through [`State`](crate::state::State) (one load, one CAS), and every
-//! refusal through [`refused`](RateLimiter::refused): on a disabled limiter the call passes,
+//! refusal through one `reject`: on a disabled limiter the call passes,
 //! otherwise a listener (if any) hears it and the caller gets the wait. A plain limiter (enabled,
 //! no listener) skips that call: the refusal is then only its wait.
 
@@ -10,8 +10,8 @@ use core::time::Duration;
 
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
-use crate::event::{Event, Listener};
-use crate::gcra::Reserve;
+use crate::event::Event;
+use crate::gcra::{Refused, Reserve};
 use crate::state::Take;
 use crate::wait::{AdvanceClock, Wait};
 
@@ -22,12 +22,6 @@ use super::{RateLimiter, Reservation};
 #[cold]
 #[inline(always)]
 fn unlikely() {}
-
-#[cold]
-#[inline(never)]
-fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
-    listener.on_event(&Event::Rejected(error));
-}
 
 impl<C> RateLimiter<C> {
     #[inline(always)]
@@ -54,17 +48,29 @@ impl<C> RateLimiter<C> {
 
     /// The one way a call is refused, `wait` units before its permits would arrive: on a
     /// disabled limiter it passes (`Ok`); otherwise the listener, if there is one, hears the
-    /// rejection, and the caller gets `Err(wait)`. Out of line: a plain limiter never calls it.
-    #[cold]
-    #[inline(never)]
-    fn refused(&self, wait: u64) -> Result<(), u64> {
+    /// rejection, and the caller gets `Err(wait)`. Only ever reached out of line: a plain limiter
+    /// (enabled, no listener) never gets here.
+    #[inline]
+    fn reject(&self, wait: u64) -> Result<(), u64> {
         if !self.rate.enabled() {
             return Ok(());
         }
         if let Some(listener) = self.listener {
-            publish_rejected(listener, self.error(wait));
+            listener.on_event(&Event::Rejected(self.error(wait)));
         }
         Err(wait)
+    }
+
+    /// [`reject`](Self::reject) for a state's refusal, out of line. It takes the refusal rather
+    /// than its wait, so that the plain path alone computes the wait, and only if the caller
+    /// looks at it.
+    ///
+    /// The refusal comes as its two numbers, in registers: passed as one struct, the compiler
+    /// builds it in memory on the hot path before it knows whether this is called at all.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, start: u64, over: u64) -> Result<(), u64> {
+        self.reject(Refused { start, over }.wait())
     }
 }
 
@@ -93,11 +99,18 @@ impl<C: Clock> RateLimiter<C> {
     /// ```
     #[inline(always)]
     pub fn try_acquire(&self) -> Result<(), RateLimitExceeded> {
-        // A disabled limiter has `limit` 0: `take` refuses without touching the state, and the
-        // call passes in `refused`.
+        // A disabled limiter has `limit` 0: the state refuses without changing, and the call
+        // passes in `refused`.
         let now = self.now_units();
-        self.take(now, self.rate.interval, self.rate.limit)
-            .map_err(|wait| self.error(wait))
+        let verdict = match self.state.take_one(now, &self.rate) {
+            Take::Taken => Ok(()),
+            Take::Refused(refused) if self.rate.plain_reject => Err(refused.wait()),
+            Take::Refused(refused) => self.refused(refused.start, refused.over),
+            Take::Lost(found) => self.take_contended(found, now, 1),
+        };
+        // The error is built here, inline, from the wait alone: a caller that only asks
+        // `is_ok()` does not pay for it, and no slow path returns it through memory.
+        verdict.map_err(|wait| self.error(wait))
     }
 
     /// Takes `k` permits as one unit if they are all there now; never waits. `k = 0` and
@@ -111,40 +124,41 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.try_acquire_n(5).is_err()); // only 4 left
     /// assert!(l.try_acquire_n(4).is_ok());
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
         self.check_permits(k)?;
+        if !self.rate.enabled() {
+            return Ok(());
+        }
         let now = self.now_units();
-        let increment = self.rate.increment(k);
-        // `increment <= window` since `k <= permits`; 0 (admit nothing here) when disabled.
-        let limit = if self.rate.enabled() {
-            self.rate.window() - increment + 1
-        } else {
-            0
-        };
-        self.take(now, increment, limit)
-            .map_err(|wait| self.error(wait).into())
-    }
-
-    /// Takes `increment` worth of permits at `now` through the state, or refuses: `Err(wait)`.
-    #[inline(always)]
-    fn take(&self, now: u64, increment: u64, limit: u64) -> Result<(), u64> {
-        match self.state.take(now, increment, limit) {
+        let (increment, limit) = self.bounds(k);
+        let verdict = match self.state.take_n(now, increment, limit) {
             Take::Taken => Ok(()),
             Take::Refused(refused) if self.rate.plain_reject => Err(refused.wait()),
-            Take::Refused(refused) => self.refused(refused.wait()),
-            Take::Lost(found) => self.take_contended(found, now, increment, limit),
-        }
+            Take::Refused(refused) => self.refused(refused.start, refused.over),
+            Take::Lost(found) => self.take_contended(found, now, k),
+        };
+        verdict.map_err(|wait| self.error(wait).into())
+    }
+
+    /// `k * T` and the state's lead below which `k` permits are admitted at once on an enabled
+    /// limiter: `window - k * T + 1` (`k * T <= window` since `k <= permits`).
+    #[inline(always)]
+    fn bounds(&self, k: u32) -> (u64, u64) {
+        let increment = self.rate.increment(k);
+        (increment, self.rate.window() - increment + 1)
     }
 
     /// A call that lost the CAS race: decides again, out of line. `Err(wait)` if refused.
     #[cold]
     #[inline(never)]
-    fn take_contended(&self, found: u64, now: u64, increment: u64, limit: u64) -> Result<(), u64> {
+    fn take_contended(&self, found: u64, now: u64, k: u32) -> Result<(), u64> {
+        // A disabled limiter never takes (so never loses a race): the bounds are an enabled one's.
+        let (increment, limit) = self.bounds(k);
         match self.state.take_contended(found, now, increment, limit) {
             Ok(_) => Ok(()),
             Err(refused) if self.rate.plain_reject => Err(refused.wait()),
-            Err(refused) => self.refused(refused.wait()),
+            Err(refused) => self.refused(refused.start, refused.over),
         }
     }
 
@@ -239,7 +253,7 @@ impl<C: Clock> RateLimiter<C> {
                 wait,
                 k,
             )),
-            Reserve::Reject { wait } => match self.refused(wait) {
+            Reserve::Reject { wait } => match self.reject(wait) {
                 Ok(()) => unreachable!("an enabled limiter refuses"),
                 Err(wait) => Err(self.error(wait).into()),
             },

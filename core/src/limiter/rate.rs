@@ -178,7 +178,16 @@ mod tests {
             u64::MAX >> 1,
             u64::MAX,
         ];
-        for hz in [1, 3, 1000, 32_768, 1_000_000, 999_999_999, 1_000_000_000, u64::MAX] {
+        for hz in [
+            1,
+            3,
+            1000,
+            32_768,
+            1_000_000,
+            999_999_999,
+            1_000_000_000,
+            u64::MAX,
+        ] {
             let rate = Rate::new(&config, TickRate::from_hz(hz));
             assert!(rate.shift <= 30);
             for reading in readings.into_iter().chain((0..64).map(|b| 1u64 << b)) {
@@ -188,7 +197,11 @@ mod tests {
                 } else {
                     expected as u64
                 };
-                assert_eq!(rate.units(reading), expected, "{hz} Hz, reading {reading:#x}");
+                assert_eq!(
+                    rate.units(reading),
+                    expected,
+                    "{hz} Hz, reading {reading:#x}"
+                );
             }
         }
     }
