@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::Criterion;
 use governor::clock::FakeRelativeClock;
 use ritmo::keyed::KeyedLimiter;
-use ritmo::std::{KeyedRateLimiter, StdClock};
+use ritmo::server::{KeyedRateLimiter, StdClock};
 use ritmo::{Config, ManualClock};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 

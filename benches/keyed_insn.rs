@@ -33,7 +33,7 @@ fn main() {
     let quota = governor::Quota::per_second(NonZeroU32::MAX);
     match which {
         "ritmo" => {
-            let m = ritmo::std::KeyedRateLimiter::new("b", cfg, usize::MAX);
+            let m = ritmo::server::KeyedRateLimiter::new("b", cfg, usize::MAX);
             for k in 0..10_000u64 {
                 m.try_acquire(&k).unwrap();
             }
@@ -42,7 +42,7 @@ fn main() {
             }
         }
         "ritmo_fake" => {
-            let m = ritmo::std::KeyedRateLimiter::with_clock(
+            let m = ritmo::server::KeyedRateLimiter::with_clock(
                 "b",
                 cfg,
                 usize::MAX,
@@ -88,7 +88,7 @@ fn main() {
             }
         }
         "ritmo_rej" => {
-            let m = ritmo::std::KeyedRateLimiter::new(
+            let m = ritmo::server::KeyedRateLimiter::new(
                 "b",
                 ritmo::Config::new(1, std::time::Duration::from_secs(3600)).unwrap(),
                 usize::MAX,
@@ -112,7 +112,7 @@ fn main() {
             }
         }
         "ritmo_new" => {
-            let m = ritmo::std::KeyedRateLimiter::new("b", cfg, usize::MAX);
+            let m = ritmo::server::KeyedRateLimiter::new("b", cfg, usize::MAX);
             for k in 0..n {
                 black_box(m.try_acquire(black_box(&k)).is_ok());
             }

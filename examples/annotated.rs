@@ -158,7 +158,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .iter()
             .map(|s| format!(
                 "{} ({}/{} available)",
-                s.instance, s.available_permits, s.permits
+                s.id, s.available_permits, s.permits
             ))
             .collect::<Vec<_>>()
             .join(", ")

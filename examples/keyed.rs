@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use ritmo::std::{IpKey, KeyedRateLimiter};
+use ritmo::server::{IpKey, KeyedRateLimiter};
 use ritmo::{Config, ManualClock, Reason};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ritmo::{
-    Clock, ConfigError, ErrorCode, ManualClock, RateLimitExceeded, Reason, Registry, Settings,
+    Clock, ConfigError, RegistryError, ErrorCode, ManualClock, RateLimitExceeded, Reason, Registry, Settings,
 };
 
 const MS: u64 = 1_000_000;
@@ -119,7 +119,7 @@ fn the_design_pages_story_burst_rejection_and_a_permit_every_100_ms() {
     assert_eq!(rejected.reason(), Reason::NoPermitInTime);
     assert_eq!(rejected.retry_after(), Duration::from_millis(100));
     assert_eq!(
-        rejected.instance_id(),
+        rejected.id(),
         "annotated::SearchApi::search(&str)",
         "the id is <module path>::<Trait>::<method>(<parameter types>)"
     );
@@ -183,7 +183,7 @@ fn methods_sharing_a_name_share_one_limiter_and_waiting_advances_the_manual_cloc
     assert_eq!(CLOCK.now(), 600 * MS, "a rejection waits for nothing");
     assert_eq!(backend.calls(), calls, "and never reaches the backend");
     let rejected = limited(now_or_never(api.reverse(Point(0, 0))));
-    assert_eq!(rejected.instance_id(), "geocoding");
+    assert_eq!(rejected.id(), "geocoding");
     // An error of the backend's own passes through untouched.
     CLOCK.advance(Duration::from_secs(5));
     assert_eq!(api.geocode(""), Err(ApiError::NotFound));
@@ -225,15 +225,15 @@ fn a_shared_name_with_another_config_fails_construction_with_reg_008() {
     let backend = Backend::default();
     SearchApiLimited::new(&backend, &REGISTRY).unwrap();
     let err = GeocoderLimited::new((), &REGISTRY).unwrap_err();
-    assert_eq!((err.code(), err.text()), (ErrorCode::Reg008, "geocoding"));
+    assert_eq!((err.code(), err.id()), (ErrorCode::ConfigMismatch, "geocoding"));
     assert!(err.to_string().starts_with("RITMO-REG-008"));
     // Within one trait too.
     let err = MismatchedLimited::new((), &REGISTRY).unwrap_err();
-    assert_eq!((err.code(), err.text()), (ErrorCode::Reg008, "shared"));
+    assert_eq!((err.code(), err.id()), (ErrorCode::ConfigMismatch, "shared"));
     // A full registry is REG-010.
     let small: Registry<&ManualClock, 1> = Registry::new(&CLOCK);
     let err = SearchApiLimited::new(&backend, &small).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Reg010);
+    assert_eq!(err.code(), ErrorCode::RegistryFull);
 }
 
 #[test]
@@ -274,20 +274,21 @@ fn settings_override_the_literal_attribute_by_attribute() {
     let registry: Registry<&ManualClock, 4> = Registry::new(&clock);
     let bad = Settings::new(&[("instances.geocoding.permits", "0")]);
     let err = SearchApiLimited::with_settings(&backend, &registry, &bad).unwrap_err();
+    let settings = err.settings().expect("a settings error");
     assert_eq!(
-        (err.code(), err.cause()),
-        (ErrorCode::Reg003, Some(ErrorCode::Atr003))
+        (err.code(), settings.cause()),
+        (ErrorCode::InvalidSetting, Some(ErrorCode::InvalidPermits))
     );
-    assert_eq!(err.key(), Some("instances.geocoding.permits"));
+    assert_eq!(settings.key(), "instances.geocoding.permits");
     let bad = Settings::new(&[("instances.geocoding.period", "soon")]);
     let err = SearchApiLimited::with_settings(&backend, &registry, &bad).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Atr001);
+    assert_eq!(err.code(), ErrorCode::InvalidDuration);
 }
 
 #[cfg(feature = "serde")]
 #[test]
 fn settings_from_toml_and_the_environment() {
-    use ritmo::std::settings::OwnedSettings;
+    use ritmo::server::settings::OwnedSettings;
     let file = OwnedSettings::from_toml_str("[instances.geocoding]\npermits = 4\n").unwrap();
     let env = OwnedSettings::from_env_map([("RITMO_CONFIGS_GEOCODING_MAX_WAIT", "0")]).unwrap();
     let settings = file.then(env);
@@ -348,8 +349,9 @@ fn limits_given_as_expressions_are_checked_when_the_wrapper_is_built() {
     api.fine().unwrap();
     api.fine().unwrap();
     limited(api.fine());
-    let err: ConfigError = ComputedBadlyLimited::new((), &registry).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Atr003);
+    let err: RegistryError = ComputedBadlyLimited::new((), &registry).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidPermits);
+    assert_eq!(err.config().map(ConfigError::code), Some(ErrorCode::InvalidPermits));
 }
 
 #[test]
@@ -537,7 +539,7 @@ fn limited_functions_and_methods_share_the_named_registry() {
         2,
         "the rejected call's body never ran"
     );
-    assert_eq!(rejected.instance_id(), "annotated::ping(u32)");
+    assert_eq!(rejected.id(), "annotated::ping(u32)");
 
     // Two functions sharing a name share a limiter; the second waits by advancing the clock.
     let before = FN_CLOCK.now();
@@ -568,7 +570,7 @@ fn limited_functions_and_methods_share_the_named_registry() {
 #[cfg(feature = "std")]
 mod std_clock {
     use super::*;
-    use ritmo::std::{Interrupt, StdClock};
+    use ritmo::server::{Interrupt, StdClock};
     use std::sync::LazyLock;
 
     #[ritmo::rate_limited(permits = 3, period = "1h")]
@@ -587,7 +589,7 @@ mod std_clock {
             calls: AtomicU32::new(0),
         };
         let service = Service {
-            api: SearchApiLimited::new(&BACKEND, ritmo::std::default_registry()).unwrap(),
+            api: SearchApiLimited::new(&BACKEND, ritmo::server::default_registry()).unwrap(),
         };
         assert_eq!(service.api.search("x").unwrap(), "results for x");
         let _: &ritmo::RateLimiter<StdClock> = service.api.limiter("search").unwrap();
@@ -599,7 +601,7 @@ mod std_clock {
             on_the_default_registry().unwrap();
         }
         assert!(on_the_default_registry().is_err());
-        let limiter = ritmo::std::default_registry()
+        let limiter = ritmo::server::default_registry()
             .get("annotated::std_clock::on_the_default_registry()")
             .unwrap();
         assert_eq!(limiter.config().permits(), 3);
@@ -655,7 +657,7 @@ mod std_clock {
 #[cfg(feature = "tokio")]
 mod on_tokio {
     use super::*;
-    use ritmo::std::TokioClock;
+    use ritmo::server::TokioClock;
 
     /// Async only: `TokioClock` sleeps, it does not block threads.
     #[ritmo::limited]

@@ -1,7 +1,7 @@
 //! Keyed limiters against a reference model: a map of independent unkeyed limiters, one per key,
 //! that never evicts anything.
 //!
-//! The fixed table (`ritmo::keyed::KeyedLimiter`) and the std map (`ritmo::std::KeyedRateLimiter`)
+//! The fixed table (`ritmo::keyed::KeyedLimiter`) and the std map (`ritmo::server::KeyedRateLimiter`)
 //! run the same random schedules of calls, reservations, cancellations, clock advances, forced
 //! reclaims and (for the table) re-seeding, with capacities small enough that new keys are often
 //! refused. Every decision must be the model's, except that a key the model does not hold live is
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use ritmo::keyed::KeyedLimiter;
-use ritmo::std::KeyedRateLimiter;
+use ritmo::server::KeyedRateLimiter;
 use ritmo::{AcquireError, Config, KeySnapshot, ManualClock, RateLimiter, Reason, Reservation};
 
 const CAP: usize = 3;
@@ -34,7 +34,7 @@ impl<K: std::hash::Hash + Eq + Clone, const N: usize> Held
     }
 }
 
-impl<K: std::hash::Hash + Eq + Clone> Held for ritmo::std::KeyedReservation<'_, K, &ManualClock> {
+impl<K: std::hash::Hash + Eq + Clone> Held for ritmo::server::KeyedReservation<'_, K, &ManualClock> {
     fn cancel(self: Box<Self>) -> bool {
         (*self).cancel()
     }
@@ -399,7 +399,7 @@ fn a_full_table_refuses_a_new_key_until_the_soonest_live_key_is_idle() {
     ] {
         assert_eq!(err.reason(), Reason::KeyCapacity);
         assert_eq!(err.retry_after(), Duration::from_secs(1));
-        assert_eq!(err.instance_id(), "peers");
+        assert_eq!(err.id(), "peers");
     }
     assert_eq!(
         (table.available_permits(&5), map.available_permits(&5)),
@@ -504,7 +504,7 @@ fn max_keys_zero_refuses_every_key_without_panicking() {
 struct CountIds(AtomicU32);
 impl Listener for CountIds {
     fn on_event(&self, event: &Event) {
-        assert_eq!(event.instance_id(), "peers");
+        assert_eq!(event.id(), "peers");
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 }

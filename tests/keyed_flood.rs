@@ -11,7 +11,7 @@ use std::alloc::System;
 use std::time::Duration;
 
 use ritmo::keyed::KeyedLimiter;
-use ritmo::std::KeyedRateLimiter;
+use ritmo::server::KeyedRateLimiter;
 use ritmo::{Clock, Config, ManualClock, RateLimiter, Reason};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 

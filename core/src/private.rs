@@ -5,7 +5,7 @@ use core::time::Duration;
 
 pub use crate::clock::Clock;
 pub use crate::config::{Config, DurationValue};
-pub use crate::error::{ConfigError, RateLimitExceeded};
+pub use crate::error::{ConfigError, RateLimitExceeded, RegistryError};
 pub use crate::limiter::RateLimiter;
 pub use crate::registry::{LimiterSlot, Registry};
 pub use crate::settings::{Setting, Settings};
@@ -67,8 +67,9 @@ pub fn register<'r, C: Clock + Clone, const N: usize>(
     registry: &'r Registry<C, N>,
     id: &'static str,
     config: Result<Config, ConfigError>,
-) -> Result<&'r RateLimiter<C>, ConfigError> {
-    registry.get_or_create(id, config?)
+) -> Result<&'r RateLimiter<C>, RegistryError> {
+    let config = config.map_err(|e| RegistryError::config_for(id, e))?;
+    registry.get_or_create(id, config)
 }
 
 /// The limiter `id` in `registry`, with `settings` layered over `config` (`shared` names the
@@ -79,12 +80,15 @@ pub fn register_with<'r, C: Clock + Clone, const N: usize, I>(
     id: &'static str,
     shared: Option<&str>,
     config: Result<Config, ConfigError>,
-) -> Result<&'r RateLimiter<C>, ConfigError>
+) -> Result<&'r RateLimiter<C>, RegistryError>
 where
     I: IntoIterator + Clone,
     I::Item: Setting,
 {
-    let config = settings.resolve_over(id, shared, config?)?;
+    let config = config.map_err(|e| RegistryError::config_for(id, e))?;
+    let config = settings
+        .resolve_over(id, shared, config)
+        .map_err(|e| RegistryError::settings_for(id, e))?;
     registry.get_or_create(id, config)
 }
 
@@ -94,6 +98,6 @@ where
 #[cold]
 #[inline(never)]
 #[track_caller]
-pub fn unregistered(error: ConfigError) -> ! {
+pub fn unregistered(error: RegistryError) -> ! {
     panic!("a #[rate_limited] function cannot get its limiter: {error}")
 }

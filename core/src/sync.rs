@@ -6,9 +6,23 @@
 //! - a `critical_section::Mutex<Cell<u64>>` on targets without them (Cortex-M0/M3/M4, RISC-V 32).
 //!   A critical section masks interrupts on a single-core MCU, so an interrupt handler that takes
 //!   permits can never spin on a lock held by the code it interrupted (a seqlock fallback could);
-//! - loom's `AtomicU64` under `--cfg loom`, so the model checker sees every interleaving.
+//! - loom's `AtomicU64` in this crate's own tests under `--cfg loom` (`cfg(all(test, loom))`), so
+//!   the model checker sees every interleaving (`src/loom_tests.rs`). Only the crate's test build
+//!   sees it: `--cfg loom` never changes the API a dependent crate compiles against.
 
-#[cfg(all(not(loom), target_has_atomic = "64"))]
+/// Defines a `const fn`, which in this crate's loom tests is a plain `fn`: loom's atomics cannot
+/// be built in a `const` context. One definition for both, and outside those tests it is always
+/// the `const fn` (tokio's `src/loom` does the same for its `const` constructors).
+macro_rules! const_fn {
+    ($(#[$meta:meta])* $vis:vis fn $($rest:tt)*) => {
+        #[cfg(not(all(test, loom)))]
+        $(#[$meta])* $vis const fn $($rest)*
+        #[cfg(all(test, loom))]
+        $(#[$meta])* $vis fn $($rest)*
+    };
+}
+
+#[cfg(all(not(all(test, loom)), target_has_atomic = "64"))]
 mod imp {
     use portable_atomic::{AtomicU64, Ordering};
 
@@ -46,7 +60,7 @@ mod imp {
     }
 }
 
-#[cfg(all(not(loom), not(target_has_atomic = "64")))]
+#[cfg(all(not(all(test, loom)), not(target_has_atomic = "64")))]
 mod imp {
     use core::cell::Cell;
     use critical_section::Mutex;
@@ -92,10 +106,22 @@ mod imp {
                 found
             })
         }
+
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, in one critical section: nothing
+        /// can change the value in between, so this never loses a race (and takes one critical
+        /// section where a load and a compare-and-swap would take two).
+        #[inline]
+        pub(crate) fn update<E>(&self, f: impl FnOnce(u64) -> Result<u64, E>) -> Result<(), E> {
+            critical_section::with(|cs| {
+                let cell = self.0.borrow(cs);
+                cell.set(f(cell.get())?);
+                Ok(())
+            })
+        }
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 mod imp {
     use loom::sync::atomic::{AtomicU64, Ordering};
 

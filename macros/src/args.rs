@@ -6,7 +6,7 @@ use core::time::Duration;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
-use ritmo_core::{Config, ConfigError, ErrorCode, parse_bool, parse_duration};
+use ritmo_core::{Config, ErrorCode, parse_bool, parse_duration};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -51,7 +51,26 @@ pub fn krate(options: &Options) -> TokenStream {
     }
 }
 
-fn code_error(span: Span, error: ConfigError, hint: &str) -> syn::Error {
+/// A code and the offending text, written as ritmo's run-time errors write them.
+struct Coded(ErrorCode, Option<String>);
+
+impl Coded {
+    fn new(code: ErrorCode, text: Option<String>) -> Self {
+        Coded(code, text)
+    }
+}
+
+impl core::fmt::Display for Coded {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}: {}", self.0.as_str(), self.0.description())?;
+        if let Some(text) = &self.1 {
+            write!(f, ": {text:?}")?;
+        }
+        Ok(())
+    }
+}
+
+fn code_error(span: Span, error: impl core::fmt::Display, hint: &str) -> syn::Error {
     syn::Error::new(span, format!("{error}{hint}"))
 }
 
@@ -114,7 +133,7 @@ fn duration_value(expr: &Expr, attr: &str) -> syn::Result<Value<Duration>> {
         },
         Expr::Lit(lit) => Err(code_error(
             lit.span(),
-            ConfigError::new(ErrorCode::Atr001).with_text(&lit.to_token_stream().to_string()),
+            Coded::new(ErrorCode::InvalidDuration, Some((lit.to_token_stream().to_string()).to_string())),
             &format!(" (`{attr}` is text, like \"1s\", or a `Duration` expression)"),
         )),
         other => Ok(Value::Expr(other.clone())),
@@ -166,8 +185,7 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
                         Err(_) => {
                             return Err(code_error(
                                 i.span(),
-                                ConfigError::new(ErrorCode::Atr003)
-                                    .with_text(&i.to_token_stream().to_string()),
+                                Coded::new(ErrorCode::InvalidPermits, Some((i.to_token_stream().to_string()).to_string())),
                                 " (`permits` is a whole number from 1 to 4294967295)",
                             ));
                         }
@@ -179,8 +197,7 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
                     }) => {
                         return Err(code_error(
                             value.span(),
-                            ConfigError::new(ErrorCode::Atr003)
-                                .with_text(&crate::ids::tidy(value.to_token_stream())),
+                            Coded::new(ErrorCode::InvalidPermits, Some((crate::ids::tidy(value.to_token_stream())).to_string())),
                             " (`permits` is a whole number from 1 to 4294967295)",
                         ));
                     }
@@ -208,8 +225,7 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
                     Expr::Lit(lit) => {
                         return Err(code_error(
                             lit.span(),
-                            ConfigError::new(ErrorCode::Atr006)
-                                .with_text(&lit.to_token_stream().to_string()),
+                            Coded::new(ErrorCode::InvalidBool, Some((lit.to_token_stream().to_string()).to_string())),
                             " (`enabled` is true or false)",
                         ));
                     }
@@ -251,22 +267,22 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
         )
     };
     let Some(permits) = permits else {
-        return Err(required(ErrorCode::Atr003, "permits"));
+        return Err(required(ErrorCode::InvalidPermits, "permits"));
     };
     let Some(period) = period else {
-        return Err(required(ErrorCode::Atr002, "period"));
+        return Err(required(ErrorCode::ZeroPeriod, "period"));
     };
     let max_wait = max_wait.unwrap_or(Value::Literal(Duration::ZERO, span));
     let enabled = enabled.unwrap_or(Value::Literal(true, span));
 
     // What can be checked now is: the same checks, codes and texts as at run time.
     if let Value::Literal(0, s) = permits {
-        return Err(code_error(s, ConfigError::new(ErrorCode::Atr003), ""));
+        return Err(code_error(s, Coded::new(ErrorCode::InvalidPermits, None), ""));
     }
     if let Value::Literal(d, s) = period
         && d.is_zero()
     {
-        return Err(code_error(s, ConfigError::new(ErrorCode::Atr002), ""));
+        return Err(code_error(s, Coded::new(ErrorCode::ZeroPeriod, None), ""));
     }
     if let (Value::Literal(n, _), Value::Literal(d, s)) = (&permits, &period)
         && let Err(e) = Config::new(*n, *d)

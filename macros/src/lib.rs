@@ -47,7 +47,7 @@ fn expand_limited(
 ///
 /// Attributes: `permits`, `period`, `max_wait`, `enabled`, `name` (the id, shared by every
 /// function that gives it), `registry = path::TO::STATIC` (where the limiter lives; the
-/// process-wide `ritmo::std::default_registry()` on std when omitted), `crate = path`. Inside a
+/// process-wide `ritmo::server::default_registry()` on std when omitted), `crate = path`. Inside a
 /// trait or impl block marked `#[ritmo::limited]`, the same attribute marks the methods to limit.
 /// See the [crate docs](crate).
 #[proc_macro_attribute]

@@ -366,14 +366,14 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
             ///
             /// # Errors
             ///
-            /// A `ConfigError` with its code: `RITMO-REG-008` when an id (a shared `name`) is
+            /// A `RegistryError` with its code: `RITMO-REG-008` when an id (a shared `name`) is
             /// already registered with a different config, `RITMO-REG-010` when the registry is
             /// full, or the code of a limit given as an expression that is not valid.
             #[allow(clippy::needless_question_mark)]
             pub fn new<const N: usize>(
                 inner: #inner_ty,
                 registry: &#r #krate::__private::Registry<#clock, N>,
-            ) -> ::core::result::Result<Self, #krate::__private::ConfigError> {
+            ) -> ::core::result::Result<Self, #krate::__private::RegistryError> {
                 let _ = registry;
                 ::core::result::Result::Ok(Self { inner, #(#inits,)* #phantom_init })
             }
@@ -382,7 +382,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
             /// written on the methods: `configs.<name>.*` (for a method with a `name`, or the
             /// config its instance names, or `configs.default`), then `instances.<id>.*`, override
             /// them attribute by attribute. Settings loaded from TOML or the environment
-            /// (`ritmo::std::settings::OwnedSettings`) give theirs with `.settings()`.
+            /// (`ritmo::server::settings::OwnedSettings`) give theirs with `.settings()`.
             ///
             /// # Errors
             ///
@@ -394,7 +394,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
                 inner: #inner_ty,
                 registry: &#r #krate::__private::Registry<#clock, N>,
                 settings: &#krate::__private::Settings<I>,
-            ) -> ::core::result::Result<Self, #krate::__private::ConfigError>
+            ) -> ::core::result::Result<Self, #krate::__private::RegistryError>
             where
                 I: ::core::iter::IntoIterator + ::core::clone::Clone,
                 I::Item: #krate::__private::Setting,

@@ -15,7 +15,7 @@ use ritmo_core::ErrorCode;
 /// // Redis keeps time in microseconds: two million permits per second is finer than that.
 /// let config = Config::new(2_000_000, Duration::from_secs(1))?;
 /// let err = RedisRateLimiter::builder("api", config).connect_blocking("redis://127.0.0.1:1/").unwrap_err();
-/// assert_eq!(err.code(), Some(ErrorCode::Reg001));
+/// assert_eq!(err.code(), Some(ErrorCode::TooFast));
 /// assert!(err.to_string().starts_with("RITMO-REG-001"));
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
@@ -47,7 +47,7 @@ impl Error {
     /// ```
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            Error::TooFast { .. } => Some(ErrorCode::Reg001),
+            Error::TooFast { .. } => Some(ErrorCode::TooFast),
             _ => None,
         }
     }
@@ -60,7 +60,7 @@ impl fmt::Display for Error {
                 f,
                 "{}: {permits} permits per {period:?} is less than 1 us per permit, finer than \
                  the microseconds a shared store keeps",
-                ErrorCode::Reg001
+                ErrorCode::TooFast
             ),
             Error::Connection(e) => write!(f, "invalid Redis connection settings: {e}"),
             Error::NoRuntime => f.write_str(

@@ -111,7 +111,7 @@ mod tests {
     fn less_than_a_microsecond_per_permit_is_an_error() {
         let config = Config::new(2_000_000, Duration::from_secs(1)).unwrap();
         let err = StoreRate::new(&config).unwrap_err();
-        assert_eq!(err.code(), Some(ritmo_core::ErrorCode::Reg001));
+        assert_eq!(err.code(), Some(ritmo_core::ErrorCode::TooFast));
         assert!(rate(1_000_000, Duration::from_secs(1)).interval == 1);
     }
 

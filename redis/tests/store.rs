@@ -256,7 +256,7 @@ fn bad_input_and_a_disabled_config() {
     let err = ritmo_redis::builder("fast", too_fast)
         .connect_blocking(server.url())
         .unwrap_err();
-    assert_eq!(err.code(), Some(ErrorCode::Reg001));
+    assert_eq!(err.code(), Some(ErrorCode::TooFast));
     let err = ritmo_redis::builder("t", config)
         .timeout(Duration::ZERO)
         .connect_blocking(server.url())

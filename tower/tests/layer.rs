@@ -618,7 +618,7 @@ async fn a_retry_policy_honours_retry_after() {
         error
             .downcast_ref::<RateLimitExceeded>()
             .unwrap()
-            .instance_id(),
+            .id(),
         "retry"
     );
 }

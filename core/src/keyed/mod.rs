@@ -275,7 +275,7 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
     /// use ritmo_core::keyed::KeyedLimiter;
     /// struct Log;
     /// impl Listener for Log {
-    ///     fn on_event(&self, event: &Event) { assert_eq!(event.instance_id(), "peers"); }
+    ///     fn on_event(&self, event: &Event) { assert_eq!(event.id(), "peers"); }
     /// }
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static PEERS: KeyedLimiter<u32, &ManualClock, 4> =
@@ -1164,7 +1164,7 @@ impl<'a, K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedReservation<'a, K,
             limiter.publish(
                 &self.key,
                 Event::Released {
-                    instance: limiter.id(),
+                    id: limiter.id(),
                     permits: self.permits,
                     reason,
                     returned,

@@ -339,7 +339,7 @@ impl<C> KeyRate<C> {
         if !self.config.enabled() {
             return Decision::Now { new_tat: tat };
         }
-        match gcra::reserve(tat, now, self.rate.increment(k), self.rate.window, max_wait) {
+        match gcra::reserve(tat, now, self.rate.increment(k), self.rate.window(), max_wait) {
             Reserve::Now { new_tat } => Decision::Now { new_tat },
             Reserve::Wait { new_tat, wait } => Decision::Wait { new_tat, wait },
             Reserve::Reject { wait } => Decision::Reject { wait },
@@ -365,7 +365,7 @@ impl<C> KeyRate<C> {
             tat,
             now,
             self.rate.interval,
-            self.rate.window,
+            self.rate.window(),
             self.config.permits(),
         )
     }
@@ -385,7 +385,7 @@ impl<C> KeyRate<C> {
         if !self.config.enabled() {
             return 0;
         }
-        match gcra::check(tat, now, self.rate.increment(k), self.rate.window) {
+        match gcra::check(tat, now, self.rate.increment(k), self.rate.window()) {
             Ok(_) => 0,
             Err(wait) => wait,
         }
@@ -421,7 +421,7 @@ impl<C> KeyRate<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub const fn rejected(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
-        RateLimitExceeded::new(self.id, reason, wait, self.rate.unit_hz)
+        RateLimitExceeded::new(self.id, reason, wait, self.rate.unit_hz, self.rate.shift)
     }
 }
 

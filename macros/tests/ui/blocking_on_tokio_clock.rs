@@ -21,7 +21,7 @@ impl Api for Backend {
     }
 }
 
-pub fn build(registry: &ritmo::Registry<ritmo::std::TokioClock, 2>) {
+pub fn build(registry: &ritmo::Registry<ritmo::server::TokioClock, 2>) {
     let api = ApiLimited::new(Backend, registry).unwrap();
     let _ = api.search();
 }

@@ -1316,7 +1316,7 @@ impl<'a, K: Hash + Eq + Clone, C: Clock> KeyedReservation<'a, K, C> {
             limiter.publish(
                 &self.key,
                 Event::Released {
-                    instance: limiter.id(),
+                    id: limiter.id(),
                     permits: self.permits,
                     reason,
                     returned,

@@ -1,6 +1,5 @@
-//! Errors: a rejected call ([`RateLimitExceeded`]), a request no limiter can grant
-//! ([`InvalidPermits`]), and configuration or registry mistakes ([`ConfigError`], with a stable
-//! [`ErrorCode`]).
+//! Errors of the calls that take permits: [`RateLimitExceeded`] (refused for now),
+//! [`InvalidPermits`] (can never succeed), and [`AcquireError`] (either).
 
 use core::fmt;
 use core::time::Duration;
@@ -70,15 +69,18 @@ impl fmt::Display for Reason {
 /// let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1)).unwrap(), &clock);
 /// limiter.try_acquire().unwrap();
 /// let err = limiter.try_acquire().unwrap_err();
-/// assert_eq!(err.instance_id(), "api");
+/// assert_eq!(err.id(), "api");
 /// assert_eq!(err.reason(), Reason::NoPermitInTime);
 /// assert_eq!(err.retry_after(), Duration::from_secs(1));
 /// assert_eq!(err.to_string(), "rate limiter 'api': no permit in time; retry after 1s");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimitExceeded {
-    instance: &'static str,
+    id: &'static str,
     reason: Reason,
+    /// Readings are shifted left by this many bits into the units `wait` counts (see the
+    /// limiter's unit conversion); `retry_after` rounds `wait` up to whole ticks with it.
+    shift: u8,
     wait: u64,
     unit_hz: u64,
 }
@@ -86,14 +88,16 @@ pub struct RateLimitExceeded {
 impl RateLimitExceeded {
     #[inline(always)]
     pub(crate) const fn new(
-        instance: &'static str,
+        id: &'static str,
         reason: Reason,
         wait: u64,
         unit_hz: u64,
+        shift: u8,
     ) -> Self {
         RateLimitExceeded {
-            instance,
+            id,
             reason,
+            shift,
             wait,
             unit_hz,
         }
@@ -117,7 +121,7 @@ impl RateLimitExceeded {
         } else {
             nanos as u64
         };
-        RateLimitExceeded::new(id, reason, wait, 1_000_000_000)
+        RateLimitExceeded::new(id, reason, wait, 1_000_000_000, 0)
     }
 
     /// The id of the limiter that refused the call.
@@ -127,10 +131,10 @@ impl RateLimitExceeded {
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("uart", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// l.try_acquire().unwrap();
-    /// assert_eq!(l.try_acquire().unwrap_err().instance_id(), "uart");
+    /// assert_eq!(l.try_acquire().unwrap_err().id(), "uart");
     /// ```
-    pub const fn instance_id(&self) -> &'static str {
-        self.instance
+    pub const fn id(&self) -> &'static str {
+        self.id
     }
 
     /// Why the call was refused.
@@ -146,9 +150,11 @@ impl RateLimitExceeded {
         self.reason
     }
 
-    /// How long from the refusal until the permit would arrive, rounded up to the nanosecond:
-    /// waiting that long succeeds if nobody else takes the permit first. [`Duration::MAX`]-like
-    /// values mean it never would (the clock is at the end of its range).
+    /// How long from the refusal until the permit would arrive: waiting that long succeeds if
+    /// nobody else takes the permit first. It is rounded up to the whole clock tick at which the
+    /// permit is there (on a 32768 Hz clock, a multiple of 1/32768 s), then to the nanosecond, so
+    /// that a clock whose reading counts whole ticks has reached the permit by then. Values near
+    /// [`Duration::MAX`] mean it never would (the clock is at the end of its range).
     ///
     /// ```
     /// # use ritmo_core::{Config, ManualClock, RateLimiter};
@@ -162,7 +168,7 @@ impl RateLimitExceeded {
     /// assert!(l.try_acquire().is_ok());
     /// ```
     pub const fn retry_after(&self) -> Duration {
-        TickRate::from_hz(self.unit_hz).duration_ceil(self.wait)
+        wait_duration(self.wait, self.unit_hz, self.shift as u32)
     }
 }
 
@@ -171,7 +177,7 @@ impl fmt::Display for RateLimitExceeded {
         write!(
             f,
             "rate limiter '{}': {}; retry after {:?}",
-            self.instance,
+            self.id,
             self.reason,
             self.retry_after()
         )
@@ -187,7 +193,7 @@ impl defmt::Format for RateLimitExceeded {
         defmt::write!(
             f,
             "rate limiter '{=str}': {}; retry after {=u64}.{=u32:09}s",
-            self.instance,
+            self.id,
             self.reason,
             after.as_secs(),
             after.subsec_nanos()
@@ -208,23 +214,23 @@ impl defmt::Format for RateLimitExceeded {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct InvalidPermits {
-    instance: &'static str,
+    id: &'static str,
     requested: u32,
     permits: u32,
 }
 
 impl InvalidPermits {
-    /// A request of `requested` permits to the limiter `instance`, which has `permits` per
-    /// period: for adapters that check a request before it reaches a limiter.
+    /// A request of `requested` permits to the limiter `id`, which has `permits` per period: for
+    /// adapters that check a request before it reaches a limiter.
     ///
     /// ```
     /// # use ritmo_core::InvalidPermits;
     /// let err = InvalidPermits::new("uart", 0, 8);
     /// assert_eq!((err.requested(), err.permits()), (0, 8));
     /// ```
-    pub const fn new(instance: &'static str, requested: u32, permits: u32) -> Self {
+    pub const fn new(id: &'static str, requested: u32, permits: u32) -> Self {
         InvalidPermits {
-            instance,
+            id,
             requested,
             permits,
         }
@@ -237,10 +243,10 @@ impl InvalidPermits {
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
     /// let AcquireError::InvalidPermits(e) = l.try_acquire_n(0).unwrap_err() else { unreachable!() };
-    /// assert_eq!(e.instance_id(), "uart");
+    /// assert_eq!(e.id(), "uart");
     /// ```
-    pub const fn instance_id(&self) -> &'static str {
-        self.instance
+    pub const fn id(&self) -> &'static str {
+        self.id
     }
 
     /// How many permits the call asked for.
@@ -275,7 +281,7 @@ impl fmt::Display for InvalidPermits {
         write!(
             f,
             "rate limiter '{}': a call asked for {} permits, but calls may take 1 to {}; retrying cannot help",
-            self.instance, self.requested, self.permits
+            self.id, self.requested, self.permits
         )
     }
 }
@@ -349,295 +355,11 @@ impl core::error::Error for AcquireError {
     }
 }
 
-/// The stable codes of configuration and registry errors (SPEC §6).
-///
-/// ```
-/// use ritmo_core::ErrorCode;
-/// assert_eq!(ErrorCode::Atr001.as_str(), "RITMO-ATR-001");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// `RITMO-ATR-001`: duration text is not valid.
-    Atr001,
-    /// `RITMO-ATR-002`: period is zero.
-    Atr002,
-    /// `RITMO-ATR-003`: permits is less than 1.
-    Atr003,
-    /// `RITMO-ATR-006`: `enabled` is not `true`/`false`.
-    Atr006,
-    /// `RITMO-REG-001`: config in code gives less than 1 ns per permit.
-    Reg001,
-    /// `RITMO-REG-003`: config resolved from settings is invalid.
-    Reg003,
-    /// `RITMO-REG-004`: settings name an unknown base config.
-    Reg004,
-    /// `RITMO-REG-008`: an id is shared with a different config.
-    Reg008,
-    /// `RITMO-REG-009`: unknown limiter id.
-    Reg009,
-    /// `RITMO-REG-010`: registry is full.
-    Reg010,
-}
-
-impl ErrorCode {
-    /// The code as written in SPEC §6, e.g. `"RITMO-REG-008"`.
-    ///
-    /// ```
-    /// # use ritmo_core::ErrorCode;
-    /// assert_eq!(ErrorCode::Reg010.as_str(), "RITMO-REG-010");
-    /// ```
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Atr001 => "RITMO-ATR-001",
-            ErrorCode::Atr002 => "RITMO-ATR-002",
-            ErrorCode::Atr003 => "RITMO-ATR-003",
-            ErrorCode::Atr006 => "RITMO-ATR-006",
-            ErrorCode::Reg001 => "RITMO-REG-001",
-            ErrorCode::Reg003 => "RITMO-REG-003",
-            ErrorCode::Reg004 => "RITMO-REG-004",
-            ErrorCode::Reg008 => "RITMO-REG-008",
-            ErrorCode::Reg009 => "RITMO-REG-009",
-            ErrorCode::Reg010 => "RITMO-REG-010",
-        }
-    }
-
-    /// What the code means, in a few words.
-    ///
-    /// ```
-    /// # use ritmo_core::ErrorCode;
-    /// assert_eq!(ErrorCode::Atr002.description(), "period is zero");
-    /// ```
-    pub const fn description(self) -> &'static str {
-        match self {
-            ErrorCode::Atr001 => "duration text is not valid",
-            ErrorCode::Atr002 => "period is zero",
-            ErrorCode::Atr003 => "permits is less than 1",
-            ErrorCode::Atr006 => "enabled is not true/false",
-            ErrorCode::Reg001 => "config gives less than 1 ns per permit",
-            ErrorCode::Reg003 => "config resolved from settings is invalid",
-            ErrorCode::Reg004 => "settings name an unknown base config",
-            ErrorCode::Reg008 => "an id is shared with a different config",
-            ErrorCode::Reg009 => "unknown limiter id",
-            ErrorCode::Reg010 => "registry is full",
-        }
-    }
-}
-
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A few bytes of text kept inline (no heap), cut at a character boundary with `…` if too long.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct InlineText<const N: usize> {
-    bytes: [u8; N],
-    len: u8,
-}
-
-impl<const N: usize> InlineText<N> {
-    pub(crate) const EMPTY: Self = InlineText {
-        bytes: [0; N],
-        len: 0,
-    };
-
-    pub(crate) fn new(text: &str) -> Self {
-        let mut out = Self::EMPTY;
-        let ellipsis = "…";
-        let cut = if text.len() <= N {
-            text.len()
-        } else {
-            let mut cut = N - ellipsis.len();
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            cut
-        };
-        out.bytes[..cut].copy_from_slice(&text.as_bytes()[..cut]);
-        let mut len = cut;
-        if cut < text.len() {
-            out.bytes[cut..cut + ellipsis.len()].copy_from_slice(ellipsis.as_bytes());
-            len += ellipsis.len();
-        }
-        out.len = len as u8;
-        out
-    }
-
-    pub(crate) fn as_str(&self) -> &str {
-        // Only ever filled from whole `&str` characters, so this cannot fail.
-        core::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("")
-    }
-}
-
-impl<const N: usize> fmt::Debug for InlineText<N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-/// A configuration or registry error, with its stable [`ErrorCode`].
-///
-/// `Display` starts with the code, then says what was wrong, quoting the offending text and naming
-/// the settings key where there is one. `Copy`, no heap: long texts are cut with `…`.
-///
-/// ```
-/// use ritmo_core::{parse_duration, ErrorCode};
-/// let err = parse_duration("5 sec").unwrap_err();
-/// assert_eq!(err.code(), ErrorCode::Atr001);
-/// assert_eq!(err.to_string(), "RITMO-ATR-001: duration text is not valid: \"5 sec\"");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConfigError {
-    code: ErrorCode,
-    cause: Option<ErrorCode>,
-    text: Option<InlineText<32>>,
-    key: InlineText<56>,
-}
-
-impl ConfigError {
-    /// An error with only a code.
-    ///
-    /// ```
-    /// # use ritmo_core::{ConfigError, ErrorCode};
-    /// assert_eq!(ConfigError::new(ErrorCode::Reg010).to_string(), "RITMO-REG-010: registry is full");
-    /// ```
-    pub const fn new(code: ErrorCode) -> Self {
-        ConfigError {
-            code,
-            cause: None,
-            text: None,
-            key: InlineText::EMPTY,
-        }
-    }
-
-    /// The same error, quoting `text` (the offending value, or an id).
-    ///
-    /// ```
-    /// # use ritmo_core::{ConfigError, ErrorCode};
-    /// let e = ConfigError::new(ErrorCode::Reg009).with_text("geocoding");
-    /// assert_eq!(e.text(), "geocoding");
-    /// ```
-    pub fn with_text(mut self, text: &str) -> Self {
-        self.text = Some(InlineText::new(text));
-        self
-    }
-
-    /// The same error, naming the settings `key` it came from.
-    ///
-    /// ```
-    /// # use ritmo_core::{ConfigError, ErrorCode};
-    /// let e = ConfigError::new(ErrorCode::Reg003).with_key("instances.api.permits");
-    /// assert_eq!(e.key(), Some("instances.api.permits"));
-    /// ```
-    pub fn with_key(mut self, key: &str) -> Self {
-        self.key = InlineText::new(key);
-        self
-    }
-
-    /// The same error, recording the more specific code that caused it (e.g. a `REG-003` whose
-    /// cause is `ATR-003`).
-    ///
-    /// ```
-    /// # use ritmo_core::{ConfigError, ErrorCode};
-    /// let e = ConfigError::new(ErrorCode::Reg003).with_cause(ErrorCode::Atr003);
-    /// assert_eq!(e.cause(), Some(ErrorCode::Atr003));
-    /// ```
-    pub const fn with_cause(mut self, cause: ErrorCode) -> Self {
-        self.cause = Some(cause);
-        self
-    }
-
-    /// The stable code.
-    ///
-    /// ```
-    /// # use ritmo_core::{Config, ErrorCode};
-    /// # use core::time::Duration;
-    /// assert_eq!(Config::new(0, Duration::from_secs(1)).unwrap_err().code(), ErrorCode::Atr003);
-    /// ```
-    pub const fn code(&self) -> ErrorCode {
-        self.code
-    }
-
-    /// The more specific code behind this one, if any.
-    ///
-    /// ```
-    /// # use ritmo_core::{ConfigError, ErrorCode};
-    /// assert_eq!(ConfigError::new(ErrorCode::Atr001).cause(), None);
-    /// ```
-    pub const fn cause(&self) -> Option<ErrorCode> {
-        self.cause
-    }
-
-    /// The offending text (a value, an id), or `""`.
-    ///
-    /// ```
-    /// # use ritmo_core::parse_duration;
-    /// assert_eq!(parse_duration("1 s").unwrap_err().text(), "1 s");
-    /// ```
-    pub fn text(&self) -> &str {
-        match &self.text {
-            Some(text) => text.as_str(),
-            None => "",
-        }
-    }
-
-    /// The settings key the error came from, if any.
-    ///
-    /// ```
-    /// # use ritmo_core::parse_duration;
-    /// assert_eq!(parse_duration("1 s").unwrap_err().key(), None);
-    /// ```
-    pub fn key(&self) -> Option<&str> {
-        match self.key.as_str() {
-            "" => None,
-            key => Some(key),
-        }
-    }
-
-    /// Stops the build with this error's code: for `const` contexts only (see
-    /// [`const_config!`](crate::const_config)).
-    #[doc(hidden)]
-    pub const fn fail_build(self) -> ! {
-        match self.code {
-            ErrorCode::Atr002 => panic!("RITMO-ATR-002: period is zero"),
-            ErrorCode::Atr003 => panic!("RITMO-ATR-003: permits is less than 1"),
-            ErrorCode::Reg001 => panic!("RITMO-REG-001: config gives less than 1 ns per permit"),
-            _ => panic!("invalid ritmo config"),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code.as_str(), self.code.description())?;
-        if let Some(cause) = self.cause {
-            write!(f, " ({}: {})", cause.as_str(), cause.description())?;
-        }
-        if let Some(text) = &self.text {
-            write!(f, ": {:?}", text.as_str())?;
-        }
-        if let Some(key) = self.key() {
-            write!(f, " at key {key}")?;
-        }
-        Ok(())
-    }
-}
-
-impl core::error::Error for ConfigError {}
-
-#[cfg(feature = "defmt")]
-impl defmt::Format for ConfigError {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(
-            f,
-            "{=str}: {=str} {=str} {=str}",
-            self.code.as_str(),
-            self.code.description(),
-            self.text(),
-            self.key.as_str()
-        )
-    }
+/// `wait` units (`unit_hz` per second, `2^shift` per clock tick) as a duration: rounded up to a
+/// whole tick, then to the nanosecond. A waiter that starts at a reading (always a whole tick)
+/// and waits this long finds the clock at or past the instant `wait` units later.
+pub(crate) const fn wait_duration(wait: u64, unit_hz: u64, shift: u32) -> Duration {
+    let mask = (1u64 << shift) - 1;
+    let ticks = (wait >> shift) + if wait & mask != 0 { 1 } else { 0 };
+    TickRate::from_hz(unit_hz >> shift).duration_ceil(ticks)
 }
