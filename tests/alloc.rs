@@ -119,14 +119,14 @@ fn core_paths() {
     while paced.try_acquire().is_ok() {} // the burst spent: every acquire below waits
     assert_no_allocation("acquire on ManualClock (waited)", || {
         let before = ritmo::Clock::now(&clock);
-        paced.acquire().unwrap();
+        paced.acquire_advancing().unwrap();
         assert!(
             ritmo::Clock::now(&clock) > before,
             "the call waited for its slot"
         );
     });
     assert_no_allocation("acquire_n(2) on ManualClock (waited)", || {
-        paced.acquire_n(2).unwrap();
+        paced.acquire_n_advancing(2).unwrap();
     });
     assert_no_allocation("available_permits, retry_after, snapshot", || {
         let _ = (
@@ -143,7 +143,7 @@ fn registry_paths() {
     let five = config(5, Duration::from_secs(1)).with_max_wait(Duration::from_secs(1));
     let handle = registry.get_or_create("geocoding", five).unwrap();
     assert_no_allocation("registry handle: acquire (waited)", || {
-        handle.acquire().unwrap();
+        handle.acquire_advancing().unwrap();
     });
     assert_no_allocation("registry handle: try_acquire_n(5) (rejected)", || {
         handle.try_acquire_n(5).unwrap_err();
