@@ -156,10 +156,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         REGISTRY
             .snapshot()
             .iter()
-            .map(|s| format!(
-                "{} ({}/{} available)",
-                s.id, s.available_permits, s.permits
-            ))
+            .map(|s| format!("{} ({}/{} available)", s.id, s.available_permits, s.permits))
             .collect::<Vec<_>>()
             .join(", ")
     );

@@ -10,7 +10,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ritmo::{
-    Clock, ConfigError, RegistryError, ErrorCode, ManualClock, RateLimitExceeded, Reason, Registry, Settings,
+    Clock, ConfigError, ErrorCode, ManualClock, RateLimitExceeded, Reason, Registry, RegistryError,
+    Settings,
 };
 
 const MS: u64 = 1_000_000;
@@ -225,11 +226,17 @@ fn a_shared_name_with_another_config_fails_construction_with_reg_008() {
     let backend = Backend::default();
     SearchApiLimited::new(&backend, &REGISTRY).unwrap();
     let err = GeocoderLimited::new((), &REGISTRY).unwrap_err();
-    assert_eq!((err.code(), err.id()), (ErrorCode::ConfigMismatch, "geocoding"));
+    assert_eq!(
+        (err.code(), err.id()),
+        (ErrorCode::ConfigMismatch, "geocoding")
+    );
     assert!(err.to_string().starts_with("RITMO-REG-008"));
     // Within one trait too.
     let err = MismatchedLimited::new((), &REGISTRY).unwrap_err();
-    assert_eq!((err.code(), err.id()), (ErrorCode::ConfigMismatch, "shared"));
+    assert_eq!(
+        (err.code(), err.id()),
+        (ErrorCode::ConfigMismatch, "shared")
+    );
     // A full registry is REG-010.
     let small: Registry<&ManualClock, 1> = Registry::new(&CLOCK);
     let err = SearchApiLimited::new(&backend, &small).unwrap_err();
@@ -248,10 +255,10 @@ fn settings_override_the_literal_attribute_by_attribute() {
     let backend = Backend::default();
     let api = SearchApiLimited::with_settings(&backend, &registry, &settings).unwrap();
     let search = api.limiter("search").unwrap().config();
-    assert_eq!(
-        (search.permits(), search.period()),
-        (3, Duration::from_secs(1))
-    );
+    // The config as the limiter applies it: the period is 3 emission intervals, each rounded up
+    // to a whole nanosecond.
+    assert_eq!(search.permits(), 3);
+    assert!(search.period().abs_diff(Duration::from_secs(1)) < Duration::from_nanos(3));
     let geo = api.limiter("geocode").unwrap().config();
     assert_eq!((geo.permits(), geo.max_wait()), (2, Duration::ZERO));
     for _ in 0..3 {
@@ -351,7 +358,10 @@ fn limits_given_as_expressions_are_checked_when_the_wrapper_is_built() {
     limited(api.fine());
     let err: RegistryError = ComputedBadlyLimited::new((), &registry).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidPermits);
-    assert_eq!(err.config().map(ConfigError::code), Some(ErrorCode::InvalidPermits));
+    assert_eq!(
+        err.config().map(ConfigError::code),
+        Some(ErrorCode::InvalidPermits)
+    );
 }
 
 #[test]

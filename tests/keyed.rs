@@ -34,7 +34,9 @@ impl<K: std::hash::Hash + Eq + Clone, const N: usize> Held
     }
 }
 
-impl<K: std::hash::Hash + Eq + Clone> Held for ritmo::server::KeyedReservation<'_, K, &ManualClock> {
+impl<K: std::hash::Hash + Eq + Clone> Held
+    for ritmo::server::KeyedReservation<'_, K, &ManualClock>
+{
     fn cancel(self: Box<Self>) -> bool {
         (*self).cancel()
     }

@@ -133,7 +133,10 @@ fn duration_value(expr: &Expr, attr: &str) -> syn::Result<Value<Duration>> {
         },
         Expr::Lit(lit) => Err(code_error(
             lit.span(),
-            Coded::new(ErrorCode::InvalidDuration, Some((lit.to_token_stream().to_string()).to_string())),
+            Coded::new(
+                ErrorCode::InvalidDuration,
+                Some((lit.to_token_stream().to_string()).to_string()),
+            ),
             &format!(" (`{attr}` is text, like \"1s\", or a `Duration` expression)"),
         )),
         other => Ok(Value::Expr(other.clone())),
@@ -185,7 +188,10 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
                         Err(_) => {
                             return Err(code_error(
                                 i.span(),
-                                Coded::new(ErrorCode::InvalidPermits, Some((i.to_token_stream().to_string()).to_string())),
+                                Coded::new(
+                                    ErrorCode::InvalidPermits,
+                                    Some((i.to_token_stream().to_string()).to_string()),
+                                ),
                                 " (`permits` is a whole number from 1 to 4294967295)",
                             ));
                         }
@@ -197,7 +203,10 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
                     }) => {
                         return Err(code_error(
                             value.span(),
-                            Coded::new(ErrorCode::InvalidPermits, Some((crate::ids::tidy(value.to_token_stream())).to_string())),
+                            Coded::new(
+                                ErrorCode::InvalidPermits,
+                                Some((crate::ids::tidy(value.to_token_stream())).to_string()),
+                            ),
                             " (`permits` is a whole number from 1 to 4294967295)",
                         ));
                     }
@@ -225,7 +234,10 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
                     Expr::Lit(lit) => {
                         return Err(code_error(
                             lit.span(),
-                            Coded::new(ErrorCode::InvalidBool, Some((lit.to_token_stream().to_string()).to_string())),
+                            Coded::new(
+                                ErrorCode::InvalidBool,
+                                Some((lit.to_token_stream().to_string()).to_string()),
+                            ),
                             " (`enabled` is true or false)",
                         ));
                     }
@@ -277,7 +289,11 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
 
     // What can be checked now is: the same checks, codes and texts as at run time.
     if let Value::Literal(0, s) = permits {
-        return Err(code_error(s, Coded::new(ErrorCode::InvalidPermits, None), ""));
+        return Err(code_error(
+            s,
+            Coded::new(ErrorCode::InvalidPermits, None),
+            "",
+        ));
     }
     if let Value::Literal(d, s) = period
         && d.is_zero()

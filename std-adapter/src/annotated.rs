@@ -26,7 +26,7 @@ pub const DEFAULT_REGISTRY_CAPACITY: usize = 128;
 /// assert_eq!(registry.capacity(), ritmo_std::DEFAULT_REGISTRY_CAPACITY);
 /// let config = ritmo_core::Config::new(3, Duration::from_secs(1))?;
 /// assert_eq!(registry.get_or_create("docs::example", config)?.available_permits(), 3);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn default_registry() -> &'static Registry<StdClock, DEFAULT_REGISTRY_CAPACITY> {
     static DEFAULT: LazyLock<Registry<StdClock, DEFAULT_REGISTRY_CAPACITY>> =

@@ -53,11 +53,23 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
 /// assert_eq!(policy_window(&Policy::new("a", 7, Duration::from_millis(1500))), (9, 2));
 /// ```
 pub fn policy_window(policy: &Policy) -> (u64, u64) {
-    let period = policy.window();
+    // A limiter reports the period it applies: its emission interval rounded up to whole clock
+    // ticks, so 3 per second reads back as 1.000000002 s. That rounding (nanoseconds) is not the
+    // policy: the window is taken to the nearest microsecond first.
+    let period = nearest_micros(policy.window());
     let w = seconds_ceil(period).max(1);
     let nanos = period.as_nanos().max(1);
     let q = u128::from(policy.quota()) * u128::from(w) * 1_000_000_000 / nanos;
     (u64::try_from(q).unwrap_or(u64::MAX), w)
+}
+
+fn nearest_micros(d: Duration) -> Duration {
+    let nanos = d.as_nanos();
+    let micros = (nanos + 500) / 1_000;
+    match u64::try_from(micros) {
+        Ok(micros) if micros > 0 => Duration::from_micros(micros),
+        _ => d,
+    }
 }
 
 /// The policy name as a structured-field string: `"` and `\` escaped, any byte outside printable

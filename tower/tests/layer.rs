@@ -615,10 +615,7 @@ async fn a_retry_policy_honours_retry_after() {
         .service(service_fn(handler));
     let error = once.oneshot(get("/")).await.unwrap_err();
     assert_eq!(
-        error
-            .downcast_ref::<RateLimitExceeded>()
-            .unwrap()
-            .id(),
+        error.downcast_ref::<RateLimitExceeded>().unwrap().id(),
         "retry"
     );
 }

@@ -37,7 +37,10 @@ enum Kind {
     /// `UnknownId`.
     Lookup { id: InlineText<64> },
     /// The config given for `id` is invalid.
-    Config { id: &'static str, error: ConfigError },
+    Config {
+        id: &'static str,
+        error: ConfigError,
+    },
     /// The config of `id` did not resolve from settings.
     Settings {
         id: &'static str,

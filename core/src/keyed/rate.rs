@@ -339,7 +339,13 @@ impl<C> KeyRate<C> {
         if !self.config.enabled() {
             return Decision::Now { new_tat: tat };
         }
-        match gcra::reserve(tat, now, self.rate.increment(k), self.rate.window(), max_wait) {
+        match gcra::reserve(
+            tat,
+            now,
+            self.rate.increment(k),
+            self.rate.window(),
+            max_wait,
+        ) {
             Reserve::Now { new_tat } => Decision::Now { new_tat },
             Reserve::Wait { new_tat, wait } => Decision::Wait { new_tat, wait },
             Reserve::Reject { wait } => Decision::Reject { wait },
