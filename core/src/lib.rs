@@ -2,6 +2,7 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod bands;
 mod clock;
 mod config;
 #[cfg(feature = "embedded-hal")]
@@ -21,6 +22,7 @@ mod state;
 mod sync;
 mod wait;
 
+pub use bands::{Bands, BandsReservation};
 pub use clock::{Clock, FixedRateClock, ManualClock, ManualTime, TickRate};
 pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duration};
 #[cfg(feature = "embedded-hal")]

@@ -20,27 +20,27 @@ use crate::wait::{AdvanceClock, Wait};
 /// (3% at 1000 permits per second); in units of 1/32768 of a tick it costs under a nanosecond.
 /// Shifting is the only operation the hot path applies to a reading: no multiply, no divide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rate {
+pub(crate) struct Rate {
     /// Emission interval `T`, rounded up.
-    interval: u64,
+    pub(crate) interval: u64,
     /// `n * T` (saturating): a call of `k` permits is admitted if `max(tat, now) + k*T <= now + window`.
-    window: u64,
+    pub(crate) window: u64,
     /// `max_wait`, rounded down.
-    max_wait: u64,
+    pub(crate) max_wait: u64,
     /// `window - interval + 1` (never overflows: `window >= interval >= 1`), the bound a single
     /// permit is checked against on the hot path; 0 on a disabled limiter, so that the hot path
     /// never admits there and the slow path lets the call through without counting it.
-    limit: u64,
+    pub(crate) limit: u64,
     /// Readings are shifted left by this many bits into units.
-    shift: u32,
+    pub(crate) shift: u32,
     /// The largest reading that shifts without overflow.
-    max_reading: u64,
+    pub(crate) max_reading: u64,
     /// Units per second (`hz << shift`).
-    unit_hz: u64,
+    pub(crate) unit_hz: u64,
 }
 
 impl Rate {
-    const fn new(config: &Config, tick: TickRate) -> Rate {
+    pub(crate) const fn new(config: &Config, tick: TickRate) -> Rate {
         let hz = tick.hz() as u128;
         let mut shift = 0;
         while shift < 32 && (hz << shift) < 1_000_000_000 {
@@ -70,7 +70,7 @@ impl Rate {
 
     /// A clock reading in units (saturating).
     #[inline(always)]
-    const fn units(&self, reading: u64) -> u64 {
+    pub(crate) const fn units(&self, reading: u64) -> u64 {
         if reading > self.max_reading {
             u64::MAX
         } else {
@@ -79,7 +79,7 @@ impl Rate {
     }
 
     /// An instant in units as a clock reading, rounded up.
-    const fn reading_ceil(&self, units: u64) -> u64 {
+    pub(crate) const fn reading_ceil(&self, units: u64) -> u64 {
         let ticks = units >> self.shift;
         if ticks << self.shift == units {
             ticks
@@ -89,12 +89,12 @@ impl Rate {
     }
 
     /// `k * T`, saturating.
-    const fn increment(&self, k: u32) -> u64 {
+    pub(crate) const fn increment(&self, k: u32) -> u64 {
         saturate(self.interval as u128 * k as u128)
     }
 
     /// A duration in units, rounded down.
-    const fn units_floor(&self, d: Duration) -> u64 {
+    pub(crate) const fn units_floor(&self, d: Duration) -> u64 {
         saturate(d.as_nanos() * self.unit_hz as u128 / 1_000_000_000)
     }
 }
