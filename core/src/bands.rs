@@ -308,7 +308,11 @@ impl<C, const B: usize> Bands<C, B> {
 /// The outcome of one attempt to charge every band.
 enum Charge<const B: usize> {
     /// Every band charged: what each band's state became, the call's slot and wait.
-    Done { written: [u64; B], slot: u64, wait: u64 },
+    Done {
+        written: [u64; B],
+        slot: u64,
+        wait: u64,
+    },
     /// Refused: the wait (units) until the slowest band's permits arrive.
     Refused(u64),
 }
@@ -718,9 +722,7 @@ impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
     pub fn wait_with<W: Wait<C> + ?Sized>(self, waiter: &mut W) -> Result<(), RateLimitExceeded> {
         if self.wait > 0
             && !self.is_ready()
-            && waiter
-                .wait_until(&self.bands.clock, self.slot())
-                .is_err()
+            && waiter.wait_until(&self.bands.clock, self.slot()).is_err()
         {
             return Err(self.interrupted());
         }
