@@ -29,7 +29,7 @@ pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duratio
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-hal")))]
 pub use delay::DelayWait;
 pub use error::{AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason};
-pub use event::{Event, Listener};
+pub use event::{Event, Listener, Tee};
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub use io::{RateLimitedWrite, WriteError};

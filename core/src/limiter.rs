@@ -165,6 +165,9 @@ pub struct RateLimiter<C> {
     /// rejected path tests one byte instead of two things.
     plain_reject: bool,
     clock: C,
+    /// Calls admitted at once, for metrics.
+    #[cfg(feature = "counters")]
+    admitted: crate::state::Counter,
 }
 
 impl<C> fmt::Debug for RateLimiter<C> {
@@ -237,6 +240,8 @@ impl<C> RateLimiter<C> {
             listener: None,
             plain_reject: config.enabled(),
             clock,
+            #[cfg(feature = "counters")]
+            admitted: crate::state::Counter::new(),
         }
     }
 
@@ -250,6 +255,8 @@ impl<C> RateLimiter<C> {
             listener: None,
             plain_reject: config.enabled(),
             clock,
+            #[cfg(feature = "counters")]
+            admitted: crate::state::Counter::new(),
         }
     }
 
@@ -340,6 +347,12 @@ fn unlikely() {}
 
 #[cold]
 #[inline(never)]
+fn publish_waiting(listener: &dyn Listener, id: &'static str, permits: u32, wait: Duration) {
+    listener.on_event(&Event::Waiting { id, permits, wait });
+}
+
+#[cold]
+#[inline(never)]
 fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
     listener.on_event(&Event::Rejected(error));
 }
@@ -377,7 +390,10 @@ impl<C: Clock> RateLimiter<C> {
         let tat = self.state.tat();
         let verdict = match gcra::check_limit(tat, now, self.rate.interval, self.rate.limit) {
             Ok(new_tat) => match self.state.replace(tat, new_tat) {
-                Ok(()) => Ok(()),
+                Ok(()) => {
+                    self.count_admitted();
+                    Ok(())
+                }
                 Err(found) => self.take_contended(found, now, self.rate.interval, self.rate.limit),
             },
             Err(refused) if self.plain_reject => Err(refused.wait()),
@@ -386,6 +402,37 @@ impl<C: Clock> RateLimiter<C> {
         // The error is built here, inline, from the wait alone: a caller that only asks
         // `is_ok()` does not pay for it, and no slow path returns 40 bytes through memory.
         verdict.map_err(|wait| self.error(wait))
+    }
+
+    /// Counts an admitted call (feature `counters`); nothing otherwise.
+    #[inline(always)]
+    fn count_admitted(&self) {
+        #[cfg(feature = "counters")]
+        self.admitted.increment();
+    }
+
+    /// `units` as a duration, rounded up.
+    fn duration(&self, units: u64) -> Duration {
+        TickRate::from_hz(self.rate.unit_hz).duration_ceil(units)
+    }
+
+    /// How many calls it has admitted at once since it was built (calls that got their permits
+    /// after waiting are reported to the listener as [`Event::Waiting`] instead). Wraps at
+    /// `u64::MAX`.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(2, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// l.try_acquire_n(1).unwrap();
+    /// assert!(l.try_acquire().is_err());
+    /// assert_eq!(l.admitted_count(), 2);
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn admitted_count(&self) -> u64 {
+        self.admitted.get()
     }
 
     #[inline(always)]
@@ -413,7 +460,10 @@ impl<C: Clock> RateLimiter<C> {
     #[inline(never)]
     fn take_contended(&self, found: u64, now: u64, increment: u64, limit: u64) -> Result<(), u64> {
         match self.state.take_contended(found, now, increment, limit) {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.count_admitted();
+                Ok(())
+            }
             Err(refused) if self.plain_reject => Err(refused.wait()),
             Err(refused) => self.refused_slow(refused),
         }
@@ -441,7 +491,10 @@ impl<C: Clock> RateLimiter<C> {
         // `increment <= window` since `k <= permits`.
         let limit = self.rate.window - increment + 1;
         let verdict = match self.state.take(now, increment, limit) {
-            Take::Taken => Ok(()),
+            Take::Taken => {
+                self.count_admitted();
+                Ok(())
+            }
             Take::Refused(refused) if self.plain_reject => Err(refused.wait()),
             Take::Refused(refused) => self.refused_slow(refused),
             Take::Lost(found) => self.take_contended(found, now, increment, limit),
@@ -530,15 +583,23 @@ impl<C: Clock> RateLimiter<C> {
             .state
             .reserve(now, increment, self.rate.window, max_wait)
         {
-            Reserve::Now { new_tat } => Ok(Reservation::new(self, new_tat, increment, now, 0, k)),
-            Reserve::Wait { new_tat, wait } => Ok(Reservation::new(
+            Reserve::Now { new_tat } => {
+                self.count_admitted();
+                Ok(Reservation::new(self, new_tat, increment, now, 0, k))
+            }
+            Reserve::Wait { new_tat, wait } => {
+                if let Some(listener) = self.listener {
+                    publish_waiting(listener, self.id, k, self.duration(wait));
+                }
+                Ok(Reservation::new(
                 self,
                 new_tat,
                 increment,
-                now.saturating_add(wait),
-                wait,
-                k,
-            )),
+                    now.saturating_add(wait),
+                    wait,
+                    k,
+                ))
+            }
             Reserve::Reject { wait } => Err(self.rejected(wait).into()),
         }
     }

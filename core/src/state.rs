@@ -143,3 +143,32 @@ impl State {
         }
     }
 }
+
+/// A count of admitted calls (feature `counters`), on a cache line of its own on 64-bit targets
+/// so that counting does not slow down the compare-and-swap on `tat` of another core.
+#[cfg(feature = "counters")]
+#[derive(Debug)]
+#[cfg_attr(target_pointer_width = "64", repr(align(128)))]
+pub(crate) struct Counter(U64Cell);
+
+#[cfg(feature = "counters")]
+impl Counter {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Counter(U64Cell::new(0))
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Counter(U64Cell::new(0))
+    }
+
+    #[inline(always)]
+    pub(crate) fn increment(&self) {
+        self.0.add(1);
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load_relaxed()
+    }
+}

@@ -43,6 +43,18 @@ mod imp {
         pub(crate) fn fetch_max(&self, value: u64) -> u64 {
             self.0.fetch_max(value, Ordering::AcqRel)
         }
+        /// Adds `value` (wrapping); a count nobody orders other memory by.
+        #[cfg(feature = "counters")]
+        #[inline(always)]
+        pub(crate) fn add(&self, value: u64) {
+            self.0.fetch_add(value, Ordering::Relaxed);
+        }
+        /// The value, for a count nobody orders other memory by.
+        #[cfg(feature = "counters")]
+        #[inline(always)]
+        pub(crate) fn load_relaxed(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
     }
 }
 
@@ -92,6 +104,19 @@ mod imp {
                 found
             })
         }
+        #[cfg(feature = "counters")]
+        #[inline]
+        pub(crate) fn add(&self, value: u64) {
+            critical_section::with(|cs| {
+                let cell = self.0.borrow(cs);
+                cell.set(cell.get().wrapping_add(value));
+            })
+        }
+        #[cfg(feature = "counters")]
+        #[inline]
+        pub(crate) fn load_relaxed(&self) -> u64 {
+            self.load()
+        }
     }
 }
 
@@ -122,6 +147,14 @@ mod imp {
         }
         pub(crate) fn fetch_max(&self, value: u64) -> u64 {
             self.0.fetch_max(value, Ordering::AcqRel)
+        }
+        #[cfg(feature = "counters")]
+        pub(crate) fn add(&self, value: u64) {
+            self.0.fetch_add(value, Ordering::Relaxed);
+        }
+        #[cfg(feature = "counters")]
+        pub(crate) fn load_relaxed(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
         }
     }
 }
