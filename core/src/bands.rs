@@ -89,6 +89,9 @@ pub struct Bands<C, const B: usize> {
     max_permits: u32,
     listener: Option<&'static dyn Listener>,
     clock: C,
+    /// Calls admitted at once, for metrics.
+    #[cfg(feature = "counters")]
+    admitted: crate::state::Counter,
 }
 
 impl<C, const B: usize> fmt::Debug for Bands<C, B> {
@@ -202,6 +205,8 @@ impl<C, const B: usize> Bands<C, B> {
             max_permits,
             listener: None,
             clock,
+            #[cfg(feature = "counters")]
+            admitted: crate::state::Counter::new(),
         }
     }
 
@@ -217,6 +222,8 @@ impl<C, const B: usize> Bands<C, B> {
             max_permits,
             listener: None,
             clock,
+            #[cfg(feature = "counters")]
+            admitted: crate::state::Counter::new(),
         }
     }
 
@@ -285,6 +292,14 @@ impl<C, const B: usize> Bands<C, B> {
     /// ```
     pub const fn max_wait(&self) -> Duration {
         TickRate::from_hz(self.rates[0].unit_hz).duration_ceil(self.max_wait)
+    }
+
+    /// How many calls it has admitted at once since it was built (calls that waited are
+    /// reported to the listener as [`Event::Waiting`]). Wraps at `u64::MAX`.
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn admitted_count(&self) -> u64 {
+        self.admitted.get()
     }
 
     fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
@@ -435,7 +450,11 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
         self.check_permits(k)?;
         match self.charge(&self.increments(k), 0).1 {
-            Charge::Done { .. } => Ok(()),
+            Charge::Done { .. } => {
+                #[cfg(feature = "counters")]
+                self.admitted.increment();
+                Ok(())
+            }
             Charge::Refused(wait) => Err(self.rejected(wait).into()),
         }
     }
@@ -504,15 +523,27 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                     slot,
                     wait,
                 },
-            ) => Ok(BandsReservation {
-                bands: self,
-                written,
-                increments,
-                slot,
-                wait,
-                permits: k,
-                settled: false,
-            }),
+            ) => {
+                if wait == 0 {
+                    #[cfg(feature = "counters")]
+                    self.admitted.increment();
+                } else if let Some(listener) = self.listener {
+                    listener.on_event(&Event::Waiting {
+                        id: self.id,
+                        permits: k,
+                        wait: TickRate::from_hz(self.rates[0].unit_hz).duration_ceil(wait),
+                    });
+                }
+                Ok(BandsReservation {
+                    bands: self,
+                    written,
+                    increments,
+                    slot,
+                    wait,
+                    permits: k,
+                    settled: false,
+                })
+            }
             (_, Charge::Refused(wait)) => Err(self.rejected(wait).into()),
         }
     }

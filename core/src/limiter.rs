@@ -592,9 +592,9 @@ impl<C: Clock> RateLimiter<C> {
                     publish_waiting(listener, self.id, k, self.duration(wait));
                 }
                 Ok(Reservation::new(
-                self,
-                new_tat,
-                increment,
+                    self,
+                    new_tat,
+                    increment,
                     now.saturating_add(wait),
                     wait,
                     k,

@@ -41,8 +41,14 @@ pub use wait::{Interrupt, ParkWait};
 
 use ritmo_core::{Config, RateLimiter};
 
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 #[cfg(feature = "serde")]
 pub mod settings;
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub mod tracing;
 
 /// The crate's version.
 ///
