@@ -93,7 +93,7 @@ fn one_id_with_another_config_is_reg_008_and_changes_nothing() {
     }
     let same = limiters.get("geocoding").unwrap();
     assert!(std::ptr::eq(same, geocoding));
-    assert_eq!(*same.config(), GEOCODING);
+    assert_eq!(same.config(), GEOCODING);
     assert_eq!(same.available_permits(), 3);
     assert_eq!(limiters.len(), 1);
 }

@@ -527,7 +527,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 if wait == 0 {
                     #[cfg(feature = "counters")]
                     self.admitted.increment();
-                } else if let Some(listener) = self.listener {
+                } else if let Some(listener) = self.listener.filter(|l| l.wants_waiting()) {
                     listener.on_event(&Event::Waiting {
                         id: self.id,
                         permits: k,

@@ -23,7 +23,8 @@ pub enum Event {
     /// A call was refused.
     Rejected(RateLimitExceeded),
     /// A call reserved a permit that arrives later, and waits for it (published when the
-    /// reservation is made: the wait is known then).
+    /// reservation is made: the wait is known then), to listeners whose
+    /// [`wants_waiting`](Listener::wants_waiting) says so.
     Waiting {
         /// The limiter's id.
         id: &'static str,
@@ -91,6 +92,13 @@ impl Event {
 pub trait Listener: Sync {
     /// Handles one event.
     fn on_event(&self, event: &Event);
+
+    /// Whether it also wants [`Event::Waiting`] (a reservation that waits for a later permit, with
+    /// its wait: what a wait-time histogram needs). `false` unless overridden: a call admitted,
+    /// at once or after a wait, publishes nothing to a listener that does not ask.
+    fn wants_waiting(&self) -> bool {
+        false
+    }
 }
 
 /// Two listeners in one: every event goes to the first, then to the second (metrics and logs, say).
@@ -121,13 +129,26 @@ pub struct Tee<A, B>(pub A, pub B);
 
 impl<A: Listener, B: Listener> Listener for Tee<A, B> {
     fn on_event(&self, event: &Event) {
-        self.0.on_event(event);
-        self.1.on_event(event);
+        let waiting = matches!(event, Event::Waiting { .. });
+        if !waiting || self.0.wants_waiting() {
+            self.0.on_event(event);
+        }
+        if !waiting || self.1.wants_waiting() {
+            self.1.on_event(event);
+        }
+    }
+
+    fn wants_waiting(&self) -> bool {
+        self.0.wants_waiting() || self.1.wants_waiting()
     }
 }
 
 impl<L: Listener + ?Sized> Listener for &L {
     fn on_event(&self, event: &Event) {
         (**self).on_event(event);
+    }
+
+    fn wants_waiting(&self) -> bool {
+        (**self).wants_waiting()
     }
 }

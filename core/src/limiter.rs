@@ -1,5 +1,7 @@
 //! [`RateLimiter`]: a clock, a config converted to the clock's ticks, and one word of state.
 
+mod live;
+
 use core::fmt;
 use core::time::Duration;
 
@@ -10,6 +12,7 @@ use crate::event::{Event, Listener};
 use crate::gcra::Refused;
 use crate::gcra::{self, Reserve};
 use crate::state::{State, Take};
+use crate::sync::Flag;
 use crate::wait::{AdvanceClock, Wait};
 
 /// A config converted into the limiter's time unit, once, when the limiter is built.
@@ -90,7 +93,12 @@ impl Rate {
 
     /// `k * T`, saturating.
     pub(crate) const fn increment(&self, k: u32) -> u64 {
-        saturate(self.interval as u128 * k as u128)
+        Self::increment_of(self.interval, k)
+    }
+
+    /// `k * interval`, saturating.
+    pub(crate) const fn increment_of(interval: u64, k: u32) -> u64 {
+        saturate(interval as u128 * k as u128)
     }
 
     /// A duration in units, rounded down.
@@ -163,8 +171,10 @@ pub struct RateLimiter<C> {
     listener: Option<&'static dyn Listener>,
     /// Enabled and without a listener: a rejection only returns its error. One flag, so that the
     /// rejected path tests one byte instead of two things.
-    plain_reject: bool,
+    plain_reject: Flag,
     clock: C,
+    /// The state and config after a [`reconfigure`](Self::reconfigure); unused before.
+    live: live::Live,
     /// Calls admitted at once, for metrics.
     #[cfg(feature = "counters")]
     admitted: crate::state::Counter,
@@ -174,8 +184,9 @@ impl<C> fmt::Debug for RateLimiter<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimiter")
             .field("id", &self.id)
-            .field("config", &self.config)
+            .field("config", &self.config())
             .field("tat", &self.state.tat())
+            .field("live", &self.live)
             .field("has_listener", &self.listener.is_some())
             .finish_non_exhaustive()
     }
@@ -238,8 +249,9 @@ impl<C> RateLimiter<C> {
             id,
             config,
             listener: None,
-            plain_reject: config.enabled(),
+            plain_reject: Flag::new(config.enabled()),
             clock,
+            live: live::Live::new(config),
             #[cfg(feature = "counters")]
             admitted: crate::state::Counter::new(),
         }
@@ -253,8 +265,9 @@ impl<C> RateLimiter<C> {
             id,
             config,
             listener: None,
-            plain_reject: config.enabled(),
+            plain_reject: Flag::new(config.enabled()),
             clock,
+            live: live::Live::new(config),
             #[cfg(feature = "counters")]
             admitted: crate::state::Counter::new(),
         }
@@ -277,7 +290,7 @@ impl<C> RateLimiter<C> {
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
         self.listener = Some(listener);
-        self.plain_reject = false;
+        self.plain_reject = Flag::new(false);
         self
     }
 
@@ -291,18 +304,6 @@ impl<C> RateLimiter<C> {
     /// ```
     pub const fn id(&self) -> &'static str {
         self.id
-    }
-
-    /// The config it was built with.
-    ///
-    /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
-    /// # use core::time::Duration;
-    /// let c = Config::new(5, Duration::from_secs(1)).unwrap();
-    /// assert_eq!(*RateLimiter::new("x", c, ManualClock::new()).config(), c);
-    /// ```
-    pub const fn config(&self) -> &Config {
-        &self.config
     }
 
     /// The clock it reads.
@@ -348,7 +349,9 @@ fn unlikely() {}
 #[cold]
 #[inline(never)]
 fn publish_waiting(listener: &dyn Listener, id: &'static str, permits: u32, wait: Duration) {
-    listener.on_event(&Event::Waiting { id, permits, wait });
+    if listener.wants_waiting() {
+        listener.on_event(&Event::Waiting { id, permits, wait });
+    }
 }
 
 #[cold]
@@ -396,7 +399,7 @@ impl<C: Clock> RateLimiter<C> {
                 }
                 Err(found) => self.take_contended(found, now, self.rate.interval, self.rate.limit),
             },
-            Err(refused) if self.plain_reject => Err(refused.wait()),
+            Err(refused) if self.plain_reject.get() => Err(refused.wait()),
             Err(refused) => self.refused_slow(refused),
         };
         // The error is built here, inline, from the wait alone: a caller that only asks
@@ -445,6 +448,21 @@ impl<C: Clock> RateLimiter<C> {
     #[cold]
     #[inline(never)]
     fn refused_slow(&self, refused: Refused) -> Result<(), u64> {
+        if self.live.reconfigured() {
+            return match self.live_acquire(1, Some(0)) {
+                live::Outcome::Granted { .. } => {
+                    self.count_admitted();
+                    Ok(())
+                }
+                live::Outcome::Refused(wait) => {
+                    if let Some(listener) = self.listener {
+                        listener.on_event(&Event::Rejected(self.error(wait)));
+                    }
+                    Err(wait)
+                }
+                live::Outcome::Disabled | live::Outcome::Invalid(_) => Ok(()),
+            };
+        }
         if !self.config.enabled() {
             return Ok(());
         }
@@ -464,7 +482,7 @@ impl<C: Clock> RateLimiter<C> {
                 self.count_admitted();
                 Ok(())
             }
-            Err(refused) if self.plain_reject => Err(refused.wait()),
+            Err(refused) if self.plain_reject.get() => Err(refused.wait()),
             Err(refused) => self.refused_slow(refused),
         }
     }
@@ -482,24 +500,68 @@ impl<C: Clock> RateLimiter<C> {
     /// ```
     #[inline]
     pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
-        self.check_permits(k)?;
-        if !self.config.enabled() {
-            return Ok(());
+        if k == 0 || k > self.config.permits() || !self.config.enabled() {
+            return self.try_acquire_n_cold(k);
         }
         let now = self.now_units();
         let increment = self.rate.increment(k);
         // `increment <= window` since `k <= permits`.
         let limit = self.rate.window - increment + 1;
-        let verdict = match self.state.take(now, increment, limit) {
+        match self.state.take(now, increment, limit) {
             Take::Taken => {
                 self.count_admitted();
                 Ok(())
             }
-            Take::Refused(refused) if self.plain_reject => Err(refused.wait()),
-            Take::Refused(refused) => self.refused_slow(refused),
-            Take::Lost(found) => self.take_contended(found, now, increment, limit),
-        };
-        verdict.map_err(|wait| self.error(wait).into())
+            Take::Refused(refused) if self.plain_reject.get() => {
+                Err(self.error(refused.wait()).into())
+            }
+            Take::Refused(refused) => self.refused_slow_n(refused, k),
+            Take::Lost(found) => self.take_contended_n(found, now, increment, limit, k),
+        }
+    }
+
+    /// [`take_contended`](Self::take_contended) for `k` permits.
+    #[cold]
+    #[inline(never)]
+    fn take_contended_n(
+        &self,
+        found: u64,
+        now: u64,
+        increment: u64,
+        limit: u64,
+        k: u32,
+    ) -> Result<(), AcquireError> {
+        match self.state.take_contended(found, now, increment, limit) {
+            Ok(_) => {
+                self.count_admitted();
+                Ok(())
+            }
+            Err(refused) if self.plain_reject.get() => Err(self.error(refused.wait()).into()),
+            Err(refused) => self.refused_slow_n(refused, k),
+        }
+    }
+
+    /// `try_acquire_n` with `k` invalid for the config the limiter was built with, or on a
+    /// limiter built disabled: either may have changed since (a reconfigure).
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_n_cold(&self, k: u32) -> Result<(), AcquireError> {
+        if self.live.reconfigured() {
+            return self.live_try(k);
+        }
+        self.check_permits(k)?;
+        Ok(()) // disabled
+    }
+
+    /// A refusal of `k` permits on a limiter that is reconfigured, disabled or has a listener.
+    #[cold]
+    #[inline(never)]
+    fn refused_slow_n(&self, refused: Refused, k: u32) -> Result<(), AcquireError> {
+        if self.live.reconfigured() {
+            return self.live_try(k);
+        }
+        self.refused_slow(refused)
+            .map_err(|wait| self.error(wait).into())
     }
 
     /// Takes one permit now, or reserves the next one if it arrives within the config's
@@ -525,11 +587,10 @@ impl<C: Clock> RateLimiter<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reserve(&self) -> Result<Reservation<'_, C>, RateLimitExceeded> {
-        self.reserve_units(1, self.rate.max_wait)
-            .map_err(|e| match e {
-                AcquireError::RateLimited(e) => e,
-                AcquireError::InvalidPermits(_) => unreachable!("1 permit is always valid"),
-            })
+        self.reserve_units(1, None).map_err(|e| match e {
+            AcquireError::RateLimited(e) => e,
+            AcquireError::InvalidPermits(_) => unreachable!("1 permit is always valid"),
+        })
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit (their slot is the
@@ -547,7 +608,7 @@ impl<C: Clock> RateLimiter<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reserve_n(&self, k: u32) -> Result<Reservation<'_, C>, AcquireError> {
-        self.reserve_units(k, self.rate.max_wait)
+        self.reserve_units(k, None)
     }
 
     /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait` instead of the
@@ -569,16 +630,24 @@ impl<C: Clock> RateLimiter<C> {
         k: u32,
         max_wait: Duration,
     ) -> Result<Reservation<'_, C>, AcquireError> {
-        self.reserve_units(k, self.rate.units_floor(max_wait))
+        self.reserve_units(k, Some(self.rate.units_floor(max_wait)))
     }
 
-    fn reserve_units(&self, k: u32, max_wait: u64) -> Result<Reservation<'_, C>, AcquireError> {
+    fn reserve_units(
+        &self,
+        k: u32,
+        max_wait: Option<u64>,
+    ) -> Result<Reservation<'_, C>, AcquireError> {
+        if self.live.reconfigured() {
+            return self.live_reserve(k, max_wait);
+        }
         self.check_permits(k)?;
         let now = self.now_units();
         if !self.config.enabled() {
             return Ok(Reservation::new(self, 0, 0, now, 0, k));
         }
         let increment = self.rate.increment(k);
+        let max_wait = max_wait.unwrap_or(self.rate.max_wait);
         match self
             .state
             .reserve(now, increment, self.rate.window, max_wait)
@@ -599,6 +668,10 @@ impl<C: Clock> RateLimiter<C> {
                     wait,
                     k,
                 ))
+            }
+            // A reconfigure froze the state meanwhile: decide on the reconfigured path.
+            Reserve::Reject { .. } if self.live.reconfigured() => {
+                self.live_reserve(k, Some(max_wait))
             }
             Reserve::Reject { wait } => Err(self.rejected(wait).into()),
         }
@@ -665,6 +738,9 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(l.available_permits(), 3);
     /// ```
     pub fn available_permits(&self) -> u32 {
+        if self.live.reconfigured() {
+            return self.live_available();
+        }
         if !self.config.enabled() {
             return self.config.permits();
         }
@@ -706,6 +782,10 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.retry_after_n(11).is_err());
     /// ```
     pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
+        if self.live.reconfigured() {
+            let wait = self.live_retry_after(k)?;
+            return Ok(self.duration(wait));
+        }
         self.check_permits(k)?;
         if !self.config.enabled() {
             return Ok(Duration::ZERO);
@@ -734,7 +814,7 @@ impl<C: Clock> RateLimiter<C> {
         Snapshot {
             instance: self.id,
             available_permits: self.available_permits(),
-            permits: self.config.permits(),
+            permits: self.permits_now(),
         }
     }
 }
@@ -803,6 +883,8 @@ pub struct Reservation<'a, C: Clock> {
     wait: u64,
     permits: u32,
     settled: bool,
+    /// 0: made on the original state; else the reconfigure generation it was made under.
+    seq: u32,
 }
 
 impl<C: Clock> fmt::Debug for Reservation<'_, C> {
@@ -833,6 +915,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
             wait,
             permits,
             settled: false,
+            seq: 0,
         }
     }
 
@@ -1006,7 +1089,13 @@ impl<'a, C: Clock> Reservation<'a, C> {
         if self.increment == 0 {
             return true;
         }
-        let returned = self.limiter.state.refund(self.written, self.increment);
+        let returned = if self.seq == 0 {
+            // A reconfigure since has frozen this state: nothing goes back then.
+            self.limiter.state.refund(self.written, self.increment)
+        } else {
+            self.limiter
+                .live_refund(self.seq, self.written, self.increment)
+        };
         if let Some(listener) = self.limiter.listener {
             listener.on_event(&Event::Released {
                 instance: self.limiter.id,

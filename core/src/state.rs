@@ -172,3 +172,17 @@ impl Counter {
         self.0.load_relaxed()
     }
 }
+
+impl State {
+    /// Sets the state to `u64::MAX` (a state that admits nothing) and returns what it held: for a
+    /// reconfigure, which then moves the limiter's state elsewhere.
+    pub(crate) fn freeze(&self) -> u64 {
+        let mut tat = self.tat.load();
+        loop {
+            match self.tat.compare_exchange(tat, u64::MAX) {
+                Ok(_) => return tat,
+                Err(found) => tat = found,
+            }
+        }
+    }
+}

@@ -160,3 +160,107 @@ mod imp {
 }
 
 pub(crate) use imp::U64Cell;
+
+/// A flag read on the hot path with a plain load (`Relaxed`): a `portable_atomic::AtomicBool`,
+/// whose loads and stores are native on every target (no critical section on a Cortex-M0).
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct Flag(portable_atomic::AtomicBool);
+
+#[cfg(not(loom))]
+impl Flag {
+    pub(crate) const fn new(value: bool) -> Self {
+        Self(portable_atomic::AtomicBool::new(value))
+    }
+    #[inline(always)]
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(portable_atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn set(&self, value: bool) {
+        self.0.store(value, portable_atomic::Ordering::Release)
+    }
+}
+
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct Flag(loom::sync::atomic::AtomicBool);
+
+#[cfg(loom)]
+impl Flag {
+    pub(crate) fn new(value: bool) -> Self {
+        Self(loom::sync::atomic::AtomicBool::new(value))
+    }
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(loom::sync::atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn set(&self, value: bool) {
+        self.0.store(value, loom::sync::atomic::Ordering::Release)
+    }
+}
+
+/// A sequence number for a seqlock: loads and stores only (native everywhere), one writer at a
+/// time (the writers hold a critical section).
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct Seq(portable_atomic::AtomicU32);
+
+#[cfg(not(loom))]
+impl Seq {
+    pub(crate) const fn new() -> Self {
+        Self(portable_atomic::AtomicU32::new(0))
+    }
+    #[inline(always)]
+    pub(crate) fn load(&self) -> u32 {
+        self.0.load(portable_atomic::Ordering::Acquire)
+    }
+    pub(crate) fn load_relaxed(&self) -> u32 {
+        self.0.load(portable_atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn store_relaxed(&self, value: u32) {
+        self.0.store(value, portable_atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn store(&self, value: u32) {
+        self.0.store(value, portable_atomic::Ordering::Release)
+    }
+}
+
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct Seq(loom::sync::atomic::AtomicU32);
+
+#[cfg(loom)]
+impl Seq {
+    pub(crate) fn new() -> Self {
+        Self(loom::sync::atomic::AtomicU32::new(0))
+    }
+    pub(crate) fn load(&self) -> u32 {
+        self.0.load(loom::sync::atomic::Ordering::Acquire)
+    }
+    pub(crate) fn load_relaxed(&self) -> u32 {
+        self.0.load(loom::sync::atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn store_relaxed(&self, value: u32) {
+        self.0.store(value, loom::sync::atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn store(&self, value: u32) {
+        self.0.store(value, loom::sync::atomic::Ordering::Release)
+    }
+}
+
+/// An acquire fence: loads before it are not reordered after loads that follow it.
+#[inline]
+pub(crate) fn fence_acquire() {
+    #[cfg(not(loom))]
+    portable_atomic::fence(portable_atomic::Ordering::Acquire);
+    #[cfg(loom)]
+    loom::sync::atomic::fence(loom::sync::atomic::Ordering::Acquire);
+}
+
+/// A release fence: stores after it are not reordered before stores that precede it.
+#[inline]
+pub(crate) fn fence_release() {
+    #[cfg(not(loom))]
+    portable_atomic::fence(portable_atomic::Ordering::Release);
+    #[cfg(loom)]
+    loom::sync::atomic::fence(loom::sync::atomic::Ordering::Release);
+}

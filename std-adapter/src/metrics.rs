@@ -130,6 +130,10 @@ impl Listener for MetricsListener {
             _ => {}
         }
     }
+
+    fn wants_waiting(&self) -> bool {
+        true
+    }
 }
 
 /// Records a limiter's admitted count and its available permits (call it before a scrape, or on

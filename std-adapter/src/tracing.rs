@@ -75,4 +75,8 @@ impl Listener for TracingListener {
             _ => {}
         }
     }
+
+    fn wants_waiting(&self) -> bool {
+        true
+    }
 }
