@@ -268,7 +268,8 @@ pub const fn reconfigure(
         tat - window + new_window as u128
     } else {
         // `kept` available now and the next one `r` later (0 < r <= T): at most T' later now.
-        let r = tat + (old as u128 + 1) * interval as u128 - window - now;
+        let start = if tat > now { tat } else { now };
+        let r = start + (old as u128 + 1) * interval as u128 - window - now;
         let r = if r > new_interval as u128 {
             new_interval as u128
         } else {
