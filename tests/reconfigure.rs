@@ -4,7 +4,7 @@
 //! real threads calling while another reconfigures.
 
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
 use ritmo::{AcquireError, Clock, Config, ManualClock, RateLimiter, Reservation};
@@ -123,8 +123,14 @@ impl Model {
                 now + new.w() + r - (kept + 1) * new.t
             }
         };
-        if tat == before {
-            tat += 1;
+        if tat == before && self.epoch > 0 {
+            // From the second change on, the state never keeps its number: one ns earlier if that means the same (at or
+            // before now), else one ns later.
+            tat = if tat <= now && tat > 0 {
+                tat - 1
+            } else {
+                tat + 1
+            };
         }
         self.tat = tat;
         self.cfg = new;
@@ -345,8 +351,8 @@ fn available_permits_become_the_smaller_and_owed_permits_stay_owed() {
     l.reconfigure(c(100, 1000).with_max_wait(Duration::from_secs(5)));
     assert_eq!(l.available_permits(), 0);
     let next = l.reserve().unwrap();
-    // After b, at the new 10 ms spacing (and 1 ns: the state never keeps its number across a
-    // change, here it would have).
+    // After b, at the new 10 ms spacing (and 1 ns: from the second change on the state never
+    // keeps its number across a change, and here it would have).
     assert_eq!(next.wait_time(), Duration::from_nanos(1_010_000_001));
     // A reservation made before the change does not go back after it.
     assert!(!b.cancel());
@@ -391,12 +397,11 @@ fn threads_racing_reconfigures_never_exceed_the_burst() {
     let small = Config::new(5, Duration::from_secs(1)).unwrap();
     let large = Config::new(50, Duration::from_secs(1)).unwrap();
     let l = RateLimiter::new("race", large, &clock);
-    let stop = AtomicBool::new(false);
     let admitted = AtomicU64::new(0);
     std::thread::scope(|s| {
         for _ in 0..3 {
             s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
+                for _ in 0..2_000 {
                     if l.try_acquire().is_ok() {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
@@ -412,10 +417,38 @@ fn threads_racing_reconfigures_never_exceed_the_burst() {
         for i in 0..2_000 {
             l.reconfigure(if i % 2 == 0 { small } else { large });
         }
-        stop.store(true, Ordering::Relaxed);
     });
-    // The time never moves: 50 permits at most, whatever the configs did.
+    // The time never moves: 50 permits at most, whatever the configs did, counting those still
+    // available at the end.
     let admitted = admitted.load(Ordering::Relaxed);
-    assert!(admitted <= 50, "{admitted} admitted");
-    assert_eq!(l.available_permits(), 0);
+    let left = u64::from(l.available_permits());
+    assert!(admitted + left <= 50, "{admitted} admitted, {left} left");
+}
+
+/// `k` is checked against the config in force: more than its permits is an error, not a wait.
+#[test]
+fn permits_asked_are_checked_against_the_config_in_force() {
+    let clock = ManualClock::new();
+    let c = |n| Config::new(n, Duration::from_secs(1)).unwrap();
+    let l = RateLimiter::new("api", c(10), &clock);
+    l.reconfigure(c(2));
+    for k in [0, 3, 10, 12] {
+        assert!(
+            matches!(l.try_acquire_n(k), Err(AcquireError::InvalidPermits(e)) if e.permits() == 2),
+            "k = {k}"
+        );
+        assert!(matches!(
+            l.reserve_n(k),
+            Err(AcquireError::InvalidPermits(_))
+        ));
+        assert!(l.retry_after_n(k).is_err());
+    }
+    l.reconfigure(c(20));
+    assert!(l.try_acquire_n(2).is_ok()); // 2 were available, and stay so
+    assert!(matches!(
+        l.try_acquire_n(15),
+        Err(AcquireError::RateLimited(_))
+    ));
+    clock.advance(Duration::from_secs(1));
+    assert!(l.try_acquire_n(15).is_ok());
 }

@@ -340,6 +340,11 @@ impl<C> RateLimiter<C> {
     }
 }
 
+/// A "wait" that says the permits asked for are more than the config a reconfigure set allows:
+/// reported as [`InvalidPermits`], never as a wait (no wait is that long: 584 years in
+/// nanoseconds).
+const INVALID_NOW: u64 = u64::MAX - 1;
+
 /// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
 /// as the straight path.
 #[cold]
@@ -507,38 +512,33 @@ impl<C: Clock> RateLimiter<C> {
         let increment = self.rate.increment(k);
         // `increment <= window` since `k <= permits`.
         let limit = self.rate.window - increment + 1;
-        match self.state.take(now, increment, limit) {
+        let verdict = match self.state.take(now, increment, limit) {
             Take::Taken => {
                 self.count_admitted();
                 Ok(())
             }
-            Take::Refused(refused) if self.plain_reject.get() => {
-                Err(self.error(refused.wait()).into())
-            }
+            Take::Refused(refused) if self.plain_reject.get() => Err(refused.wait()),
             Take::Refused(refused) => self.refused_slow_n(refused, k),
             Take::Lost(found) => self.take_contended_n(found, now, increment, limit, k),
+        };
+        verdict.map_err(|wait| self.error_n(wait, k))
+    }
+
+    /// The error of a refused `try_acquire_n`: [`INVALID_NOW`] when `k` is no longer valid for
+    /// the config a reconfigure set.
+    #[inline(always)]
+    fn error_n(&self, wait: u64, k: u32) -> AcquireError {
+        if wait == INVALID_NOW {
+            self.invalid_now(k)
+        } else {
+            self.error(wait).into()
         }
     }
 
-    /// [`take_contended`](Self::take_contended) for `k` permits.
     #[cold]
     #[inline(never)]
-    fn take_contended_n(
-        &self,
-        found: u64,
-        now: u64,
-        increment: u64,
-        limit: u64,
-        k: u32,
-    ) -> Result<(), AcquireError> {
-        match self.state.take_contended(found, now, increment, limit) {
-            Ok(_) => {
-                self.count_admitted();
-                Ok(())
-            }
-            Err(refused) if self.plain_reject.get() => Err(self.error(refused.wait()).into()),
-            Err(refused) => self.refused_slow_n(refused, k),
-        }
+    fn invalid_now(&self, k: u32) -> AcquireError {
+        InvalidPermits::new(self.id, k, self.permits_now()).into()
     }
 
     /// `try_acquire_n` with `k` invalid for the config the limiter was built with, or on a
@@ -556,12 +556,45 @@ impl<C: Clock> RateLimiter<C> {
     /// A refusal of `k` permits on a limiter that is reconfigured, disabled or has a listener.
     #[cold]
     #[inline(never)]
-    fn refused_slow_n(&self, refused: Refused, k: u32) -> Result<(), AcquireError> {
+    fn refused_slow_n(&self, refused: Refused, k: u32) -> Result<(), u64> {
         if self.live.reconfigured() {
-            return self.live_try(k);
+            return match self.live_acquire(k, Some(0)) {
+                live::Outcome::Granted { .. } => {
+                    self.count_admitted();
+                    Ok(())
+                }
+                live::Outcome::Refused(wait) => {
+                    if let Some(listener) = self.listener {
+                        listener.on_event(&Event::Rejected(self.error(wait)));
+                    }
+                    Err(wait)
+                }
+                live::Outcome::Disabled => Ok(()),
+                live::Outcome::Invalid(_) => Err(INVALID_NOW),
+            };
         }
         self.refused_slow(refused)
-            .map_err(|wait| self.error(wait).into())
+    }
+
+    /// [`take_contended`](Self::take_contended) for `k` permits.
+    #[cold]
+    #[inline(never)]
+    fn take_contended_n(
+        &self,
+        found: u64,
+        now: u64,
+        increment: u64,
+        limit: u64,
+        k: u32,
+    ) -> Result<(), u64> {
+        match self.state.take_contended(found, now, increment, limit) {
+            Ok(_) => {
+                self.count_admitted();
+                Ok(())
+            }
+            Err(refused) if self.plain_reject.get() => Err(refused.wait()),
+            Err(refused) => self.refused_slow_n(refused, k),
+        }
     }
 
     /// Takes one permit now, or reserves the next one if it arrives within the config's

@@ -5,8 +5,9 @@
 //! A limiter that is never reconfigured runs exactly the code it always ran: its config's numbers
 //! are plain fields, read without any check. The first reconfigure moves the limiter's state out
 //! of the way: it sets the original state word to "admits nothing" (`u64::MAX`) for good, and
-//! from then on every call finds that out with the load it does anyway, and goes to this module's
-//! path (out of line) instead of rejecting. That path reads the config's numbers and a second
+//! from then on every call finds that out with the load it does anyway, and (the flag "a
+//! refusal only returns its error" cleared) goes to this module's path, out of line, instead of
+//! rejecting. That path reads the config's numbers and a second
 //! state word under a sequence lock (a reconfigure in progress makes readers retry; readers never
 //! block a writer and never write anything but the state word, with one compare-and-swap), so it
 //! is still lock-free for callers. Reconfigures themselves are serialised by a critical section,
@@ -274,11 +275,15 @@ impl<C: Clock> RateLimiter<C> {
                 )
             };
             // Never the value it replaced: a caller that read the old state and numbers just
-            // before the change cannot complete its compare-and-swap against the new ones.
-            let tat = if tat == old_tat && tat != u64::MAX {
-                tat + 1
-            } else {
+            // before the change cannot complete its compare-and-swap against the new ones (the
+            // first change moves to a new word: no such caller there). A state at or before
+            // `now` means the same one unit earlier; a later one is moved one unit later.
+            let tat = if seq == 0 || tat != old_tat || tat == u64::MAX {
                 tat
+            } else if tat <= now && tat > 0 {
+                tat - 1
+            } else {
+                tat + 1
             };
             self.live.interval.store(new.interval);
             self.live.window.store(new.window);
