@@ -416,3 +416,29 @@ fn real_threads_keep_every_band_within_its_bound() {
         1_000,
     );
 }
+
+/// Three bands in a `static`: per second, per minute and per day, built at compile time.
+#[test]
+fn three_bands_in_a_static() {
+    use ritmo::const_config;
+    static CLOCK: ManualClock = ManualClock::new();
+    static QUOTA: Bands<&ManualClock, 3> = Bands::new(
+        "quota",
+        [
+            const_config!(5, Duration::from_secs(1)),
+            const_config!(20, Duration::from_secs(60)),
+            const_config!(30, Duration::from_secs(86_400)),
+        ],
+        &CLOCK,
+    );
+    let mut admitted = 0;
+    for _ in 0..120 {
+        for _ in 0..10 {
+            admitted += u32::from(QUOTA.try_acquire().is_ok());
+        }
+        CLOCK.advance(Duration::from_secs(1));
+    }
+    // Over 120 s the per-day band (30, no refill within the run) binds.
+    assert_eq!(admitted, 30);
+    assert_eq!(QUOTA.available_permits_per_band()[2], 0);
+}

@@ -146,6 +146,11 @@ impl State {
 
 /// A count of admitted calls (feature `counters`), on a cache line of its own on 64-bit targets
 /// so that counting does not slow down the compare-and-swap on `tat` of another core.
+///
+/// On targets with 64-bit atomics the count is a plain load and store (a locked add would cost
+/// the admitted call as much again as its compare-and-swap, measured): exact while one core at a
+/// time admits calls on the limiter, and may undercount (never overcount) when two cores admit at
+/// the same instant. Without 64-bit atomics it is one critical section, and exact.
 #[cfg(feature = "counters")]
 #[derive(Debug)]
 #[cfg_attr(target_pointer_width = "64", repr(align(128)))]
