@@ -405,11 +405,11 @@ fn threads_racing_reconfigures_never_exceed_the_burst() {
                     if l.try_acquire().is_ok() {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
-                    if let Ok(r) = l.reserve_n(1) {
-                        if r.wait_time().is_zero() {
-                            admitted.fetch_add(1, Ordering::Relaxed);
-                            r.commit();
-                        }
+                    if let Ok(r) = l.reserve_n(1)
+                        && r.wait_time().is_zero()
+                    {
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                        r.commit();
                     }
                 }
             });
