@@ -165,12 +165,12 @@ mod imp {
 pub(crate) use imp::U64Cell;
 
 /// A flag read on the hot path with a plain load (`Relaxed`): a `portable_atomic::AtomicBool`,
-/// whose loads and stores are native on every target (no critical section on a Cortex-M0).
-#[cfg(not(loom))]
+/// whose loads and stores are native on every target (no critical section on a Cortex-M0). The
+/// same under loom: it changes only when a limiter is reconfigured, which the loom models do not
+/// do, and its `const` constructor keeps `with_listener` a `const fn` there too.
 #[derive(Debug)]
 pub(crate) struct Flag(portable_atomic::AtomicBool);
 
-#[cfg(not(loom))]
 impl Flag {
     pub(crate) const fn new(value: bool) -> Self {
         Self(portable_atomic::AtomicBool::new(value))
@@ -181,23 +181,6 @@ impl Flag {
     }
     pub(crate) fn set(&self, value: bool) {
         self.0.store(value, portable_atomic::Ordering::Release)
-    }
-}
-
-#[cfg(loom)]
-#[derive(Debug)]
-pub(crate) struct Flag(loom::sync::atomic::AtomicBool);
-
-#[cfg(loom)]
-impl Flag {
-    pub(crate) fn new(value: bool) -> Self {
-        Self(loom::sync::atomic::AtomicBool::new(value))
-    }
-    pub(crate) fn get(&self) -> bool {
-        self.0.load(loom::sync::atomic::Ordering::Relaxed)
-    }
-    pub(crate) fn set(&self, value: bool) {
-        self.0.store(value, loom::sync::atomic::Ordering::Release)
     }
 }
 
