@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Bencher, Criterion};
 use governor::clock::FakeRelativeClock;
-use ritmo::std::StdClock;
+use ritmo::server::StdClock;
 use ritmo::{Clock, ManualClock, RateLimiter, Registry};
 
 mod support;

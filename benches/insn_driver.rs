@@ -18,7 +18,7 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use governor::clock::FakeRelativeClock;
-use ritmo::std::StdClock;
+use ritmo::server::StdClock;
 use ritmo::{Clock, Event, Listener, ManualClock, RateLimiter, Registry};
 
 mod support;

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
-use ritmo::std::metrics::{self as ritmo_metrics, MetricsListener};
+use ritmo::server::metrics::{self as ritmo_metrics, MetricsListener};
 use ritmo::{AdvanceClock, Bands, Config, ManualClock, RateLimiter};
 
 static METRICS: MetricsListener = MetricsListener::new();

@@ -9,7 +9,7 @@ use std::alloc::System;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ritmo::std::{BlockingExt, StdClock};
+use ritmo::server::{BlockingExt, StdClock};
 use ritmo::{Config, Event, Listener, ManualClock, RateLimiter, Registry};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -77,7 +77,7 @@ fn core_paths() {
     spent.try_acquire().unwrap();
     assert_no_allocation("try_acquire, rejected (the error kept)", || {
         let err = spent.try_acquire().unwrap_err();
-        assert_eq!(err.instance_id(), "rejected");
+        assert_eq!(err.id(), "rejected");
     });
     assert_no_allocation("try_acquire, rejected, error displayed to a sink", || {
         use std::fmt::Write;

@@ -134,13 +134,13 @@ impl<C: FixedRateClock, const B: usize> Bands<C, B> {
     /// use ritmo_core::{Bands, Config, ManualClock};
     /// let none: Bands<ManualClock, 0> = Bands::new("x", [], ManualClock::new());
     /// ```
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     pub const fn new(id: &'static str, configs: [Config; B], clock: C) -> Self {
         Self::build(id, configs, clock, C::TICK_RATE)
     }
 
     /// Bands named `id` on `clock`.
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub fn new(id: &'static str, configs: [Config; B], clock: C) -> Self {
         Self::build(id, configs, clock, C::TICK_RATE)
     }
@@ -162,12 +162,12 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 const fn new_states<const B: usize>() -> [State; B] {
     [const { State::new() }; B]
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 fn new_states<const B: usize>() -> [State; B] {
     core::array::from_fn(|_| State::new())
 }
@@ -193,7 +193,7 @@ const fn rates<const B: usize>(configs: &[Config; B], tick: TickRate) -> ([Rate;
 }
 
 impl<C, const B: usize> Bands<C, B> {
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     const fn build(id: &'static str, configs: [Config; B], clock: C, tick: TickRate) -> Self {
         let (rates, max_wait, max_permits) = rates(&configs, tick);
         Bands {
@@ -210,7 +210,7 @@ impl<C, const B: usize> Bands<C, B> {
         }
     }
 
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     fn build(id: &'static str, configs: [Config; B], clock: C, tick: TickRate) -> Self {
         let (rates, max_wait, max_permits) = rates(&configs, tick);
         Bands {
@@ -291,7 +291,7 @@ impl<C, const B: usize> Bands<C, B> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub const fn max_wait(&self) -> Duration {
-        TickRate::from_hz(self.rates[0].unit_hz).duration_ceil(self.max_wait)
+        self.rates[0].wait_duration(self.max_wait)
     }
 
     /// How many calls it has admitted at once since it was built (calls that waited are
@@ -311,8 +311,13 @@ impl<C, const B: usize> Bands<C, B> {
     }
 
     fn rejected(&self, wait: u64) -> RateLimitExceeded {
-        let error =
-            RateLimitExceeded::new(self.id, Reason::NoPermitInTime, wait, self.rates[0].unit_hz);
+        let error = RateLimitExceeded::new(
+            self.id,
+            Reason::NoPermitInTime,
+            wait,
+            self.rates[0].unit_hz,
+            self.rates[0].shift,
+        );
         if let Some(listener) = self.listener {
             listener.on_event(&Event::Rejected(error));
         }
@@ -345,7 +350,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
             if !self.configs[i].enabled() {
                 continue;
             }
-            match gcra::check(tats[i], now, increments[i], self.rates[i].window) {
+            match gcra::check(tats[i], now, increments[i], self.rates[i].window()) {
                 Ok(_) => {}
                 Err(u64::MAX) => return Err(u64::MAX),
                 Err(wait) => slot = slot.max(now.saturating_add(wait)),
@@ -375,7 +380,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 if !self.configs[i].enabled() {
                     continue;
                 }
-                let window = self.rates[i].window;
+                let window = self.rates[i].window();
                 loop {
                     // Charged as of the slot, when the call runs; admitted there by construction
                     // unless another call took the room in the meantime.
@@ -531,7 +536,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                     listener.on_event(&Event::Waiting {
                         id: self.id,
                         permits: k,
-                        wait: TickRate::from_hz(self.rates[0].unit_hz).duration_ceil(wait),
+                        wait: self.rates[0].wait_duration(wait),
                     });
                 }
                 Ok(BandsReservation {
@@ -612,7 +617,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                     self.states[i].tat(),
                     now,
                     self.rates[i].interval,
-                    self.rates[i].window,
+                    self.rates[i].window(),
                     config.permits(),
                 )
             } else {
@@ -649,7 +654,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
             Ok(slot) => slot - now,
             Err(wait) => wait,
         };
-        Ok(TickRate::from_hz(self.rates[0].unit_hz).duration_ceil(wait))
+        Ok(self.rates[0].wait_duration(wait))
     }
 }
 
@@ -724,7 +729,7 @@ impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
     /// How long, from when it was made, the caller must wait for the slot (zero if every band had
     /// the permits at once), rounded up.
     pub fn wait_time(&self) -> Duration {
-        TickRate::from_hz(self.bands.rates[0].unit_hz).duration_ceil(self.wait)
+        self.bands.rates[0].wait_duration(self.wait)
     }
 
     /// The slot as a reading of the clock (rounded up to a whole tick).
@@ -771,6 +776,7 @@ impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
             Reason::Interrupted,
             left,
             self.bands.rates[0].unit_hz,
+            self.bands.rates[0].shift,
         )
     }
 
@@ -787,7 +793,7 @@ impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
         }
         if let Some(listener) = self.bands.listener {
             listener.on_event(&Event::Released {
-                instance: self.bands.id,
+                id: self.bands.id,
                 permits: self.permits,
                 reason,
                 returned,

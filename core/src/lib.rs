@@ -2,6 +2,9 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[macro_use]
+mod sync;
+
 mod bands;
 mod clock;
 mod config;
@@ -9,18 +12,20 @@ mod config;
 mod delay;
 mod error;
 mod event;
-pub mod gcra;
+mod gcra;
 #[cfg(feature = "embedded-io")]
-#[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
-pub mod io;
+mod io;
 mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
+pub mod prelude;
 pub mod registry;
 pub mod settings;
 mod state;
-mod sync;
 mod wait;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 pub use bands::{Bands, BandsReservation};
 pub use clock::{Clock, FixedRateClock, ManualClock, ManualTime, TickRate};
@@ -28,7 +33,10 @@ pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duratio
 #[cfg(feature = "embedded-hal")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-hal")))]
 pub use delay::DelayWait;
-pub use error::{AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason};
+pub use error::{
+    AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason, RegistryError,
+    SettingsError,
+};
 pub use event::{Event, Listener, Tee};
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]

@@ -6,7 +6,7 @@
 //! without 64-bit atomics the "CAS" is a short critical section: see [`crate::sync`]).
 
 use crate::gcra::{self, Refused, Reserve};
-use crate::sync::U64Cell;
+use crate::sync::{U64Cell, Update};
 
 /// What [`State::take`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,18 +44,12 @@ fn backoff(losses: &mut u32) {
 }
 
 impl State {
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
-        State {
-            tat: U64Cell::new(0),
-        }
-    }
-
-    #[cfg(loom)]
+    const_fn! {
     pub(crate) fn new() -> Self {
         State {
             tat: U64Cell::new(0),
         }
+    }
     }
 
     #[inline(always)]
@@ -63,31 +57,23 @@ impl State {
         self.tat.load()
     }
 
-    /// Replaces `current` with `new` (one CAS, which may fail spuriously); on failure returns the
-    /// value found. For a caller that decided from [`tat`](Self::tat) itself.
-    #[inline(always)]
-    pub(crate) fn replace(&self, current: u64, new: u64) -> Result<(), u64> {
-        match self.tat.compare_exchange_weak(current, new) {
-            Ok(_) => Ok(()),
-            Err(found) => Err(found),
-        }
-    }
-
-    /// Takes `increment` worth of permits if they are there now, with one load and one CAS.
-    /// `limit` is `window - increment + 1`, or 0 to admit nothing (see [`gcra::check_limit`]).
+    /// Takes `increment` worth of permits if they are there now, with one load and one CAS (on
+    /// targets without 64-bit atomics, one critical section). `limit` is
+    /// `window - increment + 1`, or 0 to admit nothing (see [`gcra::check_limit`]).
     ///
     /// A lost CAS is returned as it is ([`Take::Lost`]): the caller continues with
     /// [`take_contended`](Self::take_contended) out of line, so that the retry loop's bookkeeping
-    /// costs the fast path nothing.
+    /// costs the fast path nothing. (A critical section never loses, so on a microcontroller the
+    /// retry loop is not even linked in.)
     #[inline(always)]
     pub(crate) fn take(&self, now: u64, increment: u64, limit: u64) -> Take {
-        let tat = self.tat.load();
-        match gcra::check_limit(tat, now, increment, limit) {
-            Ok(new_tat) => match self.tat.compare_exchange_weak(tat, new_tat) {
-                Ok(_) => Take::Taken,
-                Err(found) => Take::Lost(found),
-            },
-            Err(refused) => Take::Refused(refused),
+        match self
+            .tat
+            .try_update(|tat| gcra::check_limit(tat, now, increment, limit))
+        {
+            Update::Done => Take::Taken,
+            Update::Refused(refused) => Take::Refused(refused),
+            Update::Lost(found) => Take::Lost(found),
         }
     }
 
@@ -133,7 +119,8 @@ impl State {
     }
 
     /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed
-    /// the state since (SPEC §3). Returns whether the permits went back.
+    /// the state since (giving them back then would let two calls share one slot). Returns whether
+    /// the permits went back.
     #[inline]
     pub(crate) fn refund(&self, written: u64, increment: u64) -> bool {
         let tat = self.tat.load();
@@ -158,12 +145,12 @@ pub(crate) struct Counter(U64Cell);
 
 #[cfg(feature = "counters")]
 impl Counter {
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     pub(crate) const fn new() -> Self {
         Counter(U64Cell::new(0))
     }
 
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn new() -> Self {
         Counter(U64Cell::new(0))
     }
@@ -179,6 +166,16 @@ impl Counter {
 }
 
 impl State {
+    /// Replaces `current` with `new` (one CAS, which may fail spuriously); on failure returns the
+    /// value found. For a caller that decided from [`tat`](Self::tat) itself (several bands).
+    #[inline]
+    pub(crate) fn replace(&self, current: u64, new: u64) -> Result<(), u64> {
+        match self.tat.compare_exchange_weak(current, new) {
+            Ok(_) => Ok(()),
+            Err(found) => Err(found),
+        }
+    }
+
     /// Sets the state to `u64::MAX` (a state that admits nothing) and returns what it held: for a
     /// reconfigure, which then moves the limiter's state elsewhere.
     pub(crate) fn freeze(&self) -> u64 {

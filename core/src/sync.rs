@@ -6,9 +6,23 @@
 //! - a `critical_section::Mutex<Cell<u64>>` on targets without them (Cortex-M0/M3/M4, RISC-V 32).
 //!   A critical section masks interrupts on a single-core MCU, so an interrupt handler that takes
 //!   permits can never spin on a lock held by the code it interrupted (a seqlock fallback could);
-//! - loom's `AtomicU64` under `--cfg loom`, so the model checker sees every interleaving.
+//! - loom's `AtomicU64` in this crate's own tests under `--cfg loom` (`cfg(all(test, loom))`), so
+//!   the model checker sees every interleaving (`src/loom_tests.rs`). Only the crate's test build
+//!   sees it: `--cfg loom` never changes the API a dependent crate compiles against.
 
-#[cfg(all(not(loom), target_has_atomic = "64"))]
+/// Defines a `const fn`, which in this crate's loom tests is a plain `fn`: loom's atomics cannot
+/// be built in a `const` context. One definition for both, and outside those tests it is always
+/// the `const fn` (tokio's `src/loom` does the same for its `const` constructors).
+macro_rules! const_fn {
+    ($(#[$meta:meta])* $vis:vis fn $($rest:tt)*) => {
+        #[cfg(not(all(test, loom)))]
+        $(#[$meta])* $vis const fn $($rest)*
+        #[cfg(all(test, loom))]
+        $(#[$meta])* $vis fn $($rest)*
+    };
+}
+
+#[cfg(all(not(all(test, loom)), target_has_atomic = "64"))]
 mod imp {
     use portable_atomic::{AtomicU64, Ordering};
 
@@ -58,10 +72,27 @@ mod imp {
         pub(crate) fn load_relaxed(&self) -> u64 {
             self.0.load(Ordering::Relaxed)
         }
+
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, with one load and one CAS (which
+        /// may fail spuriously): a lost race is returned as it is, for the caller to retry.
+        #[inline(always)]
+        pub(crate) fn try_update<E>(
+            &self,
+            f: impl FnOnce(u64) -> Result<u64, E>,
+        ) -> super::Update<E> {
+            let current = self.load();
+            match f(current) {
+                Ok(new) => match self.compare_exchange_weak(current, new) {
+                    Ok(_) => super::Update::Done,
+                    Err(found) => super::Update::Lost(found),
+                },
+                Err(e) => super::Update::Refused(e),
+            }
+        }
     }
 }
 
-#[cfg(all(not(loom), not(target_has_atomic = "64")))]
+#[cfg(all(not(all(test, loom)), not(target_has_atomic = "64")))]
 mod imp {
     use core::cell::Cell;
     use critical_section::Mutex;
@@ -120,10 +151,30 @@ mod imp {
         pub(crate) fn load_relaxed(&self) -> u64 {
             self.load()
         }
+
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, in one critical section: nothing
+        /// can change the value in between, so this never loses a race (and takes one critical
+        /// section where a load and a compare-and-swap would take two).
+        #[inline]
+        pub(crate) fn try_update<E>(
+            &self,
+            f: impl FnOnce(u64) -> Result<u64, E>,
+        ) -> super::Update<E> {
+            critical_section::with(|cs| {
+                let cell = self.0.borrow(cs);
+                match f(cell.get()) {
+                    Ok(new) => {
+                        cell.set(new);
+                        super::Update::Done
+                    }
+                    Err(e) => super::Update::Refused(e),
+                }
+            })
+        }
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 mod imp {
     use loom::sync::atomic::{AtomicU64, Ordering};
 
@@ -159,6 +210,22 @@ mod imp {
         pub(crate) fn load_relaxed(&self) -> u64 {
             self.0.load(Ordering::Relaxed)
         }
+
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, with one load and one CAS (which
+        /// may fail spuriously): a lost race is returned as it is, for the caller to retry.
+        pub(crate) fn try_update<E>(
+            &self,
+            f: impl FnOnce(u64) -> Result<u64, E>,
+        ) -> super::Update<E> {
+            let current = self.load();
+            match f(current) {
+                Ok(new) => match self.compare_exchange_weak(current, new) {
+                    Ok(_) => super::Update::Done,
+                    Err(found) => super::Update::Lost(found),
+                },
+                Err(e) => super::Update::Refused(e),
+            }
+        }
     }
 }
 
@@ -186,11 +253,11 @@ impl Flag {
 
 /// A sequence number for a seqlock: loads and stores only (native everywhere), one writer at a
 /// time (the writers hold a critical section).
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 #[derive(Debug)]
 pub(crate) struct Seq(portable_atomic::AtomicU32);
 
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 impl Seq {
     pub(crate) const fn new() -> Self {
         Self(portable_atomic::AtomicU32::new(0))
@@ -210,11 +277,11 @@ impl Seq {
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 #[derive(Debug)]
 pub(crate) struct Seq(loom::sync::atomic::AtomicU32);
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 impl Seq {
     pub(crate) fn new() -> Self {
         Self(loom::sync::atomic::AtomicU32::new(0))
@@ -236,17 +303,30 @@ impl Seq {
 /// An acquire fence: loads before it are not reordered after loads that follow it.
 #[inline]
 pub(crate) fn fence_acquire() {
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     portable_atomic::fence(portable_atomic::Ordering::Acquire);
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     loom::sync::atomic::fence(loom::sync::atomic::Ordering::Acquire);
 }
 
 /// A release fence: stores after it are not reordered before stores that precede it.
 #[inline]
 pub(crate) fn fence_release() {
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     portable_atomic::fence(portable_atomic::Ordering::Release);
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     loom::sync::atomic::fence(loom::sync::atomic::Ordering::Release);
+}
+
+/// What [`U64Cell::try_update`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Update<E> {
+    /// The value was replaced.
+    Done,
+    /// `f` refused; nothing changed.
+    Refused(E),
+    /// Another thread changed the value first (it now holds this): decide again. Never on the
+    /// critical-section backend.
+    #[cfg_attr(not(target_has_atomic = "64"), allow(dead_code))]
+    Lost(u64),
 }

@@ -9,12 +9,14 @@
 //!   `call(|| work())`, `call_n`, `try_call` run work only once a permit is had.
 //! - [`Interrupt`] / [`ParkWait`]: interrupt a waiting thread from another one; its permit goes
 //!   back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
-//! - `AsyncExt` and `TokioClock` (feature `tokio`): `acquire_async().await`, `call_async(fut)`.
+//! - [`tokio::AsyncExt`] and [`tokio::TokioClock`] (feature `tokio`): `acquire_async().await`,
+//!   `call_async(fut)`.
+//! - [`prelude`]: `use ritmo_std::prelude::*;` brings the traits these methods come from.
 //!
 //! ```
 //! use std::time::Duration;
 //! use ritmo_core::Config;
-//! use ritmo_std::BlockingExt;
+//! use ritmo_std::prelude::*;
 //!
 //! let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(250));
 //! let search = ritmo_std::limiter("search", config);
@@ -29,26 +31,26 @@
 
 mod blocking;
 pub mod clock;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
+pub mod prelude;
+#[cfg(feature = "settings")]
+#[cfg_attr(docsrs, doc(cfg(feature = "settings")))]
+pub mod settings;
 #[cfg(feature = "tokio")]
-mod tokio;
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod tokio;
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub mod tracing;
 mod wait;
 
 pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};
-#[cfg(feature = "tokio")]
-pub use tokio::{AsyncExt, TokioClock};
 pub use wait::{Interrupt, ParkWait};
 
 use ritmo_core::{Config, RateLimiter};
-
-#[cfg(feature = "metrics")]
-#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-pub mod metrics;
-#[cfg(feature = "serde")]
-pub mod settings;
-#[cfg(feature = "tracing")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
-pub mod tracing;
 
 /// The crate's version.
 ///

@@ -113,19 +113,16 @@ impl Listener for MetricsListener {
     fn on_event(&self, event: &Event) {
         match *event {
             Event::Rejected(e) => {
-                metrics::counter!(REJECTED, "limiter" => e.instance_id(), "reason" => reason_label(e.reason()))
+                metrics::counter!(REJECTED, "limiter" => e.id(), "reason" => reason_label(e.reason()))
                     .increment(1);
             }
             Event::Waiting { id, wait, .. } => {
                 metrics::counter!(WAITED, "limiter" => id).increment(1);
                 metrics::histogram!(WAIT_SECONDS, "limiter" => id).record(wait.as_secs_f64());
             }
-            Event::Released {
-                instance, returned, ..
-            } => {
+            Event::Released { id, returned, .. } => {
                 let returned = if returned { "true" } else { "false" };
-                metrics::counter!(RELEASED, "limiter" => instance, "returned" => returned)
-                    .increment(1);
+                metrics::counter!(RELEASED, "limiter" => id, "returned" => returned).increment(1);
             }
             _ => {}
         }

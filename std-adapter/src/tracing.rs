@@ -47,7 +47,7 @@ impl Listener for TracingListener {
         match *event {
             Event::Rejected(e) => tracing::info!(
                 target: "ritmo",
-                id = e.instance_id(),
+                id = e.id(),
                 reason = e.reason().as_str(),
                 retry_after_ms = millis(e.retry_after()),
                 "rate limited"
@@ -60,13 +60,13 @@ impl Listener for TracingListener {
                 "waiting for a permit"
             ),
             Event::Released {
-                instance,
+                id,
                 permits,
                 reason,
                 returned,
             } => tracing::debug!(
                 target: "ritmo",
-                id = instance,
+                id,
                 permits,
                 reason = reason.as_str(),
                 returned,

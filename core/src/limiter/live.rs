@@ -48,13 +48,13 @@ pub(super) struct Params {
 }
 
 impl Params {
-    const fn of(rate: &Rate, config: &Config) -> Params {
+    const fn of(rate: &Rate) -> Params {
         Params {
             interval: rate.interval,
-            window: rate.window,
+            window: Rate::increment_of(rate.interval, rate.permits),
             max_wait: rate.max_wait,
-            permits: config.permits(),
-            enabled: config.enabled(),
+            permits: rate.permits,
+            enabled: rate.enabled(),
         }
     }
 }
@@ -75,7 +75,7 @@ pub(super) struct Live {
 }
 
 impl Live {
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     pub(super) const fn new(config: Config) -> Live {
         Live {
             seq: Seq::new(),
@@ -88,7 +88,7 @@ impl Live {
         }
     }
 
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(super) fn new(config: Config) -> Live {
         Live {
             seq: Seq::new(),
@@ -180,13 +180,13 @@ impl<C> RateLimiter<C> {
         if self.live.reconfigured() {
             critical_section::with(|cs| self.live.config.borrow(cs).get())
         } else {
-            self.config
+            self.rate.config()
         }
     }
 
-    /// The config it was built (registered) with.
-    pub(crate) fn registered_config(&self) -> &Config {
-        &self.config
+    /// Its permits per period now.
+    pub fn permits(&self) -> u32 {
+        self.permits_now()
     }
 
     /// Whether [`reconfigure`](Self::reconfigure) was ever called on it.
@@ -199,7 +199,7 @@ impl<C> RateLimiter<C> {
         if self.live.reconfigured() {
             self.live.read().0.permits
         } else {
-            self.config.permits()
+            self.rate.permits
         }
     }
 }
@@ -231,11 +231,12 @@ impl<C: Clock> RateLimiter<C> {
     /// ```
     pub fn reconfigure(&self, config: Config) {
         let tick = TickRate::from_hz(self.rate.unit_hz >> self.rate.shift);
+        let applies = self.applies(&config);
         let new = Rate::new(&config, tick);
         critical_section::with(|cs| {
             let seq = self.live.seq.load_relaxed();
             let (old, old_tat) = if seq == 0 {
-                if config == self.config {
+                if applies {
                     return;
                 }
                 // Readers that find the original state frozen see an odd sequence number and
@@ -243,7 +244,7 @@ impl<C: Clock> RateLimiter<C> {
                 self.live.seq.store_relaxed(1);
                 fence_release();
                 self.plain_reject.set(false);
-                (Params::of(&self.rate, &self.config), self.state.freeze())
+                (Params::of(&self.rate), self.state.freeze())
             } else {
                 if config == self.live.config.borrow(cs).get() {
                     return;
@@ -270,7 +271,7 @@ impl<C: Clock> RateLimiter<C> {
                     old.window,
                     old.permits,
                     new.interval,
-                    new.window,
+                    Rate::increment_of(new.interval, new.permits),
                     config.permits(),
                 )
             };
@@ -286,7 +287,9 @@ impl<C: Clock> RateLimiter<C> {
                 tat + 1
             };
             self.live.interval.store(new.interval);
-            self.live.window.store(new.window);
+            self.live
+                .window
+                .store(Rate::increment_of(new.interval, new.permits));
             self.live.max_wait.store(new.max_wait);
             self.live
                 .permits
@@ -373,7 +376,7 @@ impl<C: Clock> RateLimiter<C> {
                     listener.on_event(&Event::Waiting {
                         id: self.id,
                         permits: k,
-                        wait: self.duration(wait),
+                        wait: self.rate.wait_duration(wait),
                     });
                 }
                 let mut r =
@@ -415,6 +418,15 @@ impl<C: Clock> RateLimiter<C> {
         Ok(gcra::check(tat, self.now_units(), increment, params.window)
             .err()
             .unwrap_or(0))
+    }
+
+    /// The error of a refusal on the reconfigured path, published to the listener.
+    fn rejected(&self, wait: u64) -> crate::error::RateLimitExceeded {
+        let error = self.error(wait);
+        if let Some(listener) = self.listener {
+            listener.on_event(&Event::Rejected(error));
+        }
+        error
     }
 
     /// Gives back a reservation made on the reconfigured path.

@@ -1,10 +1,10 @@
-//! ritmo under Embassy, in QEMU: embassy-executor runs two tasks that `acquire().await` permits
+//! ritmo under Embassy, in QEMU: embassy-executor runs two tasks that `acquire_async().await` permits
 //! from one `static` limiter; embassy-time runs on a SysTick time driver written below (1 ms
 //! ticks). Exits 0 when every check passes.
 //!
 //! Without the `ritmo-embassy` feature the firmware uses a local clock on `embassy_time::Instant`
 //! and a local `acquire` (reserve, `Timer::at(slot)`, commit); with it, the adapter's
-//! `EmbassyClock` and its `acquire().await`.
+//! `EmbassyClock` and its `acquire_async().await`.
 #![no_std]
 #![no_main]
 
@@ -169,7 +169,7 @@ static DONE: AtomicU32 = AtomicU32::new(0);
 #[embassy_executor::task]
 async fn worker() {
     for _ in 0..PER_TASK {
-        check!(RADIO.acquire().await.is_ok(), "worker: acquire failed");
+        check!(RADIO.acquire_async().await.is_ok(), "worker: acquire failed");
     }
     DONE.store(DONE.load(Ordering::SeqCst) + PER_TASK, Ordering::SeqCst);
 }
@@ -183,7 +183,7 @@ async fn main(spawner: Spawner) {
     let start = Instant::now().as_ticks();
     spawner.spawn(worker()).unwrap();
     for i in 0..PER_TASK {
-        check!(RADIO.acquire().await.is_ok(), "main: acquire {} failed", i);
+        check!(RADIO.acquire_async().await.is_ok(), "main: acquire {} failed", i);
     }
     while DONE.load(Ordering::SeqCst) < PER_TASK {
         embassy_time::Timer::after_millis(1).await;

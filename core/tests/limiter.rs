@@ -2,18 +2,13 @@
 //! several permits at once, peeking, disabled limiters, listeners.
 
 use core::time::Duration;
-use std::sync::Mutex;
 
-use ritmo::{
-    AcquireError, AdvanceClock, Clock, Config, Event, Interrupted, Listener, ManualClock,
-    RateLimiter, Reason, Snapshot, Wait,
-};
+use ritmo_core::{AcquireError, AdvanceClock, Clock, Event, ManualClock, RateLimiter, Reason};
+
+mod support;
+use support::{InterruptAtOnce, Recorder, config, parts};
 
 const MS: u64 = 1_000_000;
-
-fn config(permits: u32, period: Duration) -> Config {
-    Config::new(permits, period).expect("valid config")
-}
 
 #[test]
 fn design_page_scenario_burst_then_one_every_100ms() {
@@ -24,7 +19,7 @@ fn design_page_scenario_burst_then_one_every_100ms() {
     }
     let err = search.try_acquire().unwrap_err();
     assert_eq!(err.reason(), Reason::NoPermitInTime);
-    assert_eq!(err.instance_id(), "search");
+    assert_eq!(err.id(), "search");
     assert_eq!(err.retry_after(), Duration::from_millis(100));
 
     clock.advance(Duration::from_millis(100));
@@ -117,7 +112,7 @@ fn acquire_on_a_manual_clock_advances_it_to_each_slot_in_order() {
     let l = RateLimiter::new("geocoding", cfg, &clock);
     let mut times = Vec::new();
     for _ in 0..8 {
-        l.acquire().unwrap();
+        l.acquire_advancing().unwrap();
         times.push(clock.now() / MS);
     }
     assert_eq!(times, [0, 0, 0, 0, 0, 200, 400, 600]);
@@ -128,8 +123,8 @@ fn a_call_that_would_wait_too_long_is_rejected_without_waiting() {
     let clock = ManualClock::new();
     let cfg = config(1, Duration::from_secs(1)).with_max_wait(Duration::from_millis(999));
     let l = RateLimiter::new("x", cfg, &clock);
-    l.acquire().unwrap();
-    let err = l.acquire().unwrap_err();
+    l.acquire_advancing().unwrap();
+    let err = l.acquire_advancing().unwrap_err();
     assert_eq!(err.retry_after(), Duration::from_secs(1));
     assert_eq!(clock.now(), 0, "a rejected call must not wait");
 }
@@ -178,14 +173,7 @@ fn peeking_takes_nothing() {
         assert_eq!(l.retry_after(), Duration::ZERO);
         assert_eq!(l.retry_after_n(3).unwrap(), Duration::from_millis(50));
     }
-    assert_eq!(
-        l.snapshot(),
-        Snapshot {
-            instance: "x",
-            available_permits: 2,
-            permits: 10
-        }
-    );
+    assert_eq!(parts(l.snapshot()), ("x", 2, 10));
     l.try_acquire_n(2).unwrap();
     assert_eq!(l.available_permits(), 0);
     assert_eq!(l.retry_after(), Duration::from_millis(50));
@@ -242,20 +230,13 @@ fn a_reservation_taken_at_once_and_dropped_gives_its_permit_back() {
     assert_eq!(l.available_permits(), 2);
 }
 
-struct Interrupting;
-impl<C: Clock> Wait<C> for Interrupting {
-    fn wait_until(&mut self, _clock: &C, _deadline: u64) -> Result<(), Interrupted> {
-        Err(Interrupted)
-    }
-}
-
 #[test]
 fn an_interrupted_wait_fails_with_interrupted_and_returns_its_permit() {
     let clock = ManualClock::new();
     let cfg = config(1, Duration::from_secs(1)).with_max_wait(Duration::from_secs(5));
     let l = RateLimiter::new("x", cfg, &clock);
     l.try_acquire().unwrap();
-    let err = l.acquire_with(&mut Interrupting).unwrap_err();
+    let err = l.acquire_with(&mut InterruptAtOnce).unwrap_err();
     assert_eq!(err.reason(), Reason::Interrupted);
     assert_eq!(err.retry_after(), Duration::from_secs(1));
     // It was the last reservation, so the next caller gets its slot.
@@ -264,7 +245,7 @@ fn an_interrupted_wait_fails_with_interrupted_and_returns_its_permit() {
     r.commit();
     // A call whose permit is there at once never waits, so it cannot be interrupted.
     clock.advance(Duration::from_secs(5));
-    assert!(l.acquire_with(&mut Interrupting).is_ok());
+    assert!(l.acquire_with(&mut InterruptAtOnce).is_ok());
     // Advancing waits work through the generic waiter too.
     assert!(l.acquire_with(&mut AdvanceClock).is_ok());
 }
@@ -281,7 +262,7 @@ fn disabled_limiters_let_everything_pass_and_count_nothing() {
         l.try_acquire().unwrap();
         l.try_acquire_n(1).unwrap();
         l.reserve().unwrap().commit();
-        l.acquire().unwrap();
+        l.acquire_advancing().unwrap();
     }
     assert_eq!(clock.now(), 0);
     assert_eq!(l.available_permits(), 1);
@@ -293,36 +274,26 @@ fn disabled_limiters_let_everything_pass_and_count_nothing() {
     ));
 }
 
-struct Recorder(Mutex<Vec<Event>>);
-impl Listener for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(*event);
-    }
-}
-
 #[test]
 fn listeners_see_rejections_and_released_reservations_but_not_admissions() {
-    static EVENTS: Recorder = Recorder(Mutex::new(Vec::new()));
+    static EVENTS: Recorder = Recorder::new();
     let clock = ManualClock::new();
     let cfg = config(1, Duration::from_secs(1)).with_max_wait(Duration::from_secs(5));
     let l = RateLimiter::new("api", cfg, &clock).with_listener(&EVENTS);
     l.try_acquire().unwrap();
-    assert!(
-        EVENTS.0.lock().unwrap().is_empty(),
-        "admissions publish nothing"
-    );
+    assert!(EVENTS.take().is_empty(), "admissions publish nothing");
     let a = l.reserve().unwrap();
     let b = l.reserve().unwrap();
     assert!(l.reserve_n_within(1, Duration::ZERO).is_err());
     drop(a);
     drop(b);
-    let events = EVENTS.0.lock().unwrap().clone();
+    let events = EVENTS.take();
     assert_eq!(events.len(), 3);
     assert!(matches!(events[0], Event::Rejected(e) if e.retry_after() == Duration::from_secs(3)));
     assert_eq!(
         events[1],
         Event::Released {
-            instance: "api",
+            id: "api",
             permits: 1,
             reason: Reason::Cancelled,
             returned: false
@@ -331,7 +302,7 @@ fn listeners_see_rejections_and_released_reservations_but_not_admissions() {
     assert_eq!(
         events[2],
         Event::Released {
-            instance: "api",
+            id: "api",
             permits: 1,
             reason: Reason::Cancelled,
             returned: true
@@ -344,7 +315,7 @@ fn a_static_limiter_on_a_static_clock() {
     static CLOCK: ManualClock = ManualClock::new();
     static LIMITER: RateLimiter<&ManualClock> = RateLimiter::new(
         "static",
-        ritmo::const_config!(3, Duration::from_secs(3)),
+        ritmo_core::const_config!(3, Duration::from_secs(3)),
         &CLOCK,
     );
     assert_eq!(LIMITER.available_permits(), 3);

@@ -1,11 +1,80 @@
-//! Reference parsers and input generators shared by the tests that feed ritmo text.
+//! What several of ritmo-core's test files share: reference parsers and input generators for
+//! the tests that feed ritmo text, the window bound every admission must keep, a listener that
+//! records, a waiter that is interrupted at once, and small constructors.
 #![allow(dead_code)] // each test file uses its own share
+
+use std::sync::Mutex;
+
+use ritmo_core::{Clock, Config, Event, Interrupted, Listener, Snapshot, Wait};
+
+/// `permits` per `period`, which the test knows to be valid.
+pub fn config(permits: u32, period: Duration) -> Config {
+    Config::new(permits, period).expect("a valid config")
+}
+
+/// A snapshot's fields, to compare with a tuple (`Snapshot` may grow fields).
+pub fn parts(s: Snapshot) -> (&'static str, u32, u32) {
+    (s.id, s.available_permits, s.permits)
+}
+
+/// The bound: in any window of the record, the permits used fit `n + floor(w / T)` with
+/// `T = period / n` exactly, that is `(count - n) * period <= w * n`. `uses` are `(instant, k)`
+/// in nanoseconds (or any unit `period` is in).
+pub fn bound_holds(uses: &[(u128, u128)], n: u128, period: u128) -> Result<(), TestCaseError> {
+    let mut uses = uses.to_vec();
+    uses.sort_unstable();
+    for i in 0..uses.len() {
+        let mut count = 0u128;
+        for &(at, k) in &uses[i..] {
+            count += k;
+            let w = at - uses[i].0;
+            prop_assert!(
+                count <= n || (count - n) * period <= w * n,
+                "{} permits in {} (n = {}, period = {})",
+                count,
+                w,
+                n,
+                period
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Keeps every event it hears.
+pub struct Recorder(Mutex<Vec<Event>>);
+
+impl Recorder {
+    pub const fn new() -> Self {
+        Recorder(Mutex::new(Vec::new()))
+    }
+
+    /// The events heard since the last call.
+    pub fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut self.0.lock().unwrap())
+    }
+}
+
+impl Listener for Recorder {
+    fn on_event(&self, event: &Event) {
+        self.0.lock().unwrap().push(*event);
+    }
+}
+
+/// A waiter interrupted as soon as it starts waiting.
+pub struct InterruptAtOnce;
+
+impl<C: Clock + ?Sized> Wait<C> for InterruptAtOnce {
+    fn wait_until(&mut self, _clock: &C, _deadline: u64) -> Result<(), Interrupted> {
+        Err(Interrupted)
+    }
+}
 
 use core::time::Duration;
 
 use proptest::prelude::*;
 
-/// SPEC §4's duration text, written the obvious way: `"0"`, or ASCII digits followed by one of
+/// Duration text as ritmo documents it, written the obvious way: `"0"`, or ASCII digits followed by one of
 /// the units, with the value in exact `u128` nanoseconds; `None` where it is not valid (not that
 /// shape, or the number does not fit a `u64`, or whole seconds overflow a `u64`).
 pub fn reference_duration(text: &str) -> Option<Duration> {

@@ -1,14 +1,17 @@
 //! The registry surface: named limiters shared by id, their errors, layered settings, a `static`
 //! registry under threads, and events. Everything runs on `ManualClock`s: no test sleeps.
 
-use std::sync::{Barrier, Mutex};
+use std::sync::Barrier;
 use std::thread;
 use std::time::Duration;
 
-use ritmo::{
-    Clock, Config, ConfigError, ErrorCode, Event, Listener, ManualClock, Overrides,
-    RateLimitExceeded, Reason, Registry, Settings, Snapshot, const_config,
+use ritmo_core::{
+    Clock, Config, ErrorCode, Event, ManualClock, Overrides, RateLimitExceeded, Reason, Registry,
+    Settings, SettingsError, const_config,
 };
+
+mod support;
+use support::{Recorder, parts};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -23,7 +26,7 @@ fn geocode(limiters: &Limiters<'_>) -> Result<(), RateLimitExceeded> {
     limiters
         .get_or_create("geocoding", GEOCODING)
         .expect("one config for geocoding")
-        .acquire()
+        .acquire_advancing()
 }
 
 /// Another, unrelated function that spends the same quota.
@@ -31,7 +34,7 @@ fn reverse(limiters: &Limiters<'_>) -> Result<(), RateLimitExceeded> {
     limiters
         .get_or_create("geocoding", GEOCODING)
         .expect("one config for geocoding")
-        .acquire()
+        .acquire_advancing()
 }
 
 #[test]
@@ -62,7 +65,7 @@ fn geocode_and_reverse_share_one_quota() {
 
     // ...so a third would wait 600 ms > max_wait: rejected at once, the clock untouched.
     let err = geocode(&limiters).unwrap_err();
-    assert_eq!(err.instance_id(), "geocoding");
+    assert_eq!(err.id(), "geocoding");
     assert_eq!(err.reason(), Reason::NoPermitInTime);
     assert_eq!(err.retry_after(), 600 * MS);
     assert_eq!(clock.now(), 200 * MS.as_nanos() as u64);
@@ -87,8 +90,8 @@ fn one_id_with_another_config_is_reg_008_and_changes_nothing() {
         GEOCODING.with_enabled(false),
     ] {
         let err = limiters.get_or_create("geocoding", other).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::Reg008);
-        assert_eq!(err.text(), "geocoding");
+        assert_eq!(err.code(), ErrorCode::ConfigMismatch);
+        assert_eq!(err.id(), "geocoding");
         assert!(err.to_string().starts_with("RITMO-REG-008"), "{err}");
     }
     let same = limiters.get("geocoding").unwrap();
@@ -103,13 +106,13 @@ fn unknown_id_is_reg_009() {
     let clock = ManualClock::new();
     let limiters: Limiters<'_> = Registry::new(&clock);
     let err = limiters.get("geocoding").unwrap_err();
-    assert_eq!((err.code(), err.text()), (ErrorCode::Reg009, "geocoding"));
+    assert_eq!((err.code(), err.id()), (ErrorCode::UnknownId, "geocoding"));
 
     limiters.get_or_create("geocoding", GEOCODING).unwrap();
     assert!(limiters.get("geocoding").is_ok());
     assert_eq!(
         limiters.get("Geocoding").unwrap_err().code(),
-        ErrorCode::Reg009
+        ErrorCode::UnknownId
     );
 }
 
@@ -122,7 +125,7 @@ fn more_limiters_than_capacity_is_reg_010() {
         limiters.get_or_create(id, config).unwrap();
     }
     let err = limiters.get_or_create("d", config).unwrap_err();
-    assert_eq!((err.code(), err.text()), (ErrorCode::Reg010, "d"));
+    assert_eq!((err.code(), err.id()), (ErrorCode::RegistryFull, "d"));
     // The ones it holds are still there, and still shared.
     assert!(limiters.get_or_create("b", config).is_ok());
     assert_eq!(limiters.len(), 3);
@@ -141,29 +144,15 @@ fn handles_and_the_registry_give_snapshots() {
     api.try_acquire_n(7).unwrap();
     uart.try_acquire_n(4).unwrap();
     assert_eq!(api.available_permits(), 3);
-    assert_eq!(
-        uart.snapshot(),
-        Snapshot {
-            instance: "uart",
-            available_permits: 0,
-            permits: 4
-        }
-    );
+    assert_eq!(parts(uart.snapshot()), ("uart", 0, 4));
     clock.advance(2 * MS);
     assert_eq!(
-        limiters.snapshot().as_slice(),
-        [
-            Snapshot {
-                instance: "api",
-                available_permits: 3,
-                permits: 10
-            },
-            Snapshot {
-                instance: "uart",
-                available_permits: 2,
-                permits: 4
-            },
-        ]
+        limiters
+            .snapshot()
+            .into_iter()
+            .map(parts)
+            .collect::<Vec<_>>(),
+        [("api", 3, 10), ("uart", 2, 4),]
     );
 }
 
@@ -259,7 +248,10 @@ fn layered_resolutions() {
         ("instances.a.permits", "8"),
     ]);
     assert_eq!(bare.resolve("a").unwrap().permits(), 8);
-    assert_eq!(bare.resolve("b").unwrap_err().code(), ErrorCode::Reg003);
+    assert_eq!(
+        bare.resolve("b").unwrap_err().code(),
+        ErrorCode::InvalidSetting
+    );
 }
 
 #[test]
@@ -276,7 +268,7 @@ fn settings_work_from_owned_pairs_and_maps() {
 }
 
 /// The settings error of limiter `id`, or a panic naming what resolved instead.
-fn error_of(pairs: &[(&str, &str)], id: &str, code: Overrides) -> ConfigError {
+fn error_of(pairs: &[(&str, &str)], id: &str, code: Overrides) -> SettingsError {
     match Settings::new(pairs).resolve_with(id, code) {
         Ok(config) => panic!("{pairs:?} resolved to {config:?}"),
         Err(e) => e,
@@ -300,71 +292,71 @@ fn each_settings_error_has_its_code_and_key() {
     let rows: Vec<Row> = vec![
         (
             with(&[("instances.x.period", "1 sec")]),
-            ErrorCode::Atr001,
+            ErrorCode::InvalidDuration,
             None,
             "1 sec",
             "instances.x.period",
         ),
         (
             with(&[("instances.x.max-wait", "-5ms")]),
-            ErrorCode::Atr001,
+            ErrorCode::InvalidDuration,
             None,
             "-5ms",
             "instances.x.max-wait",
         ),
         (
             with(&[("instances.x.permits", "five")]),
-            ErrorCode::Atr003,
+            ErrorCode::InvalidPermits,
             None,
             "five",
             "instances.x.permits",
         ),
         (
             with(&[("instances.x.permits", "-1")]),
-            ErrorCode::Atr003,
+            ErrorCode::InvalidPermits,
             None,
             "-1",
             "instances.x.permits",
         ),
         (
             with(&[("instances.x.enabled", "yes")]),
-            ErrorCode::Atr006,
+            ErrorCode::InvalidBool,
             None,
             "yes",
             "instances.x.enabled",
         ),
         (
             with(&[("instances.x.config", "fast")]),
-            ErrorCode::Reg004,
+            ErrorCode::UnknownConfig,
             None,
             "fast",
             "instances.x.config",
         ),
         (
             with(&[("instances.x.config", "default")]),
-            ErrorCode::Reg004,
+            ErrorCode::UnknownConfig,
             None,
             "default",
             "instances.x.config",
         ),
         (
             with(&[("instances.x.permits", "0")]),
-            ErrorCode::Reg003,
-            Some(ErrorCode::Atr003),
+            ErrorCode::InvalidSetting,
+            Some(ErrorCode::InvalidPermits),
             "",
             "instances.x.permits",
         ),
         (
             with(&[("instances.x.period", "0")]),
-            ErrorCode::Reg003,
-            Some(ErrorCode::Atr002),
+            ErrorCode::InvalidSetting,
+            Some(ErrorCode::ZeroPeriod),
             "",
             "instances.x.period",
         ),
         (
             with(&[("instances.x.permits", "2000000000")]),
-            ErrorCode::Reg003,
-            Some(ErrorCode::Reg001),
+            ErrorCode::InvalidSetting,
+            Some(ErrorCode::TooFast),
             "",
             "instances.x.period",
         ),
@@ -373,22 +365,22 @@ fn each_settings_error_has_its_code_and_key() {
                 ("configs.default.permits", "0"),
                 ("instances.x.period", "1s"),
             ],
-            ErrorCode::Reg003,
-            Some(ErrorCode::Atr003),
+            ErrorCode::InvalidSetting,
+            Some(ErrorCode::InvalidPermits),
             "",
             "configs.default.permits",
         ),
         (
             vec![("instances.x.permits", "5")],
-            ErrorCode::Reg003,
-            Some(ErrorCode::Atr002),
+            ErrorCode::InvalidSetting,
+            Some(ErrorCode::ZeroPeriod),
             "",
             "instances.x.period",
         ),
         (
             vec![("configs.default.period", "1s")],
-            ErrorCode::Reg003,
-            Some(ErrorCode::Atr003),
+            ErrorCode::InvalidSetting,
+            Some(ErrorCode::InvalidPermits),
             "",
             "instances.x.permits",
         ),
@@ -397,24 +389,27 @@ fn each_settings_error_has_its_code_and_key() {
         let err = error_of(pairs, "x", Overrides::new());
         assert_eq!(
             (err.code(), err.cause(), err.text(), err.key()),
-            (*code, *cause, *text, Some(*key)),
+            (*code, *cause, *text, *key),
             "{pairs:?}"
         );
         assert!(err.to_string().starts_with(code.as_str()), "{err}");
         assert!(err.to_string().contains(key), "{err}");
     }
 
-    // Values the code gives are not settings: their errors are Config::new's own.
+    // Values the code gives are not settings: their errors have Config::new's own code.
     let err = error_of(ok, "x", Overrides::new().permits(0));
-    assert_eq!((err.code(), err.key()), (ErrorCode::Atr003, None));
+    assert_eq!(
+        (err.code(), err.cause(), err.key()),
+        (ErrorCode::InvalidPermits, None, "instances.x.permits")
+    );
     // ...unless the settings' half of the config is the one to fix.
     let err = error_of(ok, "x", Overrides::new().permits(2_000_000_000));
     assert_eq!(
         (err.code(), err.cause(), err.key()),
         (
-            ErrorCode::Reg003,
-            Some(ErrorCode::Reg001),
-            Some("instances.x.period")
+            ErrorCode::InvalidSetting,
+            Some(ErrorCode::TooFast),
+            "instances.x.period"
         )
     );
 }
@@ -516,7 +511,7 @@ fn racing_registrations_never_overfill_the_registry() {
         assert!(
             results
                 .iter()
-                .all(|r| r.is_ok() || *r == Err(ErrorCode::Reg010))
+                .all(|r| r.is_ok() || *r == Err(ErrorCode::RegistryFull))
         );
         let mut held: Vec<&str> = limiters.iter().map(|l| l.id()).collect();
         let mut created = created;
@@ -528,24 +523,6 @@ fn racing_registrations_never_overfill_the_registry() {
 
 // ---------------------------------------------------------------------------------------------
 // Events
-
-/// Keeps every event it hears.
-struct Recorder(Mutex<Vec<Event>>);
-
-impl Recorder {
-    const fn new() -> Self {
-        Recorder(Mutex::new(Vec::new()))
-    }
-    fn take(&self) -> Vec<Event> {
-        std::mem::take(&mut self.0.lock().unwrap())
-    }
-}
-
-impl Listener for Recorder {
-    fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(*event);
-    }
-}
 
 #[test]
 fn the_registry_listener_sees_rejections_and_released_permits_only() {
@@ -559,8 +536,8 @@ fn the_registry_listener_sees_rejections_and_released_permits_only() {
 
     // Admitted calls, now or after a wait, publish nothing.
     geocoding.try_acquire().unwrap();
-    geocoding.acquire().unwrap();
-    geocoding.acquire().unwrap();
+    geocoding.acquire_advancing().unwrap();
+    geocoding.acquire_advancing().unwrap();
     assert_eq!(EVENTS.take(), []);
 
     // A rejection is published with the id, the reason and retry_after.
@@ -575,7 +552,7 @@ fn the_registry_listener_sees_rejections_and_released_permits_only() {
     assert!(!first.cancel());
     drop(second);
     let released = |returned| Event::Released {
-        instance: "geocoding",
+        id: "geocoding",
         permits: 1,
         reason: Reason::Cancelled,
         returned,
@@ -589,7 +566,7 @@ fn the_registry_listener_sees_rejections_and_released_permits_only() {
     uart.try_acquire().unwrap();
     let rejected = uart.try_acquire().unwrap_err();
     assert_eq!(EVENTS.take(), [Event::Rejected(rejected)]);
-    assert_eq!(rejected.instance_id(), "uart");
+    assert_eq!(rejected.id(), "uart");
 }
 
 #[test]

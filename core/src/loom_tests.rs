@@ -1,26 +1,29 @@
 //! Model checks of the limiter's one-word state under every interleaving of 2–3 threads.
 //!
-//! Built only with `RUSTFLAGS="--cfg loom"`: then `core/src/sync.rs` backs the state (and
-//! `ManualClock`) with loom's atomics, and loom runs each model once per interleaving of its
-//! threads' atomic operations (bounded by `LOOM_MAX_PREEMPTIONS`). Run:
+//! Built only in this crate's tests with `RUSTFLAGS="--cfg loom"` (`cfg(all(test, loom))`):
+//! then `src/sync.rs` backs the state (and `ManualClock`) with loom's atomics, and loom runs each
+//! model once per interleaving of its threads' atomic operations (bounded by
+//! `LOOM_MAX_PREEMPTIONS`). Run:
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
-//!     cargo test -p ritmo-core --test loom --release --target-dir target/loom
+//!     cargo test -p ritmo-core --lib --release --target-dir target/loom loom_tests
 //! ```
 //!
 //! The clock is a `ManualClock` that never moves, so every admission happens at one instant: the
-//! bound of SPEC §3 is then exactly `permits` permits held at once, and every change of the
+//! bound (at most `permits` plus one per emission interval elapsed) is then exactly `permits` permits held at once, and every change of the
 //! state is a whole number of emission intervals that the tests can account for.
-#![cfg(loom)]
-
 use core::time::Duration;
 use std::sync::atomic::{AtomicUsize, Ordering as StdOrdering};
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::thread;
-use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+extern crate std;
+
+use std::vec::Vec;
+
+use crate::{Clock, Config, ManualClock, RateLimiter};
 
 /// One permit per second: `T` = 1 s on the nanosecond clock.
 const T: Duration = Duration::from_secs(1);
@@ -47,7 +50,7 @@ fn explore(model: impl Fn() + Sync + Send + 'static) -> usize {
         model();
     });
     let runs = runs.load(StdOrdering::Relaxed);
-    eprintln!("loom explored {runs} interleavings");
+    std::eprintln!("loom explored {runs} interleavings");
     runs
 }
 
@@ -159,7 +162,7 @@ fn permits_in_use_never_exceed_the_bound() {
     assert!(runs > 1);
 }
 
-/// SPEC §3's tail rule, with waiting. The burst (one permit) is spent before the threads start;
+/// The tail rule of refunds, with waiting. The burst (one permit) is spent before the threads start;
 /// A reserves the next slot and cancels, B reserves and commits. In every interleaving:
 /// - A's permit goes back exactly when no reservation was made after it (B's slot is not later
 ///   than A's), so a cancelled reservation in the middle of the queue is never refunded;
@@ -361,7 +364,7 @@ fn racing_registrations_never_overfill_the_registry() {
 fn two_bands_racing_try_acquire_admit_exactly_the_tighter_burst() {
     let runs = explore(|| {
         let start = 1_000_000_000_000u64;
-        let bands = Arc::new(ritmo_core::Bands::new(
+        let bands = Arc::new(crate::Bands::new(
             "loom",
             [Config::new(2, T * 2).unwrap(), Config::new(1, T).unwrap()],
             ManualClock::starting_at(start),
@@ -398,7 +401,7 @@ fn two_bands_racing_reservations_keep_each_bands_spacing() {
     let runs = explore(|| {
         let start = 1_000_000_000_000u64;
         let bands = Arc::new(
-            ritmo_core::Bands::new(
+            crate::Bands::new(
                 "loom",
                 [Config::new(1, T).unwrap(), Config::new(1, T * 2).unwrap()],
                 ManualClock::starting_at(start),
@@ -434,7 +437,7 @@ fn two_bands_racing_reservations_keep_each_bands_spacing() {
 fn two_bands_cancel_and_acquire_never_exceed_either_burst() {
     let runs = explore(|| {
         let start = 1_000_000_000_000u64;
-        let bands = Arc::new(ritmo_core::Bands::new(
+        let bands = Arc::new(crate::Bands::new(
             "loom",
             [Config::new(2, T * 2).unwrap(), Config::new(1, T).unwrap()],
             ManualClock::starting_at(start),

@@ -1,15 +1,15 @@
 //! Settings keys and values, random and adversarial: `Settings::resolve_with` must give what a
-//! reference resolver written here from SPEC §4 gives (the config, or the error's code, cause,
+//! reference resolver written here from the documented layers gives (the config, or the error's code, cause,
 //! key and quoted text), and never panic.
 //!
-//! The reference looks keys up by the strings SPEC §4 names (`instances.<id>.<attribute>`,
+//! The reference looks keys up by the strings the docs name (`instances.<id>.<attribute>`,
 //! `configs.<base>.<attribute>`, the last pair of a key winning), where the library splits each
 //! key once: two ways to the same answer.
 
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo::{Config, ConfigError, ErrorCode, Overrides, Settings};
+use ritmo_core::{Config, ErrorCode, Overrides, Settings, SettingsError};
 
 mod support;
 use support::{duration_like, quoted, quoted_in, reference_duration};
@@ -36,7 +36,7 @@ enum From {
     Config,
 }
 
-/// `permits` as SPEC §4 reads it: ASCII digits, at most `u32::MAX`.
+/// `permits` as the settings docs read it: ASCII digits, at most `u32::MAX`.
 fn reference_permits(text: &str) -> Option<u32> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -100,7 +100,7 @@ fn reference(pairs: &[(String, String)], id: &str, code: Code) -> Result<Config,
     let base = match last(&[format!("instances.{id}.config")]) {
         Some((key, name)) if !defines(name) => {
             return Err((
-                ErrorCode::Reg004,
+                ErrorCode::UnknownConfig,
                 None,
                 Some(quoted_in(key, 56)),
                 quoted(name),
@@ -146,39 +146,39 @@ fn reference(pairs: &[(String, String)], id: &str, code: Code) -> Result<Config,
         code.permits,
         lookup(&["permits"]),
         reference_permits,
-        ErrorCode::Atr003,
+        ErrorCode::InvalidPermits,
     )?;
     let period = value(
         code.period,
         lookup(&["period"]),
         reference_duration,
-        ErrorCode::Atr001,
+        ErrorCode::InvalidDuration,
     )?;
     let max_wait = value(
         code.max_wait,
         lookup(&["max-wait", "max_wait"]),
         reference_duration,
-        ErrorCode::Atr001,
+        ErrorCode::InvalidDuration,
     )?;
     let enabled = value(
         code.enabled,
         lookup(&["enabled"]),
         reference_bool,
-        ErrorCode::Atr006,
+        ErrorCode::InvalidBool,
     )?;
     let missing = |cause, attr| {
         Err((
-            ErrorCode::Reg003,
+            ErrorCode::InvalidSetting,
             Some(cause),
             Some(quoted_in(&format!("instances.{id}.{attr}"), 56)),
             String::new(),
         ))
     };
     let Some((permits, permits_from)) = permits else {
-        return missing(ErrorCode::Atr003, "permits");
+        return missing(ErrorCode::InvalidPermits, "permits");
     };
     let Some((period, period_from)) = period else {
-        return missing(ErrorCode::Atr002, "period");
+        return missing(ErrorCode::ZeroPeriod, "period");
     };
     let key_of = |from: From, attr: &str| match from {
         From::Config => format!("configs.{}.{attr}", base.as_deref().unwrap_or_default()),
@@ -187,25 +187,33 @@ fn reference(pairs: &[(String, String)], id: &str, code: Code) -> Result<Config,
     let invalid = |cause: ErrorCode, blame: &[(From, &str)]| -> Expected {
         match blame.iter().find(|(from, _)| *from != From::Code) {
             Some((from, attr)) => (
-                ErrorCode::Reg003,
+                ErrorCode::InvalidSetting,
                 Some(cause),
                 Some(quoted_in(&key_of(*from, attr), 56)),
                 String::new(),
             ),
-            // Every value came from the code: the code's own error.
-            None => (cause, None, None, String::new()),
+            // Every value came from the code: the code's own error, at the instance's key.
+            None => (
+                cause,
+                None,
+                Some(quoted_in(&key_of(From::Instance, blame[0].1), 56)),
+                String::new(),
+            ),
         }
     };
-    // Config::new's rules (SPEC §4), checked here in exact arithmetic.
+    // Config::new's rules, checked here in exact arithmetic.
     if permits == 0 {
-        return Err(invalid(ErrorCode::Atr003, &[(permits_from, "permits")]));
+        return Err(invalid(
+            ErrorCode::InvalidPermits,
+            &[(permits_from, "permits")],
+        ));
     }
     if period.is_zero() {
-        return Err(invalid(ErrorCode::Atr002, &[(period_from, "period")]));
+        return Err(invalid(ErrorCode::ZeroPeriod, &[(period_from, "period")]));
     }
     if period.as_nanos() < u128::from(permits) {
         return Err(invalid(
-            ErrorCode::Reg001,
+            ErrorCode::TooFast,
             &[(period_from, "period"), (permits_from, "permits")],
         ));
     }
@@ -321,11 +329,11 @@ fn code() -> impl Strategy<Value = Code> {
         })
 }
 
-fn actual(err: ConfigError) -> Expected {
+fn actual(err: SettingsError) -> Expected {
     (
         err.code(),
         err.cause(),
-        err.key().map(str::to_owned),
+        Some(err.key().to_owned()),
         err.text().to_owned(),
     )
 }

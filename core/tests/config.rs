@@ -1,9 +1,9 @@
-//! Configuration: validation with the stable codes of SPEC §6, durations from text and fugit,
+//! Configuration: validation with the stable error codes, durations from text and fugit,
 //! const configs.
 
 use core::time::Duration;
 
-use ritmo::{Config, ConfigError, DurationValue, ErrorCode, parse_bool, parse_duration};
+use ritmo_core::{Config, ConfigError, DurationValue, ErrorCode, parse_bool, parse_duration};
 
 fn code(result: Result<impl core::fmt::Debug, ConfigError>) -> ErrorCode {
     result.expect_err("expected an error").code()
@@ -13,18 +13,21 @@ fn code(result: Result<impl core::fmt::Debug, ConfigError>) -> ErrorCode {
 fn invalid_configs_in_code_have_their_codes() {
     assert_eq!(
         code(Config::new(0, Duration::from_secs(1))),
-        ErrorCode::Atr003
+        ErrorCode::InvalidPermits
     );
-    assert_eq!(code(Config::new(1, Duration::ZERO)), ErrorCode::Atr002);
-    assert_eq!(code(Config::new(0, Duration::ZERO)), ErrorCode::Atr003);
+    assert_eq!(code(Config::new(1, Duration::ZERO)), ErrorCode::ZeroPeriod);
+    assert_eq!(
+        code(Config::new(0, Duration::ZERO)),
+        ErrorCode::InvalidPermits
+    );
     // Less than 1 ns per permit.
     assert_eq!(
         code(Config::new(2, Duration::from_nanos(1))),
-        ErrorCode::Reg001
+        ErrorCode::TooFast
     );
     assert_eq!(
         code(Config::new(1_000_000_001, Duration::from_secs(1))),
-        ErrorCode::Reg001
+        ErrorCode::TooFast
     );
     // Exactly 1 ns per permit is fine.
     assert!(Config::new(1_000_000_000, Duration::from_secs(1)).is_ok());
@@ -100,7 +103,7 @@ fn duration_text() {
     ];
     for text in bad {
         let err = parse_duration(text).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::Atr001, "{text:?}");
+        assert_eq!(err.code(), ErrorCode::InvalidDuration, "{text:?}");
         assert!(
             err.to_string().contains(&format!("{text:?}")) || text.len() > 30,
             "{err}"
@@ -124,7 +127,7 @@ fn enabled_text() {
     for bad in ["", "TRUE", "False", "1", "0", "yes", "on", " true"] {
         assert_eq!(
             parse_bool(bad).unwrap_err().code(),
-            ErrorCode::Atr006,
+            ErrorCode::InvalidBool,
             "{bad:?}"
         );
     }
@@ -161,18 +164,24 @@ fn builder_reports_the_first_bad_value() {
         b().build().unwrap(),
         Config::new(5, Duration::from_secs(1)).unwrap()
     );
-    assert_eq!(code(b().max_wait("soon").build()), ErrorCode::Atr001);
-    assert_eq!(code(b().period("0").build()), ErrorCode::Atr002);
-    assert_eq!(code(b().permits(0).build()), ErrorCode::Atr003);
-    assert_eq!(code(b().enabled_text("maybe").build()), ErrorCode::Atr006);
-    assert_eq!(code(b().permits(2_000_000_000).build()), ErrorCode::Reg001);
+    assert_eq!(
+        code(b().max_wait("soon").build()),
+        ErrorCode::InvalidDuration
+    );
+    assert_eq!(code(b().period("0").build()), ErrorCode::ZeroPeriod);
+    assert_eq!(code(b().permits(0).build()), ErrorCode::InvalidPermits);
+    assert_eq!(
+        code(b().enabled_text("maybe").build()),
+        ErrorCode::InvalidBool
+    );
+    assert_eq!(code(b().permits(2_000_000_000).build()), ErrorCode::TooFast);
     assert_eq!(
         code(Config::builder().period("1s").build()),
-        ErrorCode::Atr003
+        ErrorCode::InvalidPermits
     );
     assert_eq!(
         code(Config::builder().permits(1).build()),
-        ErrorCode::Atr002
+        ErrorCode::ZeroPeriod
     );
     let err = b().period("1 s").max_wait("2 s").build().unwrap_err();
     assert_eq!(err.text(), "1 s", "the first bad value is reported");
@@ -182,8 +191,8 @@ fn builder_reports_the_first_bad_value() {
 
 #[test]
 fn configs_are_const() {
-    const C: Config =
-        ritmo::const_config!(10, Duration::from_secs(1)).with_max_wait(Duration::from_millis(5));
+    const C: Config = ritmo_core::const_config!(10, Duration::from_secs(1))
+        .with_max_wait(Duration::from_millis(5));
     const _: () = assert!(C.permits() == 10);
     assert_eq!(C.emission_interval(), Duration::from_millis(100));
 }

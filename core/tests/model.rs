@@ -1,13 +1,13 @@
-//! Differential property tests: the limiter against a slow reference model that applies SPEC §3
+//! Differential property tests: the limiter against a slow reference model that applies the GCRA rules
 //! literally in `u128`, on random sequences of advance / try_acquire_n / reserve / cancel /
 //! commit; plus the window bound, including when reservations are cancelled and refunded.
 
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo::{AcquireError, Clock, Config, ManualClock, RateLimiter, Reservation};
+use ritmo_core::{AcquireError, Clock, Config, ManualClock, RateLimiter, Reservation};
 
-/// SPEC §3, literally: `T = ceil(P / n)` ns, `tau = (n - 1) * T`, all state in `tat`.
+/// The GCRA rules, literally: `T = ceil(P / n)` ns, `tau = (n - 1) * T`, all state in `tat`.
 #[derive(Debug)]
 struct Model {
     n: u128,

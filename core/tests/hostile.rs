@@ -4,11 +4,10 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo::{Clock, Config, ManualClock, RateLimiter};
+use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
 
-fn config(permits: u32, period: Duration) -> Config {
-    Config::new(permits, period).expect("valid config")
-}
+mod support;
+use support::{bound_holds, config};
 
 #[test]
 fn a_clock_stepping_backwards_is_treated_as_no_time_passed() {
@@ -138,25 +137,6 @@ fn the_largest_durations_convert_without_overflow() {
     let l = RateLimiter::new("coarse", cfg, &coarse);
     let _ = l.try_acquire();
     let _ = l.try_acquire();
-}
-
-/// Times of admitted permits must satisfy the bound measured on the clock's running maximum.
-fn bound_holds(uses: &[(u128, u128)], n: u128, period_ns: u128) -> Result<(), TestCaseError> {
-    let mut uses = uses.to_vec();
-    uses.sort();
-    for i in 0..uses.len() {
-        let mut count = 0u128;
-        for &(at, k) in &uses[i..] {
-            count += k;
-            let w = at - uses[i].0;
-            // count <= n + floor(w / T) with T = period / n exactly: (count - n) * period <= w * n
-            prop_assert!(
-                count <= n || (count - n) * period_ns <= w * n,
-                "{count} permits in {w} ns (n = {n}, period = {period_ns} ns)"
-            );
-        }
-    }
-    Ok(())
 }
 
 proptest! {

@@ -1,0 +1,451 @@
+//! The calls that take permits: at once (`try_acquire*`), by reservation (`reserve*`), or waiting
+//! (`acquire*_with`, `acquire*_advancing`).
+//!
+//! Every decision goes through [`State`](crate::state::State) (one load, one CAS), and every
+//! refusal through [`refused`](RateLimiter::refused): on a disabled limiter the call passes,
+//! otherwise a listener (if any) hears it and the caller gets the wait. A plain limiter (enabled,
+//! no listener) skips that call: the refusal is then only its wait.
+
+use core::time::Duration;
+
+use crate::clock::{Clock, ManualTime};
+use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
+use crate::event::{Event, Listener};
+use crate::gcra::Reserve;
+use crate::state::Take;
+use crate::wait::{AdvanceClock, Wait};
+
+use super::{RateLimiter, Reservation, live};
+
+/// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
+/// as the straight path.
+#[cold]
+#[inline(always)]
+fn unlikely() {}
+
+/// A "wait" that says the permits asked for are more than the config a reconfigure set allows:
+/// reported as [`InvalidPermits`], never as a wait (no wait is that long: 584 years in
+/// nanoseconds).
+pub(super) const INVALID_NOW: u64 = u64::MAX - 1;
+
+#[cold]
+#[inline(never)]
+fn publish_waiting(listener: &dyn Listener, id: &'static str, permits: u32, wait: Duration) {
+    if listener.wants_waiting() {
+        listener.on_event(&Event::Waiting { id, permits, wait });
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
+    listener.on_event(&Event::Rejected(error));
+}
+
+impl<C> RateLimiter<C> {
+    #[inline(always)]
+    pub(super) fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
+        if k == 0 || k > self.rate.permits {
+            Err(InvalidPermits::new(self.id, k, self.rate.permits))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The error of a call refused with `wait` units to go. Built where the caller looks at it,
+    /// from the wait alone: a caller that only asks `is_ok()` does not pay for it.
+    /// Counts an admitted call (feature `counters`); nothing otherwise.
+    #[inline(always)]
+    pub(super) fn count_admitted(&self) {
+        #[cfg(feature = "counters")]
+        self.admitted.increment();
+    }
+
+    /// How many calls it has admitted at once since it was built (calls that got their permits
+    /// after waiting are reported to listeners that ask as [`Event::Waiting`] instead). Wraps at
+    /// `u64::MAX`. A statistic: counting costs the admitted call a plain load and store, so two
+    /// cores admitting at the very same instant may count one call (never more than were
+    /// admitted).
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(2, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// l.try_acquire_n(1).unwrap();
+    /// assert!(l.try_acquire().is_err());
+    /// assert_eq!(l.admitted_count(), 2);
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn admitted_count(&self) -> u64 {
+        self.admitted.get()
+    }
+
+    #[inline(always)]
+    pub(super) fn error(&self, wait: u64) -> RateLimitExceeded {
+        RateLimitExceeded::new(
+            self.id,
+            Reason::NoPermitInTime,
+            wait,
+            self.rate.unit_hz,
+            self.rate.shift,
+        )
+    }
+
+    /// The one way a call is refused, `wait` units before its permits would arrive: on a
+    /// disabled limiter it passes (`Ok`); otherwise the listener, if there is one, hears the
+    /// rejection, and the caller gets `Err(wait)`. Out of line: a plain limiter never calls it.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, wait: u64, k: u32) -> Result<(), u64>
+    where
+        C: Clock,
+    {
+        if self.live.reconfigured() {
+            return match self.live_acquire(k, Some(0)) {
+                live::Outcome::Granted { .. } => {
+                    self.count_admitted();
+                    Ok(())
+                }
+                live::Outcome::Refused(wait) => {
+                    if let Some(listener) = self.listener {
+                        publish_rejected(listener, self.error(wait));
+                    }
+                    Err(wait)
+                }
+                live::Outcome::Disabled => Ok(()),
+                live::Outcome::Invalid(_) => Err(INVALID_NOW),
+            };
+        }
+        if !self.rate.enabled() {
+            return Ok(());
+        }
+        if let Some(listener) = self.listener {
+            publish_rejected(listener, self.error(wait));
+        }
+        Err(wait)
+    }
+}
+
+impl<C: Clock> RateLimiter<C> {
+    /// The clock's reading in units. Clocks of 1 GHz and more (a TSC, `ManualClock`) need no
+    /// shift: one predictable branch skips the shift and its saturation check.
+    #[inline(always)]
+    pub(super) fn now_units(&self) -> u64 {
+        let reading = self.clock.now();
+        if self.rate.shift == 0 {
+            reading
+        } else {
+            unlikely();
+            self.rate.units(reading)
+        }
+    }
+
+    /// Takes one permit if it is there now; never waits.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert!(l.try_acquire().is_ok());
+    /// assert!(l.try_acquire().is_err());
+    /// ```
+    #[inline(always)]
+    pub fn try_acquire(&self) -> Result<(), RateLimitExceeded> {
+        // A disabled limiter has `limit` 0: `take` refuses without touching the state, and the
+        // call passes in `refused`.
+        let now = self.now_units();
+        self.take(now, 1, self.rate.interval, self.rate.limit)
+            .map_err(|wait| self.error(wait))
+    }
+
+    /// Takes `k` permits as one unit if they are all there now; never waits. `k = 0` and
+    /// `k > permits` are [`AcquireError::InvalidPermits`].
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("uart", Config::new(64, Duration::from_millis(10)).unwrap(), ManualClock::new());
+    /// assert!(l.try_acquire_n(60).is_ok());
+    /// assert!(l.try_acquire_n(5).is_err()); // only 4 left
+    /// assert!(l.try_acquire_n(4).is_ok());
+    /// ```
+    #[inline(always)]
+    pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
+        if k == 0 || k > self.rate.permits {
+            return self.try_acquire_n_cold(k);
+        }
+        let now = self.now_units();
+        let increment = self.rate.increment(k);
+        // `increment <= window` since `k <= permits`; 0 (admit nothing here) when disabled.
+        let limit = if self.rate.enabled() {
+            self.rate.window() - increment + 1
+        } else {
+            0
+        };
+        self.take(now, k, increment, limit)
+            .map_err(|wait| self.error_n(wait, k))
+    }
+
+    /// The error of a refused `try_acquire_n`: [`INVALID_NOW`] when `k` is no longer valid for
+    /// the config a reconfigure set. Out of line, so that `try_acquire_n` stays small.
+    #[inline(never)]
+    fn error_n(&self, wait: u64, k: u32) -> AcquireError {
+        if wait == INVALID_NOW {
+            InvalidPermits::new(self.id, k, self.permits_now()).into()
+        } else {
+            self.error(wait).into()
+        }
+    }
+
+    /// `try_acquire_n` with `k` invalid for the config the limiter was built with: it may be
+    /// valid for the one a reconfigure set.
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_n_cold(&self, k: u32) -> Result<(), AcquireError> {
+        if self.live.reconfigured() {
+            return self.live_try(k);
+        }
+        self.check_permits(k)?;
+        unreachable!("k was invalid")
+    }
+
+    /// Takes `increment` worth of permits at `now` through the state, or refuses: `Err(wait)`.
+    #[inline(always)]
+    fn take(&self, now: u64, k: u32, increment: u64, limit: u64) -> Result<(), u64> {
+        match self.state.take(now, increment, limit) {
+            Take::Taken => {
+                self.count_admitted();
+                Ok(())
+            }
+            Take::Refused(refused) if self.plain_reject.get() => Err(refused.wait()),
+            Take::Refused(refused) => self.refused(refused.wait(), k),
+            Take::Lost(found) => self.take_contended(found, now, k, increment, limit),
+        }
+    }
+
+    /// A call that lost the CAS race: decides again, out of line. `Err(wait)` if refused.
+    #[cold]
+    #[inline(never)]
+    fn take_contended(
+        &self,
+        found: u64,
+        now: u64,
+        k: u32,
+        increment: u64,
+        limit: u64,
+    ) -> Result<(), u64> {
+        match self.state.take_contended(found, now, increment, limit) {
+            Ok(_) => {
+                self.count_admitted();
+                Ok(())
+            }
+            Err(refused) if self.plain_reject.get() => Err(refused.wait()),
+            Err(refused) => self.refused(refused.wait(), k),
+        }
+    }
+
+    /// Takes one permit now, or reserves the next one if it arrives within the config's
+    /// `max_wait`; otherwise rejects at once without changing anything.
+    ///
+    /// The [`Reservation`] knows its slot. Commit it once the work runs; dropping or cancelling it
+    /// before then returns the permit if no later reservation was made since (giving it back then
+    /// would let two calls share one slot).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(5, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
+    /// let l = RateLimiter::new("geocoding", config, &clock);
+    /// for _ in 0..5 { l.try_acquire().unwrap(); }
+    /// let first = l.reserve().unwrap();
+    /// assert_eq!(first.wait_time(), Duration::from_millis(200));
+    /// let second = l.reserve().unwrap();
+    /// assert_eq!(second.wait_time(), Duration::from_millis(400));
+    /// assert!(l.reserve().is_err()); // would wait 600 ms
+    /// first.commit();
+    /// second.commit();
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve(&self) -> Result<Reservation<'_, C>, RateLimitExceeded> {
+        self.reserve_units(1, None)
+            .map_err(|e| match e.rate_limited() {
+                Some(&e) => e,
+                None => unreachable!("1 permit is always valid"),
+            })
+    }
+
+    /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit (their slot is the
+    /// last one's).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("frames", config, ManualClock::new());
+    /// l.try_acquire_n(10).unwrap();
+    /// let r = l.reserve_n(3).unwrap();
+    /// assert_eq!(r.wait_time(), Duration::from_millis(300));
+    /// # r.commit();
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve_n(&self, k: u32) -> Result<Reservation<'_, C>, AcquireError> {
+        self.reserve_units(k, None)
+    }
+
+    /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait` instead of the
+    /// config's: waiting in turn with a deadline.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// let l = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// assert!(l.reserve_n_within(1, Duration::from_millis(999)).is_err());
+    /// let r = l.reserve_n_within(1, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(r.wait_time(), Duration::from_secs(1));
+    /// # r.commit();
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve_n_within(
+        &self,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<Reservation<'_, C>, AcquireError> {
+        self.reserve_units(k, Some(self.rate.units_floor(max_wait)))
+    }
+
+    fn reserve_units(
+        &self,
+        k: u32,
+        max_wait: Option<u64>,
+    ) -> Result<Reservation<'_, C>, AcquireError> {
+        if self.live.reconfigured() {
+            return self.live_reserve(k, max_wait);
+        }
+        let max_wait = max_wait.unwrap_or(self.rate.max_wait);
+        self.check_permits(k)?;
+        let now = self.now_units();
+        if !self.rate.enabled() {
+            return Ok(Reservation::new(self, 0, 0, now, 0, k));
+        }
+        let increment = self.rate.increment(k);
+        match self
+            .state
+            .reserve(now, increment, self.rate.window(), max_wait)
+        {
+            Reserve::Now { new_tat } => {
+                self.count_admitted();
+                Ok(Reservation::new(self, new_tat, increment, now, 0, k))
+            }
+            Reserve::Wait { new_tat, wait } => {
+                if let Some(listener) = self.listener {
+                    publish_waiting(listener, self.id, k, self.rate.wait_duration(wait));
+                }
+                Ok(Reservation::new(
+                    self,
+                    new_tat,
+                    increment,
+                    now.saturating_add(wait),
+                    wait,
+                    k,
+                ))
+            }
+            // A reconfigure froze the state meanwhile: decide on the reconfigured path.
+            Reserve::Reject { .. } if self.live.reconfigured() => {
+                self.live_reserve(k, Some(max_wait))
+            }
+            Reserve::Reject { wait } => match self.refused(wait, k) {
+                Ok(()) => unreachable!("an enabled limiter refuses"),
+                Err(wait) => Err(self.error(wait).into()),
+            },
+        }
+    }
+
+    /// Takes one permit, waiting for it with `waiter` if it arrives within `max_wait`.
+    ///
+    /// If the waiter is interrupted, the permit goes back (if no later call reserved one since)
+    /// and the call fails with
+    /// [`Reason::Interrupted`].
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("api", config, &clock);
+    /// for _ in 0..3 {
+    ///     l.acquire_with(&mut AdvanceClock).unwrap();
+    /// }
+    /// assert_eq!(clock.now(), 500_000_000); // the third waited for its slot
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_with<W: Wait<C> + ?Sized>(
+        &self,
+        waiter: &mut W,
+    ) -> Result<(), RateLimitExceeded> {
+        let reservation = self.reserve()?;
+        reservation.wait_with(waiter)
+    }
+
+    /// Takes `k` permits as one unit, waiting with `waiter` as [`acquire_with`](Self::acquire_with).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(8, Duration::from_millis(8))?.with_max_wait(Duration::from_millis(8));
+    /// let uart = RateLimiter::new("uart", config, &clock);
+    /// uart.acquire_n_with(8, &mut AdvanceClock).unwrap();
+    /// uart.acquire_n_with(4, &mut AdvanceClock).unwrap();
+    /// assert_eq!(clock.now(), 4_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_n_with<W: Wait<C> + ?Sized>(
+        &self,
+        k: u32,
+        waiter: &mut W,
+    ) -> Result<(), AcquireError> {
+        let reservation = self.reserve_n(k)?;
+        Ok(reservation.wait_with(waiter)?)
+    }
+}
+
+/// # Waiting on a fake clock
+impl<C: ManualTime> RateLimiter<C> {
+    /// Takes one permit, waiting for it by advancing the fake clock to its slot: tests never
+    /// sleep. Rejects at once if the permit would take longer than `max_wait`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(5, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
+    /// let l = RateLimiter::new("geocoding", config, &clock);
+    /// for _ in 0..6 { l.acquire_advancing().unwrap(); }
+    /// assert_eq!(clock.now(), 200_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_advancing(&self) -> Result<(), RateLimitExceeded> {
+        self.acquire_with(&mut AdvanceClock)
+    }
+
+    /// Takes `k` permits, advancing the fake clock to their slot if they must wait.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = RateLimiter::new("frames", config, &clock);
+    /// l.acquire_n_advancing(10).unwrap();
+    /// l.acquire_n_advancing(5).unwrap();
+    /// assert_eq!(clock.now(), 500_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_n_advancing(&self, k: u32) -> Result<(), AcquireError> {
+        self.acquire_n_with(k, &mut AdvanceClock)
+    }
+}
