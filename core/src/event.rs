@@ -1,6 +1,7 @@
 //! Events: what a limiter tells a listener the user installed.
 //!
-//! Admitted calls publish nothing. Rejections and released reservations (a permit returned, or a
+//! Admitted calls publish nothing. Rejections, reservations that wait for a later permit, and
+//! released reservations (a permit returned, or a
 //! slot left unused because later callers were queued behind it) go to the limiter's
 //! [`Listener`], if it has one. A limiter without a listener pays one untaken branch on those
 //! paths and nothing on the admitted one. Listeners are `&'static` and fixed when the limiter is
@@ -21,6 +22,17 @@ use crate::error::{RateLimitExceeded, Reason};
 pub enum Event {
     /// A call was refused.
     Rejected(RateLimitExceeded),
+    /// A call reserved a permit that arrives later, and waits for it (published when the
+    /// reservation is made: the wait is known then), to listeners whose
+    /// [`wants_waiting`](Listener::wants_waiting) says so.
+    Waiting {
+        /// The limiter's id.
+        id: &'static str,
+        /// How many permits it reserved.
+        permits: u32,
+        /// How long it waits for them, rounded up.
+        wait: core::time::Duration,
+    },
     /// A reservation was given up before its slot (cancelled, dropped or interrupted).
     Released {
         /// The limiter's id.
@@ -46,6 +58,7 @@ impl Event {
     pub const fn id(&self) -> &'static str {
         match self {
             Event::Rejected(e) => e.id(),
+            Event::Waiting { id, .. } => id,
             Event::Released { id, .. } => id,
         }
     }
@@ -79,4 +92,63 @@ impl Event {
 pub trait Listener: Sync {
     /// Handles one event.
     fn on_event(&self, event: &Event);
+
+    /// Whether it also wants [`Event::Waiting`] (a reservation that waits for a later permit, with
+    /// its wait: what a wait-time histogram needs). `false` unless overridden: a call admitted,
+    /// at once or after a wait, publishes nothing to a listener that does not ask.
+    fn wants_waiting(&self) -> bool {
+        false
+    }
+}
+
+/// Two listeners in one: every event goes to the first, then to the second (metrics and logs, say).
+///
+/// ```
+/// use core::time::Duration;
+/// use portable_atomic::{AtomicU32, Ordering};
+/// use ritmo_core::{Config, Event, Listener, ManualClock, RateLimiter, Tee};
+///
+/// struct Count(AtomicU32);
+/// impl Listener for Count {
+///     fn on_event(&self, _: &Event) {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///     }
+/// }
+/// static A: Count = Count(AtomicU32::new(0));
+/// static B: Count = Count(AtomicU32::new(0));
+/// static BOTH: Tee<&Count, &Count> = Tee(&A, &B);
+/// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new())
+///     .with_listener(&BOTH);
+/// l.try_acquire().unwrap();
+/// assert!(l.try_acquire().is_err());
+/// assert_eq!((A.0.load(Ordering::Relaxed), B.0.load(Ordering::Relaxed)), (1, 1));
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Tee<A, B>(pub A, pub B);
+
+impl<A: Listener, B: Listener> Listener for Tee<A, B> {
+    fn on_event(&self, event: &Event) {
+        let waiting = matches!(event, Event::Waiting { .. });
+        if !waiting || self.0.wants_waiting() {
+            self.0.on_event(event);
+        }
+        if !waiting || self.1.wants_waiting() {
+            self.1.on_event(event);
+        }
+    }
+
+    fn wants_waiting(&self) -> bool {
+        self.0.wants_waiting() || self.1.wants_waiting()
+    }
+}
+
+impl<L: Listener + ?Sized> Listener for &L {
+    fn on_event(&self, event: &Event) {
+        (**self).on_event(event);
+    }
+
+    fn wants_waiting(&self) -> bool {
+        (**self).wants_waiting()
+    }
 }

@@ -215,10 +215,85 @@ pub const fn refund(tat: u64, written: u64, increment: u64) -> Option<u64> {
     }
 }
 
+/// The state after a change of config at `now`: the permits available now become
+/// `min(available, new permits)`, permits owed stay owed (a reservation's slot stays where it
+/// is and the next call queues after the last one at the new spacing), and the progress towards
+/// the next permit carries over, capped at the new emission interval. `interval`, `window` and
+/// `permits` are the old config's; `new_*` the new one's, in the same time unit.
+///
+/// An exhausted state (`u64::MAX`) stays exhausted. (Examples: `reconfigure_examples` below.)
+#[allow(clippy::too_many_arguments)]
+pub const fn reconfigure(
+    tat: u64,
+    now: u64,
+    interval: u64,
+    window: u64,
+    permits: u32,
+    new_interval: u64,
+    new_window: u64,
+    new_permits: u32,
+) -> u64 {
+    if tat == u64::MAX {
+        return u64::MAX;
+    }
+    let old = available(tat, now, interval, window, permits);
+    let kept = if old < new_permits { old } else { new_permits };
+    if kept == new_permits {
+        return now; // a full burst under the new config
+    }
+    let (tat, now, window) = (tat as u128, now as u128, window as u128);
+    let y = if tat > now + window {
+        // Owed: the last slot handed out is `tat - window`; the next call queues one new
+        // interval after it.
+        tat - window + new_window as u128
+    } else {
+        // `kept` available now and the next one `r` later (0 < r <= T): at most T' later now.
+        let start = if tat > now { tat } else { now };
+        let r = start + (old as u128 + 1) * interval as u128 - window - now;
+        let r = if r > new_interval as u128 {
+            new_interval as u128
+        } else {
+            r
+        };
+        let r = if r == 0 { 1 } else { r };
+        (now + new_window as u128 + r).saturating_sub((kept as u128 + 1) * new_interval as u128)
+    };
+    if y > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        y as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn reconfigure_examples() {
+        // 10 per 1000 (T = 100) with 7 available at now = 0 becomes 5 per 1000 (T = 200): 5.
+        let tat = reconfigure(300, 0, 100, 1000, 10, 200, 1000, 5);
+        assert_eq!(available(tat, 0, 200, 1000, 5), 5);
+        // 3 available become 3 of 5, and the fourth comes when it would have (100), as that is
+        // within one new interval.
+        let tat = reconfigure(700, 0, 100, 1000, 10, 200, 1000, 5);
+        assert_eq!(
+            (
+                available(tat, 0, 200, 1000, 5),
+                available(tat, 100, 200, 1000, 5)
+            ),
+            (3, 4)
+        );
+        // Reserved slots stay: the last one was at 500, so the next call queues at 500 + 200.
+        let tat = reconfigure(1500, 0, 100, 1000, 10, 200, 1000, 5);
+        assert_eq!(check(tat, 0, 200, 1000), Err(700));
+        // Exhausted stays exhausted.
+        assert_eq!(
+            reconfigure(u64::MAX, 0, 100, 1000, 10, 200, 1000, 5),
+            u64::MAX
+        );
+    }
 
     /// The examples in this module's docs.
     #[test]

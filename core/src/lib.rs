@@ -8,6 +8,7 @@ pub mod __private;
 #[macro_use]
 mod sync;
 
+mod bands;
 mod clock;
 mod config;
 #[cfg(feature = "embedded-hal")]
@@ -28,8 +29,11 @@ mod state;
 mod wait;
 
 #[cfg(all(test, loom))]
+mod loom_keyed_tests;
+#[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use bands::{Bands, BandsReservation};
 pub use clock::{Clock, FixedRateClock, ManualClock, ManualTime, TickRate};
 pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duration};
 #[cfg(feature = "embedded-hal")]
@@ -39,7 +43,7 @@ pub use error::{
     AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason, RegistryError,
     SettingsError,
 };
-pub use event::{Event, Listener};
+pub use event::{Event, Listener, Tee};
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub use io::{RateLimitedWrite, WriteError};

@@ -38,6 +38,7 @@ impl Listener for DefmtListener {
     fn on_event(&self, event: &Event) {
         match event {
             Event::Rejected(_) => defmt::warn!("ritmo: {}", event),
+            Event::Waiting { .. } => defmt::trace!("ritmo: {}", event),
             Event::Released { .. } => defmt::debug!("ritmo: {}", event),
         }
     }

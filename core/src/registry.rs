@@ -222,6 +222,74 @@ impl<C: Clock, const N: usize> Registry<C, N> {
     }
 }
 
+impl<C: Clock, const N: usize> Registry<C, N> {
+    /// Applies `config` at once to the limiter registered as `id`, without resetting it (see
+    /// [`RateLimiter::reconfigure`]); `RITMO-REG-009` if no limiter has that id. Later
+    /// [`get_or_create`](Self::get_or_create) calls with the config it was registered with keep
+    /// returning it.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ErrorCode, ManualClock, Registry};
+    /// let clock = ManualClock::new();
+    /// let registry: Registry<&ManualClock, 2> = Registry::new(&clock);
+    /// let ten = Config::new(10, Duration::from_secs(1))?;
+    /// let api = registry.get_or_create("api", ten)?;
+    /// api.try_acquire_n(8).unwrap();
+    /// registry.reconfigure("api", Config::new(1, Duration::from_secs(1))?)?;
+    /// assert_eq!(api.available_permits(), 1);
+    /// assert_eq!(registry.reconfigure("nope", ten).unwrap_err().code(), ErrorCode::UnknownId);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reconfigure(&self, id: &str, config: Config) -> Result<(), RegistryError> {
+        self.get(id)?.reconfigure(config);
+        Ok(())
+    }
+
+    /// Resolves every registered limiter's config again from `settings` (reloaded from a file,
+    /// say) and applies those that changed, each at once and without resetting it. Returns, per
+    /// limiter in registration order, whether its config changed, or why it could not be resolved
+    /// (that limiter keeps its config). Settings alone decide here: an id the settings do not
+    /// configure reports the error resolving it gives (`RITMO-REG-003` naming the missing key).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{ManualClock, Registry, Settings};
+    /// let clock = ManualClock::new();
+    /// let registry: Registry<&ManualClock, 2> = Registry::new(&clock);
+    /// let v1 = [("instances.api.permits", "10"), ("instances.api.period", "1s")];
+    /// let api = registry.get_or_create("api", Settings::new(&v1).resolve("api")?)?;
+    /// let v2 = [("instances.api.permits", "4"), ("instances.api.period", "1s")];
+    /// let report = registry.reload(&Settings::new(&v2));
+    /// assert_eq!(report[0], ("api", Ok(true)));
+    /// assert_eq!(api.config().permits(), 4);
+    /// assert_eq!(registry.reload(&Settings::new(&v2))[0], ("api", Ok(false)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reload<I>(
+        &self,
+        settings: &crate::settings::Settings<I>,
+    ) -> heapless::Vec<(&'static str, Result<bool, crate::error::SettingsError>), N>
+    where
+        I: IntoIterator + Clone,
+        I::Item: crate::settings::Setting,
+    {
+        let mut report = heapless::Vec::new();
+        for limiter in self.iter() {
+            let outcome = settings.resolve(limiter.id()).map(|config| {
+                let changed = config != limiter.config();
+                if changed {
+                    limiter.reconfigure(config);
+                }
+                changed
+            });
+            // At most N limiters: never full.
+            let _ = report.push((limiter.id(), outcome));
+        }
+        report
+    }
+}
+
 impl<C: Clock + Clone, const N: usize> Registry<C, N> {
     /// The limiter named `id`, created with `config` the first time (with the registry's clock
     /// and listener). Every later call with the same id and an equal config gets the same
@@ -381,6 +449,8 @@ fn same_config<'a, C: Clock>(
     limiter: &'a RateLimiter<C>,
     config: &Config,
 ) -> Result<&'a RateLimiter<C>, RegistryError> {
+    // Against the config it was registered with: a reconfigure since does not make callers of
+    // the id with the registered config fail.
     if limiter.applies(config) {
         Ok(limiter)
     } else {

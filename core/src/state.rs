@@ -174,3 +174,61 @@ impl State {
         }
     }
 }
+
+/// A count of admitted calls (feature `counters`), on a cache line of its own on 64-bit targets
+/// so that counting does not slow down the compare-and-swap on `tat` of another core.
+///
+/// On targets with 64-bit atomics the count is a plain load and store (a locked add would cost
+/// the admitted call as much again as its compare-and-swap, measured): exact while one core at a
+/// time admits calls on the limiter, and may undercount (never overcount) when two cores admit at
+/// the same instant. Without 64-bit atomics it is one critical section, and exact.
+#[cfg(feature = "counters")]
+#[derive(Debug)]
+#[cfg_attr(target_pointer_width = "64", repr(align(128)))]
+pub(crate) struct Counter(U64Cell);
+
+#[cfg(feature = "counters")]
+impl Counter {
+    #[cfg(not(all(test, loom)))]
+    pub(crate) const fn new() -> Self {
+        Counter(U64Cell::new(0))
+    }
+
+    #[cfg(all(test, loom))]
+    pub(crate) fn new() -> Self {
+        Counter(U64Cell::new(0))
+    }
+
+    #[inline(always)]
+    pub(crate) fn increment(&self) {
+        self.0.add(1);
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load_relaxed()
+    }
+}
+
+impl State {
+    /// Replaces `current` with `new` (one CAS, which may fail spuriously); on failure returns the
+    /// value found. For a caller that decided from [`tat`](Self::tat) itself (several bands).
+    #[inline]
+    pub(crate) fn replace(&self, current: u64, new: u64) -> Result<(), u64> {
+        match self.tat.compare_exchange_weak(current, new) {
+            Ok(_) => Ok(()),
+            Err(found) => Err(found),
+        }
+    }
+
+    /// Sets the state to `u64::MAX` (a state that admits nothing) and returns what it held: for a
+    /// reconfigure, which then moves the limiter's state elsewhere.
+    pub(crate) fn freeze(&self) -> u64 {
+        let mut tat = self.tat.load();
+        loop {
+            match self.tat.compare_exchange(tat, u64::MAX) {
+                Ok(_) => return tat,
+                Err(found) => tat = found,
+            }
+        }
+    }
+}

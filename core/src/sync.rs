@@ -57,6 +57,22 @@ mod imp {
         pub(crate) fn fetch_max(&self, value: u64) -> u64 {
             self.0.fetch_max(value, Ordering::AcqRel)
         }
+        /// Adds `value` (wrapping) with a plain load and store, not a locked read-modify-write:
+        /// a statistic, for which the hot path does not pay a second atomic operation. Two
+        /// cores adding at the same instant may lose one of the additions.
+        #[cfg(feature = "counters")]
+        #[inline(always)]
+        pub(crate) fn add(&self, value: u64) {
+            let v = self.0.load(Ordering::Relaxed);
+            self.0.store(v.wrapping_add(value), Ordering::Relaxed);
+        }
+        /// The value, for a count nobody orders other memory by.
+        #[cfg(feature = "counters")]
+        #[inline(always)]
+        pub(crate) fn load_relaxed(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+
     }
 }
 
@@ -106,10 +122,22 @@ mod imp {
                 found
             })
         }
+        #[cfg(feature = "counters")]
+        #[inline]
+        pub(crate) fn add(&self, value: u64) {
+            critical_section::with(|cs| {
+                let cell = self.0.borrow(cs);
+                cell.set(cell.get().wrapping_add(value));
+            })
+        }
+        #[cfg(feature = "counters")]
+        #[inline]
+        pub(crate) fn load_relaxed(&self) -> u64 {
+            self.load()
+        }
 
-        /// Replaces the value `v` with `f(v)` if that is `Ok`, in one critical section: nothing
-        /// can change the value in between, so this never loses a race (and takes one critical
-        /// section where a load and a compare-and-swap would take two).
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, in one critical section.
+        #[cfg_attr(target_has_atomic = "64", allow(dead_code))]
         #[inline]
         pub(crate) fn update<E>(&self, f: impl FnOnce(u64) -> Result<u64, E>) -> Result<(), E> {
             critical_section::with(|cs| {
@@ -118,6 +146,7 @@ mod imp {
                 Ok(())
             })
         }
+
     }
 }
 
@@ -149,10 +178,107 @@ mod imp {
         pub(crate) fn fetch_max(&self, value: u64) -> u64 {
             self.0.fetch_max(value, Ordering::AcqRel)
         }
+        #[cfg(feature = "counters")]
+        pub(crate) fn add(&self, value: u64) {
+            self.0.fetch_add(value, Ordering::Relaxed);
+        }
+        #[cfg(feature = "counters")]
+        pub(crate) fn load_relaxed(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+
     }
 }
 
 pub(crate) use imp::U64Cell;
+
+/// A flag read on the hot path with a plain load (`Relaxed`): a `portable_atomic::AtomicBool`,
+/// whose loads and stores are native on every target (no critical section on a Cortex-M0). The
+/// same under loom: it changes only when a limiter is reconfigured, which the loom models do not
+/// do, and its `const` constructor keeps `with_listener` a `const fn` there too.
+#[derive(Debug)]
+pub(crate) struct Flag(portable_atomic::AtomicBool);
+
+impl Flag {
+    pub(crate) const fn new(value: bool) -> Self {
+        Self(portable_atomic::AtomicBool::new(value))
+    }
+    #[inline(always)]
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(portable_atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn set(&self, value: bool) {
+        self.0.store(value, portable_atomic::Ordering::Release)
+    }
+}
+
+/// A sequence number for a seqlock: loads and stores only (native everywhere), one writer at a
+/// time (the writers hold a critical section).
+#[cfg(not(all(test, loom)))]
+#[derive(Debug)]
+pub(crate) struct Seq(portable_atomic::AtomicU32);
+
+#[cfg(not(all(test, loom)))]
+impl Seq {
+    pub(crate) const fn new() -> Self {
+        Self(portable_atomic::AtomicU32::new(0))
+    }
+    #[inline(always)]
+    pub(crate) fn load(&self) -> u32 {
+        self.0.load(portable_atomic::Ordering::Acquire)
+    }
+    pub(crate) fn load_relaxed(&self) -> u32 {
+        self.0.load(portable_atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn store_relaxed(&self, value: u32) {
+        self.0.store(value, portable_atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn store(&self, value: u32) {
+        self.0.store(value, portable_atomic::Ordering::Release)
+    }
+}
+
+#[cfg(all(test, loom))]
+#[derive(Debug)]
+pub(crate) struct Seq(loom::sync::atomic::AtomicU32);
+
+#[cfg(all(test, loom))]
+impl Seq {
+    pub(crate) fn new() -> Self {
+        Self(loom::sync::atomic::AtomicU32::new(0))
+    }
+    pub(crate) fn load(&self) -> u32 {
+        self.0.load(loom::sync::atomic::Ordering::Acquire)
+    }
+    pub(crate) fn load_relaxed(&self) -> u32 {
+        self.0.load(loom::sync::atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn store_relaxed(&self, value: u32) {
+        self.0.store(value, loom::sync::atomic::Ordering::Relaxed)
+    }
+    pub(crate) fn store(&self, value: u32) {
+        self.0.store(value, loom::sync::atomic::Ordering::Release)
+    }
+}
+
+/// An acquire fence: loads before it are not reordered after loads that follow it.
+#[inline]
+pub(crate) fn fence_acquire() {
+    #[cfg(not(all(test, loom)))]
+    portable_atomic::fence(portable_atomic::Ordering::Acquire);
+    #[cfg(all(test, loom))]
+    loom::sync::atomic::fence(loom::sync::atomic::Ordering::Acquire);
+}
+
+/// A release fence: stores after it are not reordered before stores that precede it.
+#[inline]
+pub(crate) fn fence_release() {
+    #[cfg(not(all(test, loom)))]
+    portable_atomic::fence(portable_atomic::Ordering::Release);
+    #[cfg(all(test, loom))]
+    loom::sync::atomic::fence(loom::sync::atomic::Ordering::Release);
+}
+
 
 /// A value only one thread (or interrupt handler) at a time may touch: the keyed table.
 ///
@@ -161,10 +287,10 @@ pub(crate) use imp::U64Cell;
 /// the one lock an interrupt handler can take without deadlocking the code it interrupted (on a
 /// single-core MCU it masks interrupts for the few instructions the table needs). Under loom it is
 /// loom's mutex, so the model checker sees every order in which two threads take it.
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 pub(crate) struct Lock<T>(critical_section::Mutex<core::cell::RefCell<T>>);
 
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 impl<T> Lock<T> {
     pub(crate) const fn new(value: T) -> Self {
         Self(critical_section::Mutex::new(core::cell::RefCell::new(
@@ -180,10 +306,10 @@ impl<T> Lock<T> {
 }
 
 /// See the other `Lock`.
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 pub(crate) struct Lock<T>(loom::sync::Mutex<T>);
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 impl<T> Lock<T> {
     pub(crate) fn new(value: T) -> Self {
         Self(loom::sync::Mutex::new(value))

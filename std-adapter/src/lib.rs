@@ -36,6 +36,9 @@ mod annotated;
 mod blocking;
 pub mod clock;
 pub mod keyed;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod prelude;
 #[cfg(feature = "settings")]
 #[cfg_attr(docsrs, doc(cfg(feature = "settings")))]
@@ -43,6 +46,9 @@ pub mod settings;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub mod tracing;
 mod wait;
 
 pub use annotated::{DEFAULT_REGISTRY_CAPACITY, default_registry};

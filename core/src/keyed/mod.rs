@@ -206,7 +206,7 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     ///     KeyedLimiter::new("nodes", const_config!(10, Duration::from_secs(60)), &CLOCK, 0xC0FFEE);
     /// assert_eq!(NODES.available_permits(&3), 10);
     /// ```
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     pub const fn new(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
         const {
             assert!(
@@ -222,7 +222,7 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     }
 
     /// A keyed limiter named `id` applying `config` to each key.
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub fn new(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
         const {
             assert!(

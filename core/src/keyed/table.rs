@@ -42,7 +42,7 @@ pub(crate) struct Table<K, const N: usize> {
 }
 
 impl<K, const N: usize> Table<K, N> {
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     pub(crate) const fn new(seed: u128) -> Self {
         Table {
             slots: [const { Slot { key: None, tat: 0 } }; N],
@@ -52,7 +52,7 @@ impl<K, const N: usize> Table<K, N> {
         }
     }
 
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn new(seed: u128) -> Self {
         Table {
             slots: core::array::from_fn(|_| Slot { key: None, tat: 0 }),

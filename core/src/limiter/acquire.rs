@@ -2,7 +2,7 @@
 //! (`acquire*_with`, `acquire*_advancing`).
 //!
 //! Every decision goes through [`State`](crate::state::State) (one load, one CAS), and every
-//! refusal through one `reject`: on a disabled limiter the call passes,
+//! refusal through [`refused`](RateLimiter::refused): on a disabled limiter the call passes,
 //! otherwise a listener (if any) hears it and the caller gets the wait. A plain limiter (enabled,
 //! no listener) skips that call: the refusal is then only its wait.
 
@@ -10,18 +10,37 @@ use core::time::Duration;
 
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
-use crate::event::Event;
-use crate::gcra::{Refused, Reserve};
+use crate::event::{Event, Listener};
+use crate::gcra::Reserve;
 use crate::state::Take;
 use crate::wait::{AdvanceClock, Wait};
 
-use super::{RateLimiter, Reservation};
+use super::{RateLimiter, Reservation, live};
 
 /// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
 /// as the straight path.
 #[cold]
 #[inline(always)]
 fn unlikely() {}
+
+/// A "wait" that says the permits asked for are more than the config a reconfigure set allows:
+/// reported as [`InvalidPermits`], never as a wait (no wait is that long: 584 years in
+/// nanoseconds).
+pub(super) const INVALID_NOW: u64 = u64::MAX - 1;
+
+#[cold]
+#[inline(never)]
+fn publish_waiting(listener: &dyn Listener, id: &'static str, permits: u32, wait: Duration) {
+    if listener.wants_waiting() {
+        listener.on_event(&Event::Waiting { id, permits, wait });
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
+    listener.on_event(&Event::Rejected(error));
+}
 
 impl<C> RateLimiter<C> {
     #[inline(always)]
@@ -35,8 +54,36 @@ impl<C> RateLimiter<C> {
 
     /// The error of a call refused with `wait` units to go. Built where the caller looks at it,
     /// from the wait alone: a caller that only asks `is_ok()` does not pay for it.
+    /// Counts an admitted call (feature `counters`); nothing otherwise.
     #[inline(always)]
-    fn error(&self, wait: u64) -> RateLimitExceeded {
+    pub(super) fn count_admitted(&self) {
+        #[cfg(feature = "counters")]
+        self.admitted.increment();
+    }
+
+    /// How many calls it has admitted at once since it was built (calls that got their permits
+    /// after waiting are reported to listeners that ask as [`Event::Waiting`] instead). Wraps at
+    /// `u64::MAX`. A statistic: counting costs the admitted call a plain load and store, so two
+    /// cores admitting at the very same instant may count one call (never more than were
+    /// admitted).
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(2, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// l.try_acquire_n(1).unwrap();
+    /// assert!(l.try_acquire().is_err());
+    /// assert_eq!(l.admitted_count(), 2);
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn admitted_count(&self) -> u64 {
+        self.admitted.get()
+    }
+
+    #[inline(always)]
+    pub(super) fn error(&self, wait: u64) -> RateLimitExceeded {
         RateLimitExceeded::new(
             self.id,
             Reason::NoPermitInTime,
@@ -48,29 +95,36 @@ impl<C> RateLimiter<C> {
 
     /// The one way a call is refused, `wait` units before its permits would arrive: on a
     /// disabled limiter it passes (`Ok`); otherwise the listener, if there is one, hears the
-    /// rejection, and the caller gets `Err(wait)`. Only ever reached out of line: a plain limiter
-    /// (enabled, no listener) never gets here.
-    #[inline]
-    fn reject(&self, wait: u64) -> Result<(), u64> {
+    /// rejection, and the caller gets `Err(wait)`. Out of line: a plain limiter never calls it.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, wait: u64, k: u32) -> Result<(), u64>
+    where
+        C: Clock,
+    {
+        if self.live.reconfigured() {
+            return match self.live_acquire(k, Some(0)) {
+                live::Outcome::Granted { .. } => {
+                    self.count_admitted();
+                    Ok(())
+                }
+                live::Outcome::Refused(wait) => {
+                    if let Some(listener) = self.listener {
+                        publish_rejected(listener, self.error(wait));
+                    }
+                    Err(wait)
+                }
+                live::Outcome::Disabled => Ok(()),
+                live::Outcome::Invalid(_) => Err(INVALID_NOW),
+            };
+        }
         if !self.rate.enabled() {
             return Ok(());
         }
         if let Some(listener) = self.listener {
-            listener.on_event(&Event::Rejected(self.error(wait)));
+            publish_rejected(listener, self.error(wait));
         }
         Err(wait)
-    }
-
-    /// [`reject`](Self::reject) for a state's refusal, out of line. It takes the refusal rather
-    /// than its wait, so that the plain path alone computes the wait, and only if the caller
-    /// looks at it.
-    ///
-    /// The refusal comes as its two numbers, in registers: passed as one struct, the compiler
-    /// builds it in memory on the hot path before it knows whether this is called at all.
-    #[cold]
-    #[inline(never)]
-    fn refused(&self, start: u64, over: u64) -> Result<(), u64> {
-        self.reject(Refused { start, over }.wait())
     }
 }
 
@@ -99,18 +153,11 @@ impl<C: Clock> RateLimiter<C> {
     /// ```
     #[inline(always)]
     pub fn try_acquire(&self) -> Result<(), RateLimitExceeded> {
-        // A disabled limiter has `limit` 0: the state refuses without changing, and the call
-        // passes in `refused`.
+        // A disabled limiter has `limit` 0: `take` refuses without touching the state, and the
+        // call passes in `refused`.
         let now = self.now_units();
-        let verdict = match self.state.take_one(now, &self.rate) {
-            Take::Taken => Ok(()),
-            Take::Refused(refused) if self.rate.plain_reject => Err(refused.wait()),
-            Take::Refused(refused) => self.refused(refused.start, refused.over),
-            Take::Lost(found) => self.take_contended(found, now, 1),
-        };
-        // The error is built here, inline, from the wait alone: a caller that only asks
-        // `is_ok()` does not pay for it, and no slow path returns it through memory.
-        verdict.map_err(|wait| self.error(wait))
+        self.take(now, 1, self.rate.interval, self.rate.limit)
+            .map_err(|wait| self.error(wait))
     }
 
     /// Takes `k` permits as one unit if they are all there now; never waits. `k = 0` and
@@ -126,39 +173,76 @@ impl<C: Clock> RateLimiter<C> {
     /// ```
     #[inline(always)]
     pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
-        self.check_permits(k)?;
-        if !self.rate.enabled() {
-            return Ok(());
+        if k == 0 || k > self.rate.permits {
+            return self.try_acquire_n_cold(k);
         }
         let now = self.now_units();
-        let (increment, limit) = self.bounds(k);
-        let verdict = match self.state.take_n(now, increment, limit) {
-            Take::Taken => Ok(()),
-            Take::Refused(refused) if self.rate.plain_reject => Err(refused.wait()),
-            Take::Refused(refused) => self.refused(refused.start, refused.over),
-            Take::Lost(found) => self.take_contended(found, now, k),
+        let increment = self.rate.increment(k);
+        // `increment <= window` since `k <= permits`; 0 (admit nothing here) when disabled.
+        let limit = if self.rate.enabled() {
+            self.rate.window() - increment + 1
+        } else {
+            0
         };
-        verdict.map_err(|wait| self.error(wait).into())
+        self.take(now, k, increment, limit)
+            .map_err(|wait| self.error_n(wait, k))
     }
 
-    /// `k * T` and the state's lead below which `k` permits are admitted at once on an enabled
-    /// limiter: `window - k * T + 1` (`k * T <= window` since `k <= permits`).
+    /// The error of a refused `try_acquire_n`: [`INVALID_NOW`] when `k` is no longer valid for
+    /// the config a reconfigure set. Out of line, so that `try_acquire_n` stays small.
+    #[inline(never)]
+    fn error_n(&self, wait: u64, k: u32) -> AcquireError {
+        if wait == INVALID_NOW {
+            InvalidPermits::new(self.id, k, self.permits_now()).into()
+        } else {
+            self.error(wait).into()
+        }
+    }
+
+    /// `try_acquire_n` with `k` invalid for the config the limiter was built with: it may be
+    /// valid for the one a reconfigure set.
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_n_cold(&self, k: u32) -> Result<(), AcquireError> {
+        if self.live.reconfigured() {
+            return self.live_try(k);
+        }
+        self.check_permits(k)?;
+        unreachable!("k was invalid")
+    }
+
+    /// Takes `increment` worth of permits at `now` through the state, or refuses: `Err(wait)`.
     #[inline(always)]
-    fn bounds(&self, k: u32) -> (u64, u64) {
-        let increment = self.rate.increment(k);
-        (increment, self.rate.window() - increment + 1)
+    fn take(&self, now: u64, k: u32, increment: u64, limit: u64) -> Result<(), u64> {
+        match self.state.take_n(now, increment, limit) {
+            Take::Taken => {
+                self.count_admitted();
+                Ok(())
+            }
+            Take::Refused(refused) if self.plain_reject.get() => Err(refused.wait()),
+            Take::Refused(refused) => self.refused(refused.wait(), k),
+            Take::Lost(found) => self.take_contended(found, now, k, increment, limit),
+        }
     }
 
     /// A call that lost the CAS race: decides again, out of line. `Err(wait)` if refused.
     #[cold]
     #[inline(never)]
-    fn take_contended(&self, found: u64, now: u64, k: u32) -> Result<(), u64> {
-        // A disabled limiter never takes (so never loses a race): the bounds are an enabled one's.
-        let (increment, limit) = self.bounds(k);
+    fn take_contended(
+        &self,
+        found: u64,
+        now: u64,
+        k: u32,
+        increment: u64,
+        limit: u64,
+    ) -> Result<(), u64> {
         match self.state.take_contended(found, now, increment, limit) {
-            Ok(_) => Ok(()),
-            Err(refused) if self.rate.plain_reject => Err(refused.wait()),
-            Err(refused) => self.refused(refused.start, refused.over),
+            Ok(_) => {
+                self.count_admitted();
+                Ok(())
+            }
+            Err(refused) if self.plain_reject.get() => Err(refused.wait()),
+            Err(refused) => self.refused(refused.wait(), k),
         }
     }
 
@@ -186,7 +270,7 @@ impl<C: Clock> RateLimiter<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reserve(&self) -> Result<Reservation<'_, C>, RateLimitExceeded> {
-        self.reserve_units(1, self.rate.max_wait)
+        self.reserve_units(1, None)
             .map_err(|e| match e.rate_limited() {
                 Some(&e) => e,
                 None => unreachable!("1 permit is always valid"),
@@ -208,7 +292,7 @@ impl<C: Clock> RateLimiter<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reserve_n(&self, k: u32) -> Result<Reservation<'_, C>, AcquireError> {
-        self.reserve_units(k, self.rate.max_wait)
+        self.reserve_units(k, None)
     }
 
     /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait` instead of the
@@ -230,10 +314,18 @@ impl<C: Clock> RateLimiter<C> {
         k: u32,
         max_wait: Duration,
     ) -> Result<Reservation<'_, C>, AcquireError> {
-        self.reserve_units(k, self.rate.units_floor(max_wait))
+        self.reserve_units(k, Some(self.rate.units_floor(max_wait)))
     }
 
-    fn reserve_units(&self, k: u32, max_wait: u64) -> Result<Reservation<'_, C>, AcquireError> {
+    fn reserve_units(
+        &self,
+        k: u32,
+        max_wait: Option<u64>,
+    ) -> Result<Reservation<'_, C>, AcquireError> {
+        if self.live.reconfigured() {
+            return self.live_reserve(k, max_wait);
+        }
+        let max_wait = max_wait.unwrap_or(self.rate.max_wait);
         self.check_permits(k)?;
         let now = self.now_units();
         if !self.rate.enabled() {
@@ -244,16 +336,28 @@ impl<C: Clock> RateLimiter<C> {
             .state
             .reserve(now, increment, self.rate.window(), max_wait)
         {
-            Reserve::Now { new_tat } => Ok(Reservation::new(self, new_tat, increment, now, 0, k)),
-            Reserve::Wait { new_tat, wait } => Ok(Reservation::new(
-                self,
-                new_tat,
-                increment,
-                now.saturating_add(wait),
-                wait,
-                k,
-            )),
-            Reserve::Reject { wait } => match self.reject(wait) {
+            Reserve::Now { new_tat } => {
+                self.count_admitted();
+                Ok(Reservation::new(self, new_tat, increment, now, 0, k))
+            }
+            Reserve::Wait { new_tat, wait } => {
+                if let Some(listener) = self.listener {
+                    publish_waiting(listener, self.id, k, self.rate.wait_duration(wait));
+                }
+                Ok(Reservation::new(
+                    self,
+                    new_tat,
+                    increment,
+                    now.saturating_add(wait),
+                    wait,
+                    k,
+                ))
+            }
+            // A reconfigure froze the state meanwhile: decide on the reconfigured path.
+            Reserve::Reject { .. } if self.live.reconfigured() => {
+                self.live_reserve(k, Some(max_wait))
+            }
+            Reserve::Reject { wait } => match self.refused(wait, k) {
                 Ok(()) => unreachable!("an enabled limiter refuses"),
                 Err(wait) => Err(self.error(wait).into()),
             },

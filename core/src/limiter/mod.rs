@@ -11,9 +11,11 @@ use crate::clock::{Clock, FixedRateClock, TickRate};
 use crate::config::Config;
 use crate::event::Listener;
 use crate::state::State;
+use crate::sync::Flag;
 
 mod acquire;
 mod generated;
+mod live;
 mod peek;
 mod rate;
 mod reservation;
@@ -81,13 +83,21 @@ pub struct RateLimiter<C> {
     id: &'static str,
     listener: Option<&'static dyn Listener>,
     clock: C,
+    /// Enabled and without a listener, and never reconfigured: a refusal only returns its error.
+    plain_reject: Flag,
+    /// The state and config after a [`reconfigure`](Self::reconfigure); unused before.
+    live: live::Live,
+    /// Calls admitted at once, for metrics.
+    #[cfg(feature = "counters")]
+    admitted: crate::state::Counter,
 }
 
 impl<C> fmt::Debug for RateLimiter<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimiter")
             .field("id", &self.id)
-            .field("config", &self.rate.config())
+            .field("config", &self.config())
+            .field("live", &self.live)
             .field("tat", &self.state.tat())
             .field("has_listener", &self.listener.is_some())
             .finish_non_exhaustive()
@@ -140,8 +150,7 @@ impl<C: Clock> RateLimiter<C> {
     /// Whether this limiter applies `config`: built with it on this clock, it would be this
     /// limiter (a registry's check that two users of one id agree).
     pub(crate) fn applies(&self, config: &Config) -> bool {
-        let mut rate = Rate::new(config, self.clock.tick_rate());
-        rate.plain_reject = self.rate.plain_reject; // the listener is not part of the config
+        let rate = Rate::new(config, self.clock.tick_rate());
         rate == self.rate
     }
 }
@@ -155,6 +164,10 @@ impl<C> RateLimiter<C> {
             id,
             listener: None,
             clock,
+            plain_reject: Flag::new(config.enabled()),
+            live: live::Live::new(config),
+            #[cfg(feature = "counters")]
+            admitted: crate::state::Counter::new(),
         }
     }
     }
@@ -176,7 +189,7 @@ impl<C> RateLimiter<C> {
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
         self.listener = Some(listener);
-        self.rate.plain_reject = false;
+        self.plain_reject = Flag::new(false);
         self
     }
 
@@ -190,39 +203,6 @@ impl<C> RateLimiter<C> {
     /// ```
     pub const fn id(&self) -> &'static str {
         self.id
-    }
-
-    /// The config it applies, rebuilt from what it keeps (it keeps no copy, to stay small in a
-    /// microcontroller's RAM): `permits` and `enabled` as given; `period` and `max_wait` as the
-    /// clock can express them (`period` rounded up to a whole number of the limiter's units per
-    /// permit, `max_wait` rounded down). On a clock of 1 GHz and more (`ManualClock`, a server
-    /// clock) they are the ones given whenever the period is a whole number of nanoseconds per
-    /// permit.
-    ///
-    /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
-    /// # use core::time::Duration;
-    /// let c = Config::new(5, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_millis(20));
-    /// assert_eq!(RateLimiter::new("x", c, ManualClock::new()).config(), c);
-    /// // 1 s / 3 is not a whole number of nanoseconds: 333 333 334 ns per permit.
-    /// let c = Config::new(3, Duration::from_secs(1)).unwrap();
-    /// let applied = RateLimiter::new("x", c, ManualClock::new()).config();
-    /// assert_eq!(applied.period(), Duration::from_nanos(1_000_000_002));
-    /// ```
-    pub const fn config(&self) -> Config {
-        self.rate.config()
-    }
-
-    /// Permits per period: the burst, and the most one call can take.
-    ///
-    /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
-    /// # use core::time::Duration;
-    /// let l = RateLimiter::new("x", Config::new(5, Duration::from_secs(1)).unwrap(), ManualClock::new());
-    /// assert_eq!(l.permits(), 5);
-    /// ```
-    pub const fn permits(&self) -> u32 {
-        self.rate.permits
     }
 
     /// The clock it reads.

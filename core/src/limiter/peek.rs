@@ -24,6 +24,9 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(l.available_permits(), 3);
     /// ```
     pub fn available_permits(&self) -> u32 {
+        if self.live.reconfigured() {
+            return self.live_available();
+        }
         if !self.rate.enabled() {
             return self.rate.permits;
         }
@@ -65,6 +68,10 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.retry_after_n(11).is_err());
     /// ```
     pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
+        if self.live.reconfigured() {
+            let wait = self.live_retry_after(k)?;
+            return Ok(self.rate.wait_duration(wait));
+        }
         self.check_permits(k)?;
         if !self.rate.enabled() {
             return Ok(Duration::ZERO);
@@ -93,7 +100,7 @@ impl<C: Clock> RateLimiter<C> {
         Snapshot {
             id: self.id,
             available_permits: self.available_permits(),
-            permits: self.rate.permits,
+            permits: self.permits_now(),
         }
     }
 }

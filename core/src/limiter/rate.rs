@@ -33,11 +33,6 @@ pub(crate) struct Rate {
     pub(crate) permits: u32,
     /// Readings are shifted left by this many bits into units.
     pub(crate) shift: u8,
-    /// Enabled and without a listener: a refusal only returns its wait. One flag, so that the
-    /// refused path tests one byte instead of two things. (Kept here rather than beside the
-    /// listener so that it shares this struct's padding: a limiter on a 32-bit microcontroller
-    /// then fits 64 bytes.) Installing a listener clears it.
-    pub(crate) plain_reject: bool,
 }
 
 impl Rate {
@@ -72,7 +67,6 @@ impl Rate {
             unit_hz: saturate(unit_hz),
             permits: config.permits(),
             shift: shift as u8,
-            plain_reject: config.enabled(),
         }
     }
 
@@ -120,7 +114,13 @@ impl Rate {
     /// `k * T`, saturating.
     #[inline(always)]
     pub(crate) const fn increment(&self, k: u32) -> u64 {
-        saturate(self.interval as u128 * k as u128)
+        Self::increment_of(self.interval, k)
+    }
+
+    /// `k * interval`, saturating.
+    #[inline(always)]
+    pub(crate) const fn increment_of(interval: u64, k: u32) -> u64 {
+        saturate(interval as u128 * k as u128)
     }
 
     /// A duration in units, rounded down (saturating).

@@ -38,6 +38,8 @@ pub struct Reservation<'a, C: Clock> {
     wait: u64,
     permits: u32,
     settled: bool,
+    /// 0: made on the original state; else the reconfigure generation it was made under.
+    pub(super) seq: u32,
 }
 
 impl<C: Clock> fmt::Debug for Reservation<'_, C> {
@@ -68,6 +70,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
             wait,
             permits,
             settled: false,
+            seq: 0,
         }
     }
 
@@ -235,7 +238,13 @@ impl<'a, C: Clock> Reservation<'a, C> {
         if self.increment == 0 {
             return true;
         }
-        let returned = self.limiter.state.refund(self.written, self.increment);
+        let returned = if self.seq == 0 {
+            // A reconfigure since has frozen this state: nothing goes back then.
+            self.limiter.state.refund(self.written, self.increment)
+        } else {
+            self.limiter
+                .live_refund(self.seq, self.written, self.increment)
+        };
         if let Some(listener) = self.limiter.listener {
             listener.on_event(&Event::Released {
                 id: self.limiter.id,

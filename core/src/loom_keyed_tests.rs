@@ -1,23 +1,27 @@
 //! Model checks of the keyed table's insert/evict race: two threads and one slot, under every
-//! interleaving (see `loom.rs` for how these run).
+//! interleaving (see `loom_tests.rs` for how these run).
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
-//!     cargo test -p ritmo-core --test loom_keyed --release --target-dir target/loom
+//!     cargo test -p ritmo-core --lib --release --target-dir target/loom loom_keyed_tests
 //! ```
 //!
 //! Under `--cfg loom` the table's lock is loom's mutex and the clock loom's atomics, so loom sees
 //! every order in which the two threads read the clock, take the lock, find the slot idle or
 //! live, and evict or keep its key.
-#![cfg(loom)]
+
+extern crate std;
 
 use core::time::Duration;
 use std::sync::atomic::{AtomicUsize, Ordering as StdOrdering};
 
 use loom::sync::Arc;
 use loom::thread;
-use ritmo_core::keyed::KeyedLimiter;
-use ritmo_core::{Config, ManualClock, Reason};
+use std::eprintln;
+use std::vec::Vec;
+
+use crate::keyed::KeyedLimiter;
+use crate::{Config, ManualClock, Reason};
 
 const T: Duration = Duration::from_secs(1);
 

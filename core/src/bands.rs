@@ -1,0 +1,810 @@
+//! [`Bands`]: several limits on one stream of calls ("10 per second and 1000 per hour"), decided
+//! together: a call passes only if every band has room for it, and then every band is charged.
+//!
+//! # How a call is decided
+//!
+//! One clock reading `now`. For each band the GCRA rules give the instant its permits for the call
+//! arrive (`now` if they are there already). The call's slot is the latest of these: the wait is
+//! the longest band's. If that wait is within `max_wait`, every band is charged *as of that slot*
+//! (`tat := max(tat, slot) + k*T`, which each band admits at that instant by construction), one
+//! compare-and-swap per band, in band order. A band whose state changed in the meantime is decided
+//! again with the value found; if it no longer has room at the slot (another call took it), the
+//! bands already charged are given back by the tail rule (a band's charge goes back only if no
+//! later call charged that band after it) and the whole call is decided again from fresh readings.
+//!
+//! Why this keeps every band within its own bound, whatever the interleaving: every charge that
+//! stays is a GCRA-conforming charge of that band at the instant the call runs, and the GCRA bound
+//! (at most `n + floor(w / T)` calls in any window of length `w`) holds for any set of conforming
+//! charges, in whatever order they land. A charge given back by the tail rule is as if it never
+//! happened; one that cannot be given back stays, so it can only make the band stricter.
+//!
+//! What concurrency can cost is the other way round: a call may be refused that a sequential run
+//! would have admitted (a band briefly charged by a call that then gives it back, or a charge that
+//! could not be given back because someone queued behind it). Sequentially that never happens:
+//! a lone caller decides on values nobody changes, so every charge goes through.
+//!
+//! A rejected call only loads each band's state; it changes nothing.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::clock::{Clock, FixedRateClock, ManualTime, TickRate};
+use crate::config::Config;
+use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
+use crate::event::{Event, Listener};
+use crate::gcra;
+use crate::limiter::Rate;
+use crate::state::State;
+use crate::wait::{AdvanceClock, Wait};
+
+/// Several rate limits applied together to one stream of calls: "10 per second *and* 1000 per
+/// hour", or a per-second limit plus a daily quota.
+///
+/// A call is admitted only if every band admits it, and then every band is charged; a call
+/// refused by one band takes nothing from the others, so a throttled caller never drains a shared
+/// daily quota. A call that must wait waits for the slowest band. `B` bands live inline (no heap),
+/// and a `Bands` can be a `static` ([`Bands::new`] is `const`).
+///
+/// Under concurrency no band ever admits more than its own bound; two racing calls may
+/// occasionally see one refused that a sequential run would have admitted (the module docs of
+/// `bands.rs` explain when).
+///
+/// A band whose config is disabled (`enabled = false`) is left out of every decision.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Bands, Config, ManualClock};
+///
+/// let clock = ManualClock::new();
+/// let api = Bands::new(
+///     "api",
+///     [
+///         Config::new(10, Duration::from_secs(1))?,   // 10 per second
+///         Config::new(15, Duration::from_secs(3600))?, // and 15 per hour
+///     ],
+///     &clock,
+/// );
+/// for _ in 0..10 {
+///     api.try_acquire().unwrap(); // the per-second burst
+/// }
+/// assert!(api.try_acquire().is_err()); // the second band is full
+/// clock.advance(Duration::from_secs(1));
+/// for _ in 0..5 {
+///     api.try_acquire().unwrap();
+/// }
+/// // 15 in the hour: the per-second band has room again, the hourly one does not.
+/// // Its next permit comes 4 minutes (one hour / 15) after the first call: 239 s from now.
+/// let err = api.try_acquire().unwrap_err();
+/// assert_eq!(err.retry_after(), Duration::from_secs(239));
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+pub struct Bands<C, const B: usize> {
+    states: [State; B],
+    rates: [Rate; B],
+    configs: [Config; B],
+    id: &'static str,
+    /// The longest a call may wait for its slot, in units.
+    max_wait: u64,
+    /// The most permits one call may take: the smallest `permits` of the bands.
+    max_permits: u32,
+    listener: Option<&'static dyn Listener>,
+    clock: C,
+    /// Calls admitted at once, for metrics.
+    #[cfg(feature = "counters")]
+    admitted: crate::state::Counter,
+}
+
+impl<C, const B: usize> fmt::Debug for Bands<C, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut tats = [0u64; B];
+        for (tat, state) in tats.iter_mut().zip(&self.states) {
+            *tat = state.tat();
+        }
+        f.debug_struct("Bands")
+            .field("id", &self.id)
+            .field("configs", &self.configs)
+            .field("tats", &tats)
+            .field("has_listener", &self.listener.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: FixedRateClock, const B: usize> Bands<C, B> {
+    /// Bands named `id` on `clock`, one per config, in a `const` context if need be.
+    ///
+    /// A call may wait as long as the longest `max_wait` among the configs
+    /// ([`with_max_wait`](Self::with_max_wait) sets it explicitly). `B = 0` does not compile.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{const_config, Bands, ManualClock};
+    ///
+    /// static CLOCK: ManualClock = ManualClock::new();
+    /// // A radio: 1 frame per second, and a 1% duty cycle of 36 frames per hour.
+    /// static RADIO: Bands<&ManualClock, 2> = Bands::new(
+    ///     "radio",
+    ///     [const_config!(1, Duration::from_secs(1)), const_config!(36, Duration::from_secs(3600))],
+    ///     &CLOCK,
+    /// );
+    /// assert!(RADIO.try_acquire().is_ok());
+    /// assert!(RADIO.try_acquire().is_err());
+    /// ```
+    ///
+    /// ```compile_fail
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let none: Bands<ManualClock, 0> = Bands::new("x", [], ManualClock::new());
+    /// ```
+    #[cfg(not(all(test, loom)))]
+    pub const fn new(id: &'static str, configs: [Config; B], clock: C) -> Self {
+        Self::build(id, configs, clock, C::TICK_RATE)
+    }
+
+    /// Bands named `id` on `clock`.
+    #[cfg(all(test, loom))]
+    pub fn new(id: &'static str, configs: [Config; B], clock: C) -> Self {
+        Self::build(id, configs, clock, C::TICK_RATE)
+    }
+}
+
+impl<C: Clock, const B: usize> Bands<C, B> {
+    /// Bands on a clock whose tick rate is known only at run time.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let b = Bands::with_clock("x", [Config::new(2, Duration::from_secs(1))?; 2], ManualClock::new());
+    /// assert_eq!(b.available_permits(), 2);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn with_clock(id: &'static str, configs: [Config; B], clock: C) -> Self {
+        let tick = clock.tick_rate();
+        Self::build(id, configs, clock, tick)
+    }
+}
+
+#[cfg(not(all(test, loom)))]
+const fn new_states<const B: usize>() -> [State; B] {
+    [const { State::new() }; B]
+}
+
+#[cfg(all(test, loom))]
+fn new_states<const B: usize>() -> [State; B] {
+    core::array::from_fn(|_| State::new())
+}
+
+/// Each band's config in the clock's units, the longest `max_wait` and the smallest `permits`.
+const fn rates<const B: usize>(configs: &[Config; B], tick: TickRate) -> ([Rate; B], u64, u32) {
+    const { assert!(B > 0, "Bands needs at least one band") };
+    let mut rates = [Rate::new(&configs[0], tick); B];
+    let mut max_wait = 0;
+    let mut max_permits = u32::MAX;
+    let mut i = 0;
+    while i < B {
+        rates[i] = Rate::new(&configs[i], tick);
+        if rates[i].max_wait > max_wait {
+            max_wait = rates[i].max_wait;
+        }
+        if configs[i].permits() < max_permits {
+            max_permits = configs[i].permits();
+        }
+        i += 1;
+    }
+    (rates, max_wait, max_permits)
+}
+
+impl<C, const B: usize> Bands<C, B> {
+    #[cfg(not(all(test, loom)))]
+    const fn build(id: &'static str, configs: [Config; B], clock: C, tick: TickRate) -> Self {
+        let (rates, max_wait, max_permits) = rates(&configs, tick);
+        Bands {
+            states: new_states(),
+            rates,
+            configs,
+            id,
+            max_wait,
+            max_permits,
+            listener: None,
+            clock,
+            #[cfg(feature = "counters")]
+            admitted: crate::state::Counter::new(),
+        }
+    }
+
+    #[cfg(all(test, loom))]
+    fn build(id: &'static str, configs: [Config; B], clock: C, tick: TickRate) -> Self {
+        let (rates, max_wait, max_permits) = rates(&configs, tick);
+        Bands {
+            states: new_states(),
+            rates,
+            configs,
+            id,
+            max_wait,
+            max_permits,
+            listener: None,
+            clock,
+            #[cfg(feature = "counters")]
+            admitted: crate::state::Counter::new(),
+        }
+    }
+
+    /// The same bands, letting a call wait up to `max_wait` for its slot (instead of the longest
+    /// `max_wait` of the configs).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?; 2], ManualClock::new())
+    ///     .with_max_wait(Duration::from_secs(1));
+    /// b.try_acquire().unwrap();
+    /// assert_eq!(b.reserve().unwrap().wait_time(), Duration::from_secs(1));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub const fn with_max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = self.rates[0].units_floor(max_wait);
+        self
+    }
+
+    /// The same bands, reporting rejections and released reservations to `listener`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, Event, Listener, ManualClock};
+    /// struct Quiet;
+    /// impl Listener for Quiet { fn on_event(&self, _: &Event) {} }
+    /// static QUIET: Quiet = Quiet;
+    /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?; 2], ManualClock::new())
+    ///     .with_listener(&QUIET);
+    /// # b.try_acquire().unwrap();
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
+        self.listener = Some(listener);
+        self
+    }
+
+    /// Its id.
+    pub const fn id(&self) -> &'static str {
+        self.id
+    }
+
+    /// The bands' configs, in order.
+    pub const fn configs(&self) -> &[Config; B] {
+        &self.configs
+    }
+
+    /// The clock it reads.
+    pub const fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The longest a call may wait for its slot.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let fast = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(300));
+    /// let slow = Config::new(100, Duration::from_secs(60))?;
+    /// let b = Bands::new("x", [fast, slow], ManualClock::new());
+    /// assert_eq!(b.max_wait(), Duration::from_millis(300));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn max_wait(&self) -> Duration {
+        self.rates[0].wait_duration(self.max_wait)
+    }
+
+    /// How many calls it has admitted at once since it was built (calls that waited are
+    /// reported to the listener as [`Event::Waiting`]). Wraps at `u64::MAX`.
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn admitted_count(&self) -> u64 {
+        self.admitted.get()
+    }
+
+    fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
+        if k == 0 || k > self.max_permits {
+            Err(InvalidPermits::new(self.id, k, self.max_permits))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn rejected(&self, wait: u64) -> RateLimitExceeded {
+        let error = RateLimitExceeded::new(
+            self.id,
+            Reason::NoPermitInTime,
+            wait,
+            self.rates[0].unit_hz,
+            self.rates[0].shift,
+        );
+        if let Some(listener) = self.listener {
+            listener.on_event(&Event::Rejected(error));
+        }
+        error
+    }
+}
+
+/// The outcome of one attempt to charge every band.
+enum Charge<const B: usize> {
+    /// Every band charged: what each band's state became, the call's slot and wait.
+    Done {
+        written: [u64; B],
+        slot: u64,
+        wait: u64,
+    },
+    /// Refused: the wait (units) until the slowest band's permits arrive.
+    Refused(u64),
+}
+
+impl<C: Clock, const B: usize> Bands<C, B> {
+    fn now_units(&self) -> u64 {
+        self.rates[0].units(self.clock.now())
+    }
+
+    /// The call's slot given the bands' states `tats`: `Ok(slot)`, or `Err(wait)` if some band can
+    /// never admit it (`u64::MAX`).
+    fn slot(&self, tats: &[u64; B], now: u64, increments: &[u64; B]) -> Result<u64, u64> {
+        let mut slot = now;
+        for i in 0..B {
+            if !self.configs[i].enabled() {
+                continue;
+            }
+            match gcra::check(tats[i], now, increments[i], self.rates[i].window()) {
+                Ok(_) => {}
+                Err(u64::MAX) => return Err(u64::MAX),
+                Err(wait) => slot = slot.max(now.saturating_add(wait)),
+            }
+        }
+        Ok(slot)
+    }
+
+    /// Charges every enabled band for `increments` if their permits arrive within `max_wait`.
+    fn charge(&self, increments: &[u64; B], max_wait: u64) -> (u64, Charge<B>) {
+        let now = self.now_units();
+        'decide: loop {
+            let mut tats = [0u64; B];
+            for (tat, state) in tats.iter_mut().zip(&self.states) {
+                *tat = state.tat();
+            }
+            let slot = match self.slot(&tats, now, increments) {
+                Ok(slot) => slot,
+                Err(wait) => return (now, Charge::Refused(wait)),
+            };
+            let wait = slot - now;
+            if wait > max_wait {
+                return (now, Charge::Refused(wait));
+            }
+            let mut written = [0u64; B];
+            for i in 0..B {
+                if !self.configs[i].enabled() {
+                    continue;
+                }
+                let window = self.rates[i].window();
+                loop {
+                    // Charged as of the slot, when the call runs; admitted there by construction
+                    // unless another call took the room in the meantime.
+                    let Ok(new_tat) = gcra::check(tats[i], slot, increments[i], window) else {
+                        // No room at this slot any more: give back what this call charged so far
+                        // (tail rule) and decide again from fresh readings.
+                        for j in 0..i {
+                            if self.configs[j].enabled() {
+                                self.states[j].refund(written[j], increments[j]);
+                            }
+                        }
+                        continue 'decide;
+                    };
+                    match self.states[i].replace(tats[i], new_tat) {
+                        Ok(()) => {
+                            written[i] = new_tat;
+                            break;
+                        }
+                        Err(found) => tats[i] = found,
+                    }
+                }
+            }
+            return (
+                now,
+                Charge::Done {
+                    written,
+                    slot,
+                    wait,
+                },
+            );
+        }
+    }
+
+    fn increments(&self, k: u32) -> [u64; B] {
+        let mut increments = [0u64; B];
+        for (inc, rate) in increments.iter_mut().zip(&self.rates) {
+            *inc = rate.increment(k);
+        }
+        increments
+    }
+
+    /// Takes one permit from every band if all have it now; never waits.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let b = Bands::new("x", [Config::new(2, Duration::from_secs(1))?, Config::new(3, Duration::from_secs(60))?], ManualClock::new());
+    /// assert!(b.try_acquire().is_ok());
+    /// assert!(b.try_acquire().is_ok());
+    /// assert!(b.try_acquire().is_err());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn try_acquire(&self) -> Result<(), RateLimitExceeded> {
+        match self.try_acquire_n(1) {
+            Ok(()) => Ok(()),
+            Err(AcquireError::RateLimited(e)) => Err(e),
+            Err(AcquireError::InvalidPermits(_)) => unreachable!("1 permit is always valid"),
+        }
+    }
+
+    /// Takes `k` permits from every band as one unit if all have them now; never waits. `k = 0`
+    /// and `k` above the smallest band's `permits` are [`AcquireError::InvalidPermits`].
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{AcquireError, Bands, Config, ManualClock};
+    /// let b = Bands::new("x", [Config::new(8, Duration::from_secs(1))?, Config::new(4, Duration::from_secs(60))?], ManualClock::new());
+    /// assert!(matches!(b.try_acquire_n(5), Err(AcquireError::InvalidPermits(_))));
+    /// assert!(b.try_acquire_n(4).is_ok());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
+        self.check_permits(k)?;
+        match self.charge(&self.increments(k), 0).1 {
+            Charge::Done { .. } => {
+                #[cfg(feature = "counters")]
+                self.admitted.increment();
+                Ok(())
+            }
+            Charge::Refused(wait) => Err(self.rejected(wait).into()),
+        }
+    }
+
+    /// Takes one permit from every band now, or reserves the slot at which the slowest band has it
+    /// if that is within `max_wait`; otherwise rejects at once and changes nothing.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let per_second = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(10));
+    /// let per_minute = Config::new(3, Duration::from_secs(60))?;
+    /// let b = Bands::new("x", [per_second, per_minute], ManualClock::new());
+    /// b.try_acquire_n(2).unwrap();
+    /// let first = b.reserve().unwrap();
+    /// assert_eq!(first.wait_time(), Duration::from_millis(500));
+    /// first.commit();
+    /// // The per-minute band is spent now: its next permit is 20 s away, beyond max_wait.
+    /// assert_eq!(b.reserve().unwrap_err().retry_after(), Duration::from_secs(20));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve(&self) -> Result<BandsReservation<'_, C, B>, RateLimitExceeded> {
+        match self.reserve_units(1, self.max_wait) {
+            Ok(r) => Ok(r),
+            Err(AcquireError::RateLimited(e)) => Err(e),
+            Err(AcquireError::InvalidPermits(_)) => unreachable!("1 permit is always valid"),
+        }
+    }
+
+    /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
+    pub fn reserve_n(&self, k: u32) -> Result<BandsReservation<'_, C, B>, AcquireError> {
+        self.reserve_units(k, self.max_wait)
+    }
+
+    /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?; 2], ManualClock::new());
+    /// b.try_acquire().unwrap();
+    /// assert!(b.reserve_n_within(1, Duration::from_millis(999)).is_err());
+    /// assert!(b.reserve_n_within(1, Duration::from_secs(1)).is_ok());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve_n_within(
+        &self,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<BandsReservation<'_, C, B>, AcquireError> {
+        self.reserve_units(k, self.rates[0].units_floor(max_wait))
+    }
+
+    fn reserve_units(
+        &self,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<BandsReservation<'_, C, B>, AcquireError> {
+        self.check_permits(k)?;
+        let increments = self.increments(k);
+        match self.charge(&increments, max_wait) {
+            (
+                _,
+                Charge::Done {
+                    written,
+                    slot,
+                    wait,
+                },
+            ) => {
+                if wait == 0 {
+                    #[cfg(feature = "counters")]
+                    self.admitted.increment();
+                } else if let Some(listener) = self.listener.filter(|l| l.wants_waiting()) {
+                    listener.on_event(&Event::Waiting {
+                        id: self.id,
+                        permits: k,
+                        wait: self.rates[0].wait_duration(wait),
+                    });
+                }
+                Ok(BandsReservation {
+                    bands: self,
+                    written,
+                    increments,
+                    slot,
+                    wait,
+                    permits: k,
+                    settled: false,
+                })
+            }
+            (_, Charge::Refused(wait)) => Err(self.rejected(wait).into()),
+        }
+    }
+
+    /// Takes one permit from every band, waiting with `waiter` for the slowest band's slot if it
+    /// is within `max_wait`. If the waiter is interrupted, each band's charge goes back by the
+    /// tail rule and the call fails with [`Reason::Interrupted`].
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{AdvanceClock, Bands, Clock, Config, ManualClock};
+    /// let clock = ManualClock::new();
+    /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?, Config::new(2, Duration::from_secs(10))?], &clock)
+    ///     .with_max_wait(Duration::from_secs(10));
+    /// for _ in 0..3 {
+    ///     b.acquire_with(&mut AdvanceClock).unwrap();
+    /// }
+    /// // 1 at 0 s, 1 at 1 s (per second), then the 10 s band's next permit: 5 s after the first.
+    /// assert_eq!(clock.now(), 5_000_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_with<W: Wait<C> + ?Sized>(
+        &self,
+        waiter: &mut W,
+    ) -> Result<(), RateLimitExceeded> {
+        self.reserve()?.wait_with(waiter)
+    }
+
+    /// Takes `k` permits from every band, waiting with `waiter` as
+    /// [`acquire_with`](Self::acquire_with).
+    pub fn acquire_n_with<W: Wait<C> + ?Sized>(
+        &self,
+        k: u32,
+        waiter: &mut W,
+    ) -> Result<(), AcquireError> {
+        Ok(self.reserve_n(k)?.wait_with(waiter)?)
+    }
+
+    /// Calls of one permit that would pass right now without waiting: the smallest of the bands'.
+    /// Takes nothing.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let b = Bands::new("x", [Config::new(10, Duration::from_secs(1))?, Config::new(4, Duration::from_secs(60))?], ManualClock::new());
+    /// assert_eq!(b.available_permits(), 4);
+    /// b.try_acquire().unwrap();
+    /// assert_eq!(b.available_permits_per_band(), [9, 3]);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn available_permits(&self) -> u32 {
+        self.available_permits_per_band()
+            .into_iter()
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Each band's available permits, in band order (a disabled band reports its `permits`).
+    pub fn available_permits_per_band(&self) -> [u32; B] {
+        let now = self.now_units();
+        let mut out = [0u32; B];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let config = &self.configs[i];
+            *slot = if config.enabled() {
+                gcra::available(
+                    self.states[i].tat(),
+                    now,
+                    self.rates[i].interval,
+                    self.rates[i].window(),
+                    config.permits(),
+                )
+            } else {
+                config.permits()
+            };
+        }
+        out
+    }
+
+    /// How long until one permit would pass in every band: zero if it would now. Takes nothing.
+    pub fn retry_after(&self) -> Duration {
+        self.retry_after_n(1).unwrap_or(Duration::ZERO)
+    }
+
+    /// How long until `k` permits would pass in every band at once: the longest band's wait.
+    /// Takes nothing.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// let b = Bands::new("x", [Config::new(10, Duration::from_secs(1))?, Config::new(10, Duration::from_secs(60))?], ManualClock::new());
+    /// b.try_acquire_n(10).unwrap();
+    /// assert_eq!(b.retry_after_n(2)?, Duration::from_secs(12)); // the per-minute band's wait
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
+        self.check_permits(k)?;
+        let now = self.now_units();
+        let mut tats = [0u64; B];
+        for (tat, state) in tats.iter_mut().zip(&self.states) {
+            *tat = state.tat();
+        }
+        let wait = match self.slot(&tats, now, &self.increments(k)) {
+            Ok(slot) => slot - now,
+            Err(wait) => wait,
+        };
+        Ok(self.rates[0].wait_duration(wait))
+    }
+}
+
+impl<C: ManualTime, const B: usize> Bands<C, B> {
+    /// Takes one permit from every band, waiting for the slot by advancing the fake clock to it:
+    /// tests never sleep.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Bands, Clock, Config, ManualClock};
+    /// let clock = ManualClock::new();
+    /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1)); 2], &clock);
+    /// b.acquire_advancing().unwrap();
+    /// b.acquire_advancing().unwrap();
+    /// assert_eq!(clock.now(), 1_000_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_advancing(&self) -> Result<(), RateLimitExceeded> {
+        self.acquire_with(&mut AdvanceClock)
+    }
+
+    /// Takes `k` permits from every band, advancing the fake clock to their slot if they must
+    /// wait.
+    pub fn acquire_n_advancing(&self, k: u32) -> Result<(), AcquireError> {
+        self.acquire_n_with(k, &mut AdvanceClock)
+    }
+}
+
+/// Permits taken from every band of a [`Bands`] now or reserved for a slot: commit it when the
+/// work runs, or let it go.
+///
+/// Dropping or [`cancel`](BandsReservation::cancel)ling it before it is committed gives each
+/// band's charge back by the tail rule: a band gets its permits back only if no later call charged
+/// that band after this one; otherwise that band's slot stays unused.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Bands, Config, ManualClock};
+/// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?; 2], ManualClock::new());
+/// assert!(b.reserve().unwrap().cancel()); // the last charge of both bands: it goes back
+/// assert_eq!(b.available_permits(), 1);
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[must_use = "a reservation returns its permits when dropped: commit it once the work runs"]
+pub struct BandsReservation<'a, C: Clock, const B: usize> {
+    bands: &'a Bands<C, B>,
+    written: [u64; B],
+    increments: [u64; B],
+    slot: u64,
+    wait: u64,
+    permits: u32,
+    settled: bool,
+}
+
+impl<C: Clock, const B: usize> fmt::Debug for BandsReservation<'_, C, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BandsReservation")
+            .field("bands", &self.bands.id)
+            .field("permits", &self.permits)
+            .field("slot", &self.slot)
+            .field("wait", &self.wait_time())
+            .finish()
+    }
+}
+
+impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
+    /// How many permits it holds in each band.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// How long, from when it was made, the caller must wait for the slot (zero if every band had
+    /// the permits at once), rounded up.
+    pub fn wait_time(&self) -> Duration {
+        self.bands.rates[0].wait_duration(self.wait)
+    }
+
+    /// The slot as a reading of the clock (rounded up to a whole tick).
+    pub fn slot(&self) -> u64 {
+        self.bands.rates[0].reading_ceil(self.slot)
+    }
+
+    /// Whether the slot has arrived.
+    pub fn is_ready(&self) -> bool {
+        self.bands.now_units() >= self.slot
+    }
+
+    /// Keeps the permits: the work runs (or has run).
+    pub fn commit(mut self) {
+        self.settled = true;
+    }
+
+    /// Gives the reservation up before its work runs; returns whether every band got its permits
+    /// back.
+    pub fn cancel(mut self) -> bool {
+        self.release(Reason::Cancelled)
+    }
+
+    /// Waits for the slot with `waiter`, then commits; if interrupted, gives the permits back and
+    /// fails with [`Reason::Interrupted`].
+    pub fn wait_with<W: Wait<C> + ?Sized>(self, waiter: &mut W) -> Result<(), RateLimitExceeded> {
+        if self.wait > 0
+            && !self.is_ready()
+            && waiter.wait_until(&self.bands.clock, self.slot()).is_err()
+        {
+            return Err(self.interrupted());
+        }
+        self.commit();
+        Ok(())
+    }
+
+    /// Gives the reservation up because its waiter was interrupted, and returns the error the
+    /// call should fail with ([`Reason::Interrupted`], `retry_after` the time left to the slot).
+    pub fn interrupted(mut self) -> RateLimitExceeded {
+        let left = self.slot.saturating_sub(self.bands.now_units());
+        self.release(Reason::Interrupted);
+        RateLimitExceeded::new(
+            self.bands.id,
+            Reason::Interrupted,
+            left,
+            self.bands.rates[0].unit_hz,
+            self.bands.rates[0].shift,
+        )
+    }
+
+    fn release(&mut self, reason: Reason) -> bool {
+        if self.settled {
+            return false;
+        }
+        self.settled = true;
+        let mut returned = true;
+        for i in 0..B {
+            if self.bands.configs[i].enabled() {
+                returned &= self.bands.states[i].refund(self.written[i], self.increments[i]);
+            }
+        }
+        if let Some(listener) = self.bands.listener {
+            listener.on_event(&Event::Released {
+                id: self.bands.id,
+                permits: self.permits,
+                reason,
+                returned,
+            });
+        }
+        returned
+    }
+}
+
+impl<C: Clock, const B: usize> Drop for BandsReservation<'_, C, B> {
+    fn drop(&mut self) {
+        self.release(Reason::Cancelled);
+    }
+}

@@ -1,0 +1,436 @@
+//! Reconfiguring a live limiter: [`RateLimiter::reconfigure`].
+//!
+//! # How it stays free on the hot path
+//!
+//! A limiter that is never reconfigured runs exactly the code it always ran: its config's numbers
+//! are plain fields, read without any check. The first reconfigure moves the limiter's state out
+//! of the way: it sets the original state word to "admits nothing" (`u64::MAX`) for good, and
+//! from then on every call finds that out with the load it does anyway, and (the flag "a
+//! refusal only returns its error" cleared) goes to this module's path, out of line, instead of
+//! rejecting. That path reads the config's numbers and a second
+//! state word under a sequence lock (a reconfigure in progress makes readers retry; readers never
+//! block a writer and never write anything but the state word, with one compare-and-swap), so it
+//! is still lock-free for callers. Reconfigures themselves are serialised by a critical section,
+//! the only one anywhere near the limiter (on a microcontroller: interrupts masked for the few
+//! dozen instructions of the change).
+//!
+//! A call that had loaded the original state before the first reconfigure cannot slip through
+//! afterwards: its compare-and-swap expects a value the word never holds again. On the second
+//! word, a change sets the state to a value different from the one it replaced, and a caller
+//! whose reading of the numbers overlapped the change sees the sequence number move and decides
+//! again.
+//!
+//! # What a change does
+//!
+//! At the instant of the change, the permits available become `min(available, new permits)`;
+//! permits owed stay owed (a reservation keeps its slot, and the next call queues after the last
+//! one at the new spacing); progress towards the next permit carries over, capped at the new
+//! emission interval. See `gcra::reconfigure`.
+
+use core::cell::Cell;
+
+use super::{Rate, RateLimiter, Reservation};
+use crate::clock::{Clock, TickRate};
+use crate::config::Config;
+use crate::error::{AcquireError, InvalidPermits};
+use crate::event::Event;
+use crate::gcra::{self, Reserve};
+use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
+
+/// A config's numbers as the reconfigured path reads them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Params {
+    pub(super) interval: u64,
+    pub(super) window: u64,
+    pub(super) max_wait: u64,
+    pub(super) permits: u32,
+    pub(super) enabled: bool,
+}
+
+impl Params {
+    const fn of(rate: &Rate) -> Params {
+        Params {
+            interval: rate.interval,
+            window: Rate::increment_of(rate.interval, rate.permits),
+            max_wait: rate.max_wait,
+            permits: rate.permits,
+            enabled: rate.enabled(),
+        }
+    }
+}
+
+/// The state and config of a limiter that has been reconfigured (unused until then).
+#[derive(Debug)]
+pub(super) struct Live {
+    /// 0: never reconfigured. Odd: a reconfigure is writing. Even: the fields below are current.
+    seq: Seq,
+    tat: U64Cell,
+    interval: U64Cell,
+    window: U64Cell,
+    max_wait: U64Cell,
+    /// `permits` in the low 32 bits, `enabled` in bit 32.
+    permits: U64Cell,
+    /// The config as given, for [`RateLimiter::config`].
+    config: critical_section::Mutex<Cell<Config>>,
+}
+
+impl Live {
+    #[cfg(not(all(test, loom)))]
+    pub(super) const fn new(config: Config) -> Live {
+        Live {
+            seq: Seq::new(),
+            tat: U64Cell::new(0),
+            interval: U64Cell::new(0),
+            window: U64Cell::new(0),
+            max_wait: U64Cell::new(0),
+            permits: U64Cell::new(0),
+            config: critical_section::Mutex::new(Cell::new(config)),
+        }
+    }
+
+    #[cfg(all(test, loom))]
+    pub(super) fn new(config: Config) -> Live {
+        Live {
+            seq: Seq::new(),
+            tat: U64Cell::new(0),
+            interval: U64Cell::new(0),
+            window: U64Cell::new(0),
+            max_wait: U64Cell::new(0),
+            permits: U64Cell::new(0),
+            config: critical_section::Mutex::new(Cell::new(config)),
+        }
+    }
+
+    /// Whether a reconfigure ever happened.
+    #[inline]
+    pub(super) fn reconfigured(&self) -> bool {
+        self.seq.load() != 0
+    }
+
+    /// The current numbers, the state, and the sequence number they belong to, read consistently.
+    fn read(&self) -> (Params, u64, u32) {
+        loop {
+            let seq = self.seq.load();
+            if seq & 1 == 1 {
+                core::hint::spin_loop();
+                continue;
+            }
+            let packed = self.permits.load();
+            let params = Params {
+                interval: self.interval.load(),
+                window: self.window.load(),
+                max_wait: self.max_wait.load(),
+                permits: packed as u32,
+                enabled: packed >> 32 != 0,
+            };
+            let tat = self.tat.load();
+            fence_acquire();
+            if self.seq.load_relaxed() == seq {
+                return (params, tat, seq);
+            }
+        }
+    }
+
+    /// Gives back a reservation's permits by the tail rule, if no reconfigure happened since it
+    /// was made (`seq`).
+    pub(super) fn refund(&self, seq: u32, written: u64, increment: u64) -> bool {
+        if self.seq.load() != seq {
+            return false;
+        }
+        let tat = self.tat.load();
+        match gcra::refund(tat, written, increment) {
+            Some(back) => self.tat.compare_exchange(tat, back).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// What the reconfigured path decided.
+pub(super) enum Outcome {
+    /// Taken now (`wait` 0) or reserved: the state became `written`, `increment` was added.
+    Granted {
+        written: u64,
+        increment: u64,
+        wait: u64,
+        seq: u32,
+    },
+    /// Refused: the permits arrive in `wait` units.
+    Refused(u64),
+    /// The limiter is disabled now: the call passes uncounted.
+    Disabled,
+    /// `k` is 0 or above the current `permits`.
+    Invalid(u32),
+}
+
+impl<C> RateLimiter<C> {
+    /// The config it applies now: the one it was built with, or the last one given to
+    /// [`reconfigure`](Self::reconfigure).
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let c = Config::new(5, Duration::from_secs(1)).unwrap();
+    /// let l = RateLimiter::new("x", c, ManualClock::new());
+    /// assert_eq!(l.config(), c);
+    /// let d = Config::new(7, Duration::from_secs(1)).unwrap();
+    /// l.reconfigure(d);
+    /// assert_eq!(l.config(), d);
+    /// ```
+    pub fn config(&self) -> Config {
+        if self.live.reconfigured() {
+            critical_section::with(|cs| self.live.config.borrow(cs).get())
+        } else {
+            self.rate.config()
+        }
+    }
+
+    /// Its permits per period now.
+    pub fn permits(&self) -> u32 {
+        self.permits_now()
+    }
+
+    /// Whether [`reconfigure`](Self::reconfigure) was ever called on it.
+    pub fn is_reconfigured(&self) -> bool {
+        self.live.reconfigured()
+    }
+
+    /// The permits per period it applies now.
+    pub(super) fn permits_now(&self) -> u32 {
+        if self.live.reconfigured() {
+            self.live.read().0.permits
+        } else {
+            self.rate.permits
+        }
+    }
+}
+
+impl<C: Clock> RateLimiter<C> {
+    /// Applies `config` from now on, without resetting the limiter: the permits available right
+    /// now become `min(available, new permits)`, permits owed stay owed, and reservations already
+    /// made keep their slots (the next call queues after the last one, at the new spacing).
+    /// Progress towards the next permit carries over, up to the new emission interval. No
+    /// sequence of reconfigures lets more calls through than the configs in force allowed.
+    ///
+    /// Calls keep running while it happens, lock-free; reconfigures are serialised by a short
+    /// critical section. A limiter that is never reconfigured pays nothing for the possibility.
+    /// Reconfiguring to the config it already applies changes nothing.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let api = RateLimiter::new("api", Config::new(10, Duration::from_secs(1))?, &clock);
+    /// api.try_acquire_n(4).unwrap(); // 6 left
+    /// api.reconfigure(Config::new(5, Duration::from_secs(1))?);
+    /// assert_eq!(api.available_permits(), 5); // min(6, 5)
+    /// api.reconfigure(Config::new(100, Duration::from_secs(1))?);
+    /// assert_eq!(api.available_permits(), 5); // a looser config does not hand out a burst
+    /// clock.advance(Duration::from_millis(10));
+    /// assert_eq!(api.available_permits(), 6); // then one every 10 ms
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, config: Config) {
+        let tick = TickRate::from_hz(self.rate.unit_hz >> self.rate.shift);
+        let applies = self.applies(&config);
+        let new = Rate::new(&config, tick);
+        critical_section::with(|cs| {
+            let seq = self.live.seq.load_relaxed();
+            let (old, old_tat) = if seq == 0 {
+                if applies {
+                    return;
+                }
+                // Readers that find the original state frozen see an odd sequence number and
+                // wait for the change to finish; a refusal there goes to the reconfigured path.
+                self.live.seq.store_relaxed(1);
+                fence_release();
+                self.plain_reject.set(false);
+                (Params::of(&self.rate), self.state.freeze())
+            } else {
+                if config == self.live.config.borrow(cs).get() {
+                    return;
+                }
+                let (params, _, _) = self.live.read();
+                self.live.seq.store_relaxed(seq + 1);
+                fence_release();
+                let mut tat = self.live.tat.load();
+                loop {
+                    match self.live.tat.compare_exchange(tat, u64::MAX) {
+                        Ok(_) => break (params, tat),
+                        Err(found) => tat = found,
+                    }
+                }
+            };
+            let now = self.now_units();
+            let tat = if !old.enabled {
+                now // a disabled limiter kept no state: it starts with a full burst
+            } else {
+                gcra::reconfigure(
+                    old_tat,
+                    now,
+                    old.interval,
+                    old.window,
+                    old.permits,
+                    new.interval,
+                    Rate::increment_of(new.interval, new.permits),
+                    config.permits(),
+                )
+            };
+            // Never the value it replaced: a caller that read the old state and numbers just
+            // before the change cannot complete its compare-and-swap against the new ones (the
+            // first change moves to a new word: no such caller there). A state at or before
+            // `now` means the same one unit earlier; a later one is moved one unit later.
+            let tat = if seq == 0 || tat != old_tat || tat == u64::MAX {
+                tat
+            } else if tat <= now && tat > 0 {
+                tat - 1
+            } else {
+                tat + 1
+            };
+            self.live.interval.store(new.interval);
+            self.live
+                .window
+                .store(Rate::increment_of(new.interval, new.permits));
+            self.live.max_wait.store(new.max_wait);
+            self.live
+                .permits
+                .store(u64::from(config.permits()) | (u64::from(config.enabled()) << 32));
+            self.live.config.borrow(cs).set(config);
+            self.live.tat.store(tat);
+            self.live.seq.store((seq | 1) + 1);
+        });
+    }
+
+    /// Takes or reserves `k` permits on a reconfigured limiter, waiting at most `max_wait` units
+    /// (`None`: the config's).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn live_acquire(&self, k: u32, max_wait: Option<u64>) -> Outcome {
+        let now = self.now_units();
+        let mut losses = 0u32;
+        loop {
+            let (params, tat, seq) = self.live.read();
+            if k == 0 || k > params.permits {
+                return Outcome::Invalid(params.permits);
+            }
+            if !params.enabled {
+                return Outcome::Disabled;
+            }
+            let increment = Rate::increment_of(params.interval, k);
+            let max_wait = max_wait.unwrap_or(params.max_wait);
+            let (written, wait) = match gcra::reserve(tat, now, increment, params.window, max_wait)
+            {
+                Reserve::Now { new_tat } => (new_tat, 0),
+                Reserve::Wait { new_tat, wait } => (new_tat, wait),
+                Reserve::Reject { wait } => return Outcome::Refused(wait),
+            };
+            if self.live.tat.compare_exchange_weak(tat, written).is_ok() {
+                return Outcome::Granted {
+                    written,
+                    increment,
+                    wait,
+                    seq,
+                };
+            }
+            losses += 1;
+            if losses > 16 {
+                core::hint::spin_loop();
+            }
+        }
+    }
+
+    /// [`live_acquire`](Self::live_acquire) for a call that never waits: `Err(wait)` if refused
+    /// (published to the listener), `Err(InvalidPermits)` via `invalid`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn live_try(&self, k: u32) -> Result<(), AcquireError> {
+        match self.live_acquire(k, Some(0)) {
+            Outcome::Granted { .. } => {
+                self.count_admitted();
+                Ok(())
+            }
+            Outcome::Disabled => Ok(()),
+            Outcome::Refused(wait) => Err(self.rejected(wait).into()),
+            Outcome::Invalid(permits) => Err(InvalidPermits::new(self.id, k, permits).into()),
+        }
+    }
+
+    /// A reservation on a reconfigured limiter.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn live_reserve(
+        &self,
+        k: u32,
+        max_wait: Option<u64>,
+    ) -> Result<Reservation<'_, C>, AcquireError> {
+        let now = self.now_units();
+        match self.live_acquire(k, max_wait) {
+            Outcome::Granted {
+                written,
+                increment,
+                wait,
+                seq,
+            } => {
+                if wait == 0 {
+                    self.count_admitted();
+                } else if let Some(listener) = self.listener.filter(|l| l.wants_waiting()) {
+                    listener.on_event(&Event::Waiting {
+                        id: self.id,
+                        permits: k,
+                        wait: self.rate.wait_duration(wait),
+                    });
+                }
+                let mut r =
+                    Reservation::new(self, written, increment, now.saturating_add(wait), wait, k);
+                r.seq = seq;
+                Ok(r)
+            }
+            Outcome::Disabled => Ok(Reservation::new(self, 0, 0, now, 0, k)),
+            Outcome::Refused(wait) => Err(self.rejected(wait).into()),
+            Outcome::Invalid(permits) => Err(InvalidPermits::new(self.id, k, permits).into()),
+        }
+    }
+
+    /// `available_permits` on a reconfigured limiter.
+    pub(super) fn live_available(&self) -> u32 {
+        let (params, tat, _) = self.live.read();
+        if !params.enabled {
+            return params.permits;
+        }
+        gcra::available(
+            tat,
+            self.now_units(),
+            params.interval,
+            params.window,
+            params.permits,
+        )
+    }
+
+    /// `retry_after_n` on a reconfigured limiter.
+    pub(super) fn live_retry_after(&self, k: u32) -> Result<u64, InvalidPermits> {
+        let (params, tat, _) = self.live.read();
+        if k == 0 || k > params.permits {
+            return Err(InvalidPermits::new(self.id, k, params.permits));
+        }
+        if !params.enabled {
+            return Ok(0);
+        }
+        let increment = Rate::increment_of(params.interval, k);
+        Ok(gcra::check(tat, self.now_units(), increment, params.window)
+            .err()
+            .unwrap_or(0))
+    }
+
+    /// The error of a refusal on the reconfigured path, published to the listener.
+    fn rejected(&self, wait: u64) -> crate::error::RateLimitExceeded {
+        let error = self.error(wait);
+        if let Some(listener) = self.listener {
+            listener.on_event(&Event::Rejected(error));
+        }
+        error
+    }
+
+    /// Gives back a reservation made on the reconfigured path.
+    pub(super) fn live_refund(&self, seq: u32, written: u64, increment: u64) -> bool {
+        self.live.refund(seq, written, increment)
+    }
+}
