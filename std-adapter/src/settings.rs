@@ -4,9 +4,9 @@
 //! Both are read straight into the `(key, value)` text pairs that [`ritmo_core::Settings`]
 //! resolves by its layers (defaults < `configs.<name>` < `instances.<id>` < code; see
 //! [`ritmo_core::settings`]), checking each key against ritmo-core's one schema
-//! ([`Key`](ritmo_core::settings::Key)): an unknown section or attribute is an error when
+//! ([`Key`]): an unknown section or attribute is an error when
 //! loading. Values are checked when a limiter's config is resolved, as
-//! [`SettingsError`](ritmo_core::SettingsError)s with the stable codes (`RITMO-ATR-001`,
+//! [`SettingsError`]s with the stable codes (`RITMO-ATR-001`,
 //! `RITMO-REG-003`, ...) and the key to fix.
 //!
 //! ```toml
