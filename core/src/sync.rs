@@ -72,7 +72,6 @@ mod imp {
         pub(crate) fn load_relaxed(&self) -> u64 {
             self.0.load(Ordering::Relaxed)
         }
-
     }
 }
 
@@ -146,7 +145,6 @@ mod imp {
                 Ok(())
             })
         }
-
     }
 }
 
@@ -186,7 +184,6 @@ mod imp {
         pub(crate) fn load_relaxed(&self) -> u64 {
             self.0.load(Ordering::Relaxed)
         }
-
     }
 }
 
@@ -278,7 +275,6 @@ pub(crate) fn fence_release() {
     #[cfg(all(test, loom))]
     loom::sync::atomic::fence(loom::sync::atomic::Ordering::Release);
 }
-
 
 /// A value only one thread (or interrupt handler) at a time may touch: the keyed table.
 ///
