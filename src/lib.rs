@@ -37,6 +37,96 @@ pub mod embassy {
     pub use ritmo_embassy::*;
 }
 
+#[cfg(feature = "macros")]
+pub use ritmo_macros::{limited, rate_limited};
+
+/// What the code the attributes generate calls: not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use ritmo_core::__private::*;
+
+    /// The clock a generated wrapper's type names by default: `StdClock`, as a server's.
+    #[cfg(feature = "std")]
+    pub type DefaultClock = ritmo_std::StdClock;
+
+    /// The process-wide registry of functions limited without naming one.
+    #[cfg(feature = "std")]
+    pub fn default_registry<T>()
+    -> &'static Registry<ritmo_std::StdClock, { ritmo_std::DEFAULT_REGISTRY_CAPACITY }> {
+        ritmo_std::default_registry()
+    }
+
+    /// Without std there is no process-wide registry: the bound says so at compile time.
+    #[cfg(not(feature = "std"))]
+    pub fn default_registry<T: NeedsRegistry>() -> &'static Registry<NoClock, 1> {
+        T::unreachable()
+    }
+
+    /// Only for the error message of a limited function without a registry on `no_std`.
+    #[cfg(not(feature = "std"))]
+    #[diagnostic::on_unimplemented(
+        message = "a #[rate_limited] function needs `registry = path::TO::STATIC` without ritmo's `std` feature",
+        label = "no process-wide default registry on no_std",
+        note = "name a `static` `ritmo::Registry` on your clock: #[rate_limited(permits = .., period = \"..\", registry = LIMITERS)]"
+    )]
+    pub trait NeedsRegistry {
+        /// Never called: no type implements this trait.
+        fn unreachable() -> !;
+    }
+
+    /// The clock of a registry that cannot exist.
+    #[cfg(not(feature = "std"))]
+    #[derive(Debug, Clone)]
+    pub struct NoClock;
+
+    // Waits of a clock that never exists: only so that the missing registry is the one error.
+    #[cfg(not(feature = "std"))]
+    impl BlockingClock for NoClock {
+        fn block_until(&self, _deadline: u64) -> Result<(), crate::Interrupted> {
+            Ok(())
+        }
+    }
+
+    #[cfg(not(feature = "std"))]
+    impl AsyncClock for NoClock {
+        fn sleep_until(&self, _deadline: u64) -> impl core::future::Future<Output = ()> {
+            core::future::ready(())
+        }
+    }
+
+    #[cfg(not(feature = "std"))]
+    impl Clock for NoClock {
+        fn now(&self) -> u64 {
+            0
+        }
+        fn tick_rate(&self) -> crate::TickRate {
+            crate::TickRate::NANOS
+        }
+    }
+}
+
+/// One quota shared by many processes, in Redis or Valkey: the same GCRA, run atomically by a Lua
+/// script (async on tokio, and blocking).
+///
+/// ```
+/// # #[cfg(feature = "redis")]
+/// let _ = ritmo::redis::DEFAULT_TIMEOUT;
+/// ```
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use ritmo_redis as redis;
+
+/// The HTTP layer: a `tower::Layer` for axum, hyper and tonic, with `429`, `Retry-After` and the
+/// IETF `RateLimit` fields.
+///
+/// ```
+/// # #[cfg(feature = "tower")]
+/// assert_eq!(ritmo::tower::headers::retry_after_secs(core::time::Duration::from_millis(1)), 1);
+/// ```
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use ritmo_tower as tower;
+
 /// The traits a program needs in scope, and the types it names most: `use ritmo::prelude::*;`.
 ///
 /// Always core's ([`Clock`], [`ManualTime`], [`Wait`], [`Listener`], [`Config`],

@@ -2,6 +2,9 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 #[macro_use]
 mod sync;
 
@@ -14,6 +17,7 @@ mod event;
 mod gcra;
 #[cfg(feature = "embedded-io")]
 mod io;
+pub mod keyed;
 mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
@@ -39,9 +43,10 @@ pub use event::{Event, Listener};
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub use io::{RateLimitedWrite, WriteError};
+pub use keyed::{KeyListener, KeySnapshot, KeyedLimiter, KeyedReservation, KeyedSnapshot};
 pub use limiter::{RateLimiter, Reservation, Snapshot};
 #[cfg(feature = "defmt")]
 pub use log::DefmtListener;
 pub use registry::Registry;
 pub use settings::{Overrides, Setting, Settings};
-pub use wait::{AdvanceClock, Interrupted, Wait};
+pub use wait::{AdvanceClock, AsyncClock, BlockingClock, ClockWait, Interrupted, Wait};

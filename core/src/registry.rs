@@ -19,7 +19,7 @@ use once_cell::sync::OnceCell;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::error::{ErrorCode, RegistryError};
+use crate::error::{ConfigError, ErrorCode, RegistryError};
 use crate::event::Listener;
 use crate::limiter::{RateLimiter, Snapshot};
 use crate::settings::{Overrides, Setting, Settings};
@@ -315,6 +315,65 @@ impl<C: Clock + Clone, const N: usize> Registry<C, N> {
             Some(listener) => limiter.with_listener(listener),
             None => limiter,
         }
+    }
+}
+
+/// Where a limited free function keeps which slot of its registry holds its limiter, so that
+/// its calls go straight to it (no lookup by name). Not public API: `#[ritmo::rate_limited]`
+/// declares one `static` per function.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct LimiterSlot(portable_atomic::AtomicUsize);
+
+impl LimiterSlot {
+    /// Not known yet.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        LimiterSlot(portable_atomic::AtomicUsize::new(0))
+    }
+}
+
+impl<C: Clock + Clone, const N: usize> Registry<C, N> {
+    /// The limiter whose slot `slot` remembers, or (the first time) `get_or_create(id,
+    /// config())`, remembering its slot. Not public API.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn __cached(
+        &self,
+        slot: &LimiterSlot,
+        id: &'static str,
+        config: impl FnOnce() -> Result<Config, ConfigError>,
+    ) -> Result<&RateLimiter<C>, RegistryError> {
+        // 0 is "not known yet"; `wrapping_sub` makes it an index no slot has.
+        let known = slot.0.load(portable_atomic::Ordering::Relaxed);
+        match self
+            .slots
+            .get(known.wrapping_sub(1))
+            .and_then(OnceCell::get)
+        {
+            Some(limiter) => Ok(limiter),
+            None => self.cache_slot(slot, id, config()),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn cache_slot(
+        &self,
+        slot: &LimiterSlot,
+        id: &'static str,
+        config: Result<Config, ConfigError>,
+    ) -> Result<&RateLimiter<C>, RegistryError> {
+        let config = config.map_err(|e| RegistryError::config_for(id, e))?;
+        let limiter = self.get_or_create(id, config)?;
+        if let Some(index) = self
+            .slots
+            .iter()
+            .position(|s| s.get().is_some_and(|l| core::ptr::eq(l, limiter)))
+        {
+            slot.0.store(index + 1, portable_atomic::Ordering::Relaxed);
+        }
+        Ok(limiter)
     }
 }
 

@@ -257,6 +257,53 @@ where
     /// # Ok::<(), ritmo_core::SettingsError>(())
     /// ```
     pub fn resolve_with(&self, id: &str, code: Overrides) -> Result<Config, SettingsError> {
+        self.resolve_layers(id, None, code, Overrides::new())
+    }
+
+    /// The config of limiter `id` with `defaults` beneath the settings: every attribute the
+    /// settings give replaces the default's. Where the instance names no base config
+    /// (`instances.<id>.config`), `shared` names it (`configs.<shared>.*`, when any such key
+    /// exists), and then `configs.default.*`.
+    ///
+    /// This is how the code `#[ritmo::limited]` generates layers settings over the attribute's
+    /// literal values: the literal is the lowest layer.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, Settings};
+    /// let literal = Config::new(5, Duration::from_secs(1))?;
+    /// let settings = Settings::new(&[
+    ///     ("configs.geocoding.max-wait", "500ms"),
+    ///     ("instances.geocoding.permits", "8"),
+    /// ]);
+    /// let config = settings.resolve_over("geocoding", Some("geocoding"), literal)?;
+    /// assert_eq!(config.permits(), 8); // the instance key
+    /// assert_eq!(config.max_wait(), Duration::from_millis(500)); // the shared config
+    /// assert_eq!(config.period(), Duration::from_secs(1)); // the literal
+    /// assert_eq!(Settings::new(&[("x", "y")]).resolve_over("other", None, literal)?, literal);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn resolve_over(
+        &self,
+        id: &str,
+        shared: Option<&str>,
+        defaults: Config,
+    ) -> Result<Config, SettingsError> {
+        let bottom = Overrides::new()
+            .permits(defaults.permits())
+            .period(defaults.period())
+            .max_wait(defaults.max_wait())
+            .enabled(defaults.enabled());
+        self.resolve_layers(id, shared, Overrides::new(), bottom)
+    }
+
+    fn resolve_layers(
+        &self,
+        id: &str,
+        shared: Option<&str>,
+        code: Overrides,
+        defaults: Overrides,
+    ) -> Result<Config, SettingsError> {
         // The last `instances.<id>.config` pair, held so that the base name it borrows stays
         // valid while the pairs are read again.
         let named = self
@@ -277,7 +324,10 @@ where
                 }
                 Some(name)
             }
-            None => self.defines("default").then_some("default"),
+            None => match shared {
+                Some(name) if self.defines(name) => Some(name),
+                _ => self.defines("default").then_some("default"),
+            },
         };
 
         let mut found = Found::default();
@@ -294,10 +344,10 @@ where
         }
 
         let keys = Keys { id, base };
-        let permits = found.permits.winner(code.permits)?;
-        let period = found.period.winner(code.period)?;
-        let max_wait = found.max_wait.winner(code.max_wait)?;
-        let enabled = found.enabled.winner(code.enabled)?;
+        let permits = found.permits.winner(code.permits, defaults.permits)?;
+        let period = found.period.winner(code.period, defaults.period)?;
+        let max_wait = found.max_wait.winner(code.max_wait, defaults.max_wait)?;
+        let enabled = found.enabled.winner(code.enabled, defaults.enabled)?;
 
         let (Some((permits, permits_from)), Some((period, period_from))) = (permits, period) else {
             let (cause, attr) = match permits {
@@ -323,7 +373,10 @@ where
                         (permits_from, Attribute::Permits),
                     ],
                 };
-                match blame.iter().find(|(from, _)| *from != Source::Code) {
+                match blame
+                    .iter()
+                    .find(|(from, _)| matches!(from, Source::Config | Source::Instance))
+                {
                     Some(&(from, attr)) => {
                         return Err(SettingsError::new(
                             ErrorCode::InvalidSetting,
@@ -527,6 +580,8 @@ enum Source {
     Config,
     Instance,
     Code,
+    /// The value beneath every layer (an annotation's literal).
+    Default,
 }
 
 /// One attribute as read so far from each settings layer: the last value seen (or its error).
@@ -554,14 +609,18 @@ impl<T> Layers<T> {
     }
 
     /// The winning value and where it came from; an error only if the winning value is bad.
-    fn winner(self, code: Option<T>) -> Result<Option<(T, Source)>, SettingsError> {
+    fn winner(
+        self,
+        code: Option<T>,
+        default: Option<T>,
+    ) -> Result<Option<(T, Source)>, SettingsError> {
         if let Some(value) = code {
             return Ok(Some((value, Source::Code)));
         }
         match (self.instance, self.config) {
             (Some(value), _) => value.map(|v| Some((v, Source::Instance))),
             (None, Some(value)) => value.map(|v| Some((v, Source::Config))),
-            (None, None) => Ok(None),
+            (None, None) => Ok(default.map(|v| (v, Source::Default))),
         }
     }
 }

@@ -153,3 +153,43 @@ mod imp {
 }
 
 pub(crate) use imp::U64Cell;
+
+/// A value only one thread (or interrupt handler) at a time may touch: the keyed table.
+///
+/// Outside loom it is a `critical_section::Mutex<RefCell<T>>` on every target: a keyed table
+/// holds keys of any type, which no atomic can hold, so it needs a lock, and a critical section is
+/// the one lock an interrupt handler can take without deadlocking the code it interrupted (on a
+/// single-core MCU it masks interrupts for the few instructions the table needs). Under loom it is
+/// loom's mutex, so the model checker sees every order in which two threads take it.
+#[cfg(not(loom))]
+pub(crate) struct Lock<T>(critical_section::Mutex<core::cell::RefCell<T>>);
+
+#[cfg(not(loom))]
+impl<T> Lock<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        Self(critical_section::Mutex::new(core::cell::RefCell::new(
+            value,
+        )))
+    }
+
+    /// Runs `f` with the value, inside a critical section.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        critical_section::with(|cs| f(&mut self.0.borrow(cs).borrow_mut()))
+    }
+}
+
+/// See the other `Lock`.
+#[cfg(loom)]
+pub(crate) struct Lock<T>(loom::sync::Mutex<T>);
+
+#[cfg(loom)]
+impl<T> Lock<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(loom::sync::Mutex::new(value))
+    }
+
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.0.lock().unwrap())
+    }
+}

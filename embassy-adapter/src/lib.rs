@@ -67,6 +67,7 @@
 //! - `defmt`: `defmt::Format` for [`EmbassyClock`] and for ritmo-core's errors, snapshots and
 //!   configs.
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod clock;
 pub mod prelude;

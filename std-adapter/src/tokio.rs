@@ -37,7 +37,8 @@ use core::future::Future;
 use core::time::Duration;
 
 use ritmo_core::{
-    AcquireError, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation, TickRate,
+    AcquireError, AsyncClock, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation,
+    TickRate,
 };
 
 mod sealed {
@@ -208,6 +209,41 @@ async fn wait_for_slot<C: Clock>(reservation: Reservation<'_, C>) {
         tokio::time::sleep_until(tokio::time::Instant::now() + left).await;
     }
     reservation.commit();
+}
+
+/// Sleeps on tokio's timer until the clock reads `deadline`, re-reading it after each sleep.
+async fn sleep_until_reading<C: Clock + ?Sized>(clock: &C, deadline: u64) {
+    let rate = clock.tick_rate();
+    loop {
+        let now = clock.now();
+        if now >= deadline {
+            break;
+        }
+        let left = rate.duration_ceil(deadline - now);
+        tokio::time::sleep_until(tokio::time::Instant::now() + left).await;
+    }
+}
+
+/// Sleeps on tokio's timer until the slot (feature `tokio`).
+impl AsyncClock for crate::StdClock {
+    fn sleep_until(&self, deadline: u64) -> impl Future<Output = ()> {
+        sleep_until_reading(self, deadline)
+    }
+}
+
+/// Sleeps on tokio's timer until the slot (feature `tokio`).
+impl AsyncClock for crate::InstantClock {
+    fn sleep_until(&self, deadline: u64) -> impl Future<Output = ()> {
+        sleep_until_reading(self, deadline)
+    }
+}
+
+/// Sleeps on tokio's timer until the slot: under tokio's paused test clock, the sleep ends when
+/// the test's time reaches it.
+impl AsyncClock for TokioClock {
+    fn sleep_until(&self, deadline: u64) -> impl Future<Output = ()> {
+        sleep_until_reading(self, deadline)
+    }
 }
 
 impl<C: Clock> AsyncExt for RateLimiter<C> {

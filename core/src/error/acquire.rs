@@ -23,6 +23,13 @@ pub enum Reason {
     /// The caller gave up its reservation before its slot (a dropped future, a cancelled
     /// reservation).
     Cancelled,
+    /// The shared store that holds the quota (Redis, Valkey) did not answer in time, and the
+    /// limiter's declared policy for that case is to reject.
+    Unavailable,
+    /// A keyed limiter had no room for a key it has not seen yet: every slot holds a key that is
+    /// still being limited. `retry_after` is when the soonest of them is idle again and its slot
+    /// can be reused.
+    KeyCapacity,
 }
 
 impl Reason {
@@ -37,6 +44,8 @@ impl Reason {
             Reason::NoPermitInTime => "no permit in time",
             Reason::Interrupted => "interrupted",
             Reason::Cancelled => "cancelled",
+            Reason::Unavailable => "store unavailable",
+            Reason::KeyCapacity => "no room for a new key",
         }
     }
 }
@@ -92,6 +101,27 @@ impl RateLimitExceeded {
             wait,
             unit_hz,
         }
+    }
+
+    /// A refusal decided outside a [`RateLimiter`](crate::RateLimiter): by a shared store, a
+    /// keyed table, an adapter. `retry_after` is kept to the nanosecond.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{RateLimitExceeded, Reason};
+    /// let err = RateLimitExceeded::from_parts("api", Reason::Unavailable, Duration::from_millis(50));
+    /// assert_eq!(err.reason(), Reason::Unavailable);
+    /// assert_eq!(err.retry_after(), Duration::from_millis(50));
+    /// assert_eq!(err.to_string(), "rate limiter 'api': store unavailable; retry after 50ms");
+    /// ```
+    pub const fn from_parts(id: &'static str, reason: Reason, retry_after: Duration) -> Self {
+        let nanos = retry_after.as_nanos();
+        let wait = if nanos > u64::MAX as u128 {
+            u64::MAX
+        } else {
+            nanos as u64
+        };
+        RateLimitExceeded::new(id, reason, wait, 1_000_000_000, 0)
     }
 
     /// The id of the limiter that refused the call.
@@ -190,7 +220,15 @@ pub struct InvalidPermits {
 }
 
 impl InvalidPermits {
-    pub(crate) const fn new(id: &'static str, requested: u32, permits: u32) -> Self {
+    /// A request of `requested` permits to the limiter `id`, which has `permits` per period: for
+    /// adapters that check a request before it reaches a limiter.
+    ///
+    /// ```
+    /// # use ritmo_core::InvalidPermits;
+    /// let err = InvalidPermits::new("uart", 0, 8);
+    /// assert_eq!((err.requested(), err.permits()), (0, 8));
+    /// ```
+    pub const fn new(id: &'static str, requested: u32, permits: u32) -> Self {
         InvalidPermits {
             id,
             requested,

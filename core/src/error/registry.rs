@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use super::{ErrorCode, InlineText, SettingsError};
+use super::{ConfigError, ErrorCode, InlineText, SettingsError};
 
 /// A registry could not register or find a limiter: its [`code`](RegistryError::code) says why,
 /// and [`id`](RegistryError::id) names the limiter.
@@ -36,6 +36,11 @@ enum Kind {
     Registering { code: ErrorCode, id: &'static str },
     /// `UnknownId`.
     Lookup { id: InlineText<64> },
+    /// The config given for `id` is invalid.
+    Config {
+        id: &'static str,
+        error: ConfigError,
+    },
     /// The config of `id` did not resolve from settings.
     Settings {
         id: &'static str,
@@ -55,6 +60,12 @@ impl RegistryError {
             kind: Kind::Lookup {
                 id: InlineText::new(id),
             },
+        }
+    }
+
+    pub(crate) const fn config_for(id: &'static str, error: ConfigError) -> Self {
+        RegistryError {
+            kind: Kind::Config { id, error },
         }
     }
 
@@ -81,6 +92,7 @@ impl RegistryError {
             Kind::Registering { code, .. } => *code,
             Kind::Lookup { .. } => ErrorCode::UnknownId,
             Kind::Settings { error, .. } => error.code(),
+            Kind::Config { error, .. } => error.code(),
         }
     }
 
@@ -94,8 +106,24 @@ impl RegistryError {
     /// ```
     pub fn id(&self) -> &str {
         match &self.kind {
-            Kind::Registering { id, .. } | Kind::Settings { id, .. } => id,
+            Kind::Registering { id, .. } | Kind::Settings { id, .. } | Kind::Config { id, .. } => {
+                id
+            }
             Kind::Lookup { id } => id.as_str(),
+        }
+    }
+
+    /// The config error behind this one, when the config given for the id was invalid.
+    ///
+    /// ```
+    /// # use ritmo_core::{ManualClock, Registry};
+    /// let registry: Registry<ManualClock, 1> = Registry::new(ManualClock::new());
+    /// assert!(registry.get("radio").unwrap_err().config().is_none());
+    /// ```
+    pub const fn config(&self) -> Option<&ConfigError> {
+        match &self.kind {
+            Kind::Config { error, .. } => Some(error),
+            _ => None,
         }
     }
 
@@ -116,6 +144,9 @@ impl RegistryError {
 
 impl fmt::Display for RegistryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(config) = self.config() {
+            return write!(f, "{config} (limiter {:?})", self.id());
+        }
         match self.settings() {
             Some(settings) => write!(f, "{settings} (limiter {:?})", self.id()),
             None => write!(
@@ -131,6 +162,9 @@ impl fmt::Display for RegistryError {
 
 impl core::error::Error for RegistryError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        if let Some(e) = self.config() {
+            return Some(e);
+        }
         match self.settings() {
             Some(e) => Some(e),
             None => None,

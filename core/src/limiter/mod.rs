@@ -13,6 +13,7 @@ use crate::event::Listener;
 use crate::state::State;
 
 mod acquire;
+mod generated;
 mod peek;
 mod rate;
 mod reservation;
