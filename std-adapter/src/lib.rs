@@ -3,6 +3,8 @@
 //!
 //! - [`StdClock`], the default: a raw CPU counter read (~10 ns) whose rate is calibrated once;
 //!   [`InstantClock`] on `std::time::Instant` (~25 ns, constant tick rate, `static` limiters).
+//!   [`CoarseClock`]: a cached reading an upkeep thread refreshes, one atomic load a call, for
+//!   machines whose counter is slow to read (it lags by up to a resolution, never leads).
 //!   The [`clock` module docs](crate::clock) say how they were chosen.
 //! - [`limiter`] / [`StdRateLimiter`]: a limiter on a [`StdClock`] in one line.
 //! - [`BlockingExt`]: `acquire()` / `acquire_n(k)` park the thread until their slot;
@@ -29,12 +31,14 @@
 
 mod blocking;
 pub mod clock;
+mod coarse;
 #[cfg(feature = "tokio")]
 mod tokio;
 mod wait;
 
 pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};
+pub use coarse::{CoarseClock, UpkeepError};
 #[cfg(feature = "tokio")]
 pub use tokio::{AsyncExt, TokioClock};
 pub use wait::{Interrupt, ParkWait};
