@@ -86,7 +86,10 @@ fn main() {
         let max = *lags.last().expect("samples");
         let (cpu, wakes) = match (before, after) {
             (Some((c0, s0)), Some((c1, s1))) => (
-                format!("{:.2} %", (c1 - c0) as f64 / elapsed.as_nanos() as f64 * 100.0),
+                format!(
+                    "{:.2} %",
+                    (c1 - c0) as f64 / elapsed.as_nanos() as f64 * 100.0
+                ),
                 format!("{:.0}", (s1 - s0) as f64 / elapsed.as_secs_f64()),
             ),
             _ => ("n/a".into(), "n/a".into()),
