@@ -474,10 +474,7 @@ mod tests {
     fn the_tick_rate_is_the_inner_clocks() {
         let clock = CoarseClock::new();
         assert_eq!(clock.tick_rate(), TickRate::NANOS);
-        assert_eq!(
-            <CoarseClock as FixedRateClock>::TICK_RATE,
-            TickRate::NANOS
-        );
+        assert_eq!(<CoarseClock as FixedRateClock>::TICK_RATE, TickRate::NANOS);
         let manual = CoarseClock::manual(ManualClock::<32_768>::with_reading(0));
         assert_eq!(manual.tick_rate(), TickRate::from_hz(32_768));
     }

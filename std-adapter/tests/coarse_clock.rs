@@ -271,7 +271,10 @@ fn a_blocked_waiter_on_the_upkeep_thread_never_wakes_before_its_slot() {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
     assert_eq!(woke.len(), 10);
     let mut slots: Vec<u64> = woke.iter().map(|&(slot, _)| slot).collect();
