@@ -133,9 +133,10 @@ impl CoarseClock<InstantClock> {
     /// Chosen by measurement (`cargo bench --bench coarse_resolution`; the table is in the
     /// repository's `benches/RESULTS.md`): a parked thread wakes some 50 µs late on Linux, so the
     /// clock lags by about half a resolution plus that on average; each wake-up costs the upkeep
-    /// thread a few microseconds of CPU. At 500 µs it lags by about 0.3 ms on average and under
-    /// 1 ms in 99 % of readings, waking about 1 700 times a second for about 1 % of one core;
-    /// 250 µs halved the lag for twice the wake-ups, 1 ms doubled it for half.
+    /// thread a few microseconds of CPU. Measured twice on a loaded 2-core VM: at 500 µs it lags
+    /// by about 0.3 ms on average and under 0.9 ms in 99 % of readings, waking about 1 600 times a
+    /// second for about 1.2 % of one core; 250 µs took twice the wake-ups and CPU (2.6 to 3 %)
+    /// without a matching cut in the lag, and 1 ms doubled the lag for about the same CPU.
     pub const DEFAULT_RESOLUTION: Duration = Duration::from_micros(500);
 
     /// A coarse clock on [`InstantClock`] (nanoseconds), refreshed every
