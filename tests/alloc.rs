@@ -9,7 +9,7 @@ use std::alloc::System;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ritmo::std::{BlockingExt, StdClock};
+use ritmo::std::{BlockingExt, CoarseClock, StdClock};
 use ritmo::{Config, Event, Listener, ManualClock, RateLimiter, Registry};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -186,9 +186,30 @@ fn std_paths() {
     });
 }
 
+fn coarse_paths() {
+    // The upkeep thread refreshes the reading while the calls run: it allocates nothing either
+    // (the counting allocator sees every thread).
+    let clock = CoarseClock::with_resolution(Duration::from_micros(50)).unwrap();
+    let unlimited = RateLimiter::with_clock(
+        "coarse",
+        config(u32::MAX, Duration::from_nanos(u64::from(u32::MAX))),
+        clock.clone(),
+    );
+    assert_no_allocation("CoarseClock: try_acquire, admitted", || {
+        assert!(unlimited.try_acquire().is_ok());
+    });
+    let hourly =
+        RateLimiter::with_clock("coarse-hourly", config(1, Duration::from_secs(3600)), clock);
+    hourly.try_acquire().unwrap();
+    assert_no_allocation("CoarseClock: try_acquire, rejected", || {
+        assert!(hourly.try_acquire().is_err());
+    });
+}
+
 fn main() {
     core_paths();
     registry_paths();
     std_paths();
+    coarse_paths();
     println!("tests/alloc.rs: no path allocated");
 }
