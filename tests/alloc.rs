@@ -190,6 +190,20 @@ fn coarse_paths() {
     // The upkeep thread refreshes the reading while the calls run: it allocates nothing either
     // (the counting allocator sees every thread).
     let clock = CoarseClock::with_resolution(Duration::from_micros(50)).unwrap();
+    // The upkeep thread's start-up (std names the OS thread: one small allocation, once) and its
+    // first park must be over before anything is measured: wait until the thread itself has
+    // moved the reading twice.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    for _ in 0..2 {
+        let before = ritmo::Clock::now(&clock);
+        while ritmo::Clock::now(&clock) == before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the upkeep thread never ran"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     let unlimited = RateLimiter::with_clock(
         "coarse",
         config(u32::MAX, Duration::from_nanos(u64::from(u32::MAX))),
