@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use ritmo_core::{Clock, ConfigError, ErrorCode, FixedRateClock, TickRate};
+use ritmo_core::{Clock, ErrorCode, FixedRateClock, TickRate};
 
 use crate::clock::InstantClock;
 
@@ -160,11 +160,8 @@ impl CoarseClock<InstantClock> {
     }
 
     /// A coarse clock on [`InstantClock`] refreshed every `resolution`. A zero resolution is
-    /// `RITMO-ATR-002` (with key `resolution`): the upkeep thread would never sleep.
-    ///
-    /// # Panics
-    ///
-    /// If the operating system cannot start a thread, as [`std::thread::spawn`] does.
+    /// [`UpkeepError::ZeroResolution`] (code `RITMO-ATR-002`): the upkeep thread would never
+    /// sleep.
     ///
     /// ```
     /// use std::time::Duration;
@@ -174,17 +171,12 @@ impl CoarseClock<InstantClock> {
     /// let clock = CoarseClock::with_resolution(Duration::from_micros(100))?;
     /// assert_eq!(clock.resolution(), Some(Duration::from_micros(100)));
     /// let err = CoarseClock::with_resolution(Duration::ZERO).unwrap_err();
-    /// assert_eq!(err.code(), ErrorCode::Atr002);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// assert_eq!(err.code(), Some(ErrorCode::Atr002));
+    /// assert_eq!(err.to_string(), "RITMO-ATR-002: the coarse clock's resolution is zero");
+    /// # Ok::<(), ritmo_std::UpkeepError>(())
     /// ```
-    pub fn with_resolution(resolution: Duration) -> Result<Self, ConfigError> {
-        match Self::with_upkeep(InstantClock, resolution) {
-            Ok(clock) => Ok(clock),
-            Err(UpkeepError::Config(err)) => Err(err),
-            Err(UpkeepError::Spawn(err)) => {
-                panic!("ritmo: cannot start the coarse clock's upkeep thread: {err}")
-            }
-        }
+    pub fn with_resolution(resolution: Duration) -> Result<Self, UpkeepError> {
+        Self::with_upkeep(InstantClock, resolution)
     }
 
     /// One coarse clock for the whole process, started on first use with the default
@@ -214,21 +206,43 @@ impl Default for CoarseClock<InstantClock> {
     }
 }
 
-/// Why [`CoarseClock::with_upkeep`] could not make a clock.
+/// Why a [`CoarseClock`] with an upkeep thread could not be made.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum UpkeepError {
-    /// The resolution is zero: `RITMO-ATR-002`, key `resolution`.
-    Config(ConfigError),
+    /// The resolution is zero (`RITMO-ATR-002`): the upkeep thread would never sleep.
+    ZeroResolution,
     /// The operating system could not start the upkeep thread.
     Spawn(std::io::Error),
+}
+
+impl UpkeepError {
+    /// The stable code of an invalid argument (`RITMO-ATR-002` for a zero resolution); `None`
+    /// when the operating system refused the thread.
+    ///
+    /// ```
+    /// # use ritmo_core::ErrorCode;
+    /// assert_eq!(ritmo_std::UpkeepError::ZeroResolution.code(), Some(ErrorCode::Atr002));
+    /// ```
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            UpkeepError::ZeroResolution => Some(ErrorCode::Atr002),
+            UpkeepError::Spawn(_) => None,
+        }
+    }
 }
 
 impl fmt::Display for UpkeepError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UpkeepError::Config(err) => err.fmt(f),
-            UpkeepError::Spawn(err) => write!(f, "cannot start the upkeep thread: {err}"),
+            UpkeepError::ZeroResolution => write!(
+                f,
+                "{}: the coarse clock's resolution is zero",
+                ErrorCode::Atr002.as_str()
+            ),
+            UpkeepError::Spawn(err) => {
+                write!(f, "cannot start the coarse clock's upkeep thread: {err}")
+            }
         }
     }
 }
@@ -236,7 +250,7 @@ impl fmt::Display for UpkeepError {
 impl std::error::Error for UpkeepError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            UpkeepError::Config(err) => Some(err),
+            UpkeepError::ZeroResolution => None,
             UpkeepError::Spawn(err) => Some(err),
         }
     }
@@ -258,9 +272,7 @@ impl<C: Clock + Send + Sync + 'static> CoarseClock<C> {
     /// ```
     pub fn with_upkeep(inner: C, resolution: Duration) -> Result<Self, UpkeepError> {
         if resolution.is_zero() {
-            return Err(UpkeepError::Config(
-                ConfigError::new(ErrorCode::Atr002).with_key("resolution"),
-            ));
+            return Err(UpkeepError::ZeroResolution);
         }
         let shared = Arc::new(Shared {
             reading: AtomicU64::new(0),
@@ -462,13 +474,10 @@ mod tests {
     #[test]
     fn a_zero_resolution_is_an_error_not_a_thread() {
         let err = CoarseClock::with_upkeep(InstantClock, Duration::ZERO).unwrap_err();
-        match err {
-            UpkeepError::Config(err) => {
-                assert_eq!(err.code(), ErrorCode::Atr002);
-                assert_eq!(err.key(), Some("resolution"));
-            }
-            UpkeepError::Spawn(_) => panic!("a zero resolution reached the spawn"),
-        }
+        assert!(matches!(err, UpkeepError::ZeroResolution), "{err:?}");
+        assert_eq!(err.code(), Some(ErrorCode::Atr002));
+        assert!(err.to_string().starts_with("RITMO-ATR-002"));
+        assert!(CoarseClock::with_resolution(Duration::ZERO).is_err());
     }
 
     #[test]
