@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use ritmo::Clock;
-use ritmo::std::{CoarseClock, InstantClock};
+use ritmo::server::{CoarseClock, InstantClock};
 
 const RUN: Duration = Duration::from_secs(2);
 

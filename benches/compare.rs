@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Bencher, Criterion};
 use governor::clock::FakeRelativeClock;
-use ritmo::std::{CoarseClock, StdClock};
+use ritmo::server::{CoarseClock, StdClock};
 use ritmo::{Clock, ManualClock, RateLimiter, Registry};
 
 mod support;

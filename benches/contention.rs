@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ritmo::RateLimiter;
-use ritmo::std::StdClock;
+use ritmo::server::StdClock;
 
 mod support;
 use support::{governor_unlimited, ritmo_unlimited};

@@ -18,8 +18,8 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use governor::clock::FakeRelativeClock;
-use ritmo::std::{CoarseClock, StdClock};
-use ritmo::{Clock, Event, Listener, ManualClock, RateLimiter, Registry};
+use ritmo::server::{CoarseClock, StdClock};
+use ritmo::{Clock, Event, Listener, ManualClock, RateLimitExceeded, RateLimiter, Registry};
 
 mod support;
 use support::{governor_hourly, governor_unlimited, ritmo_hourly, ritmo_unlimited};
@@ -50,6 +50,49 @@ impl Listener for Counting {
 }
 
 static EVENTS: Counting = Counting(AtomicU64::new(0));
+
+/// The error of the wrapped API below.
+#[derive(Debug)]
+struct Busy;
+
+impl From<RateLimitExceeded> for Busy {
+    fn from(_: RateLimitExceeded) -> Self {
+        Busy
+    }
+}
+
+/// An API limited by the annotation, with the same quota as `ritmo_unlimited()`.
+#[ritmo::limited]
+trait Echo {
+    #[rate_limited(permits = 4294967295, period = "4294967295ns")]
+    fn echo(&self, x: u64) -> Result<u64, Busy>;
+}
+
+/// What the wrapper delegates to.
+#[derive(Debug)]
+struct Backend;
+
+impl Echo for Backend {
+    #[inline]
+    fn echo(&self, x: u64) -> Result<u64, Busy> {
+        Ok(x ^ 1)
+    }
+}
+
+/// The same wrapper written by hand: `try_acquire()?`, then delegate.
+#[derive(Debug)]
+struct HandWrapped<'r> {
+    inner: Backend,
+    limiter: &'r RateLimiter<StdClock>,
+}
+
+impl Echo for HandWrapped<'_> {
+    #[inline]
+    fn echo(&self, x: u64) -> Result<u64, Busy> {
+        self.limiter.try_acquire()?;
+        self.inner.echo(x)
+    }
+}
 
 const PATHS: &[(&str, &str)] = &[
     ("empty", "the loop alone, subtracted from every other path"),
@@ -96,6 +139,14 @@ const PATHS: &[(&str, &str)] = &[
     (
         "governor_rejected_err",
         "check, default (quanta) clock, rejected, the error kept",
+    ),
+    (
+        "ritmo_annotated",
+        "a #[ritmo::limited] wrapper's method, registry on the default clock, admitted",
+    ),
+    (
+        "ritmo_hand_wrapped",
+        "the same wrapper written by hand (try_acquire()?, delegate), admitted",
     ),
     (
         "ritmo_admitted_listener",
@@ -210,6 +261,24 @@ fn run(path: &str, n: u64) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             measured(l, n, |l| l.try_acquire().is_ok());
             expect(l.try_acquire().is_ok())
+        }
+        "ritmo_annotated" => {
+            let registry: Registry<StdClock, 4> = Registry::new(clock);
+            let api = EchoLimited::new(Backend, &registry).map_err(|e| e.to_string())?;
+            measured(&api, n, |api| api.echo(black_box(7)).is_ok());
+            expect(api.echo(7).is_ok())
+        }
+        "ritmo_hand_wrapped" => {
+            let registry: Registry<StdClock, 4> = Registry::new(clock);
+            let limiter = registry
+                .get_or_create("echo", ritmo_unlimited())
+                .map_err(|e| e.to_string())?;
+            let api = HandWrapped {
+                inner: Backend,
+                limiter,
+            };
+            measured(&api, n, |api| api.echo(black_box(7)).is_ok());
+            expect(api.echo(7).is_ok())
         }
         "ritmo_acquire_4" => {
             let l = RateLimiter::with_clock("insn", ritmo_unlimited(), clock);

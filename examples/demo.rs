@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ritmo::std::{ParkWait, StdRateLimiter};
+use ritmo::server::{ParkWait, StdRateLimiter};
 use ritmo::{Clock, Config, parse_duration};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -117,7 +117,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let limiter: StdRateLimiter = ritmo::std::limiter("demo", config);
+    let limiter: StdRateLimiter = ritmo::server::limiter("demo", config);
     let clock = limiter.clock();
     let interval = o.period / o.permits;
 

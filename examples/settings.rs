@@ -1,14 +1,14 @@
 //! Named limiters from a settings file, shared through a `static` registry:
-//! `cargo run --example settings --features serde`.
+//! `cargo run --example settings --features settings`.
 //!
 //! Reads `examples/ritmo.toml`, lays any `RITMO_*` environment variables on top
-//! (`RITMO_INSTANCES_GEOCODING_PERMITS=8 cargo run --example settings --features serde`), then
+//! (`RITMO_INSTANCES_GEOCODING_PERMITS=8 cargo run --example settings --features settings`), then
 //! lets two functions share the "geocoding" quota on a fake clock, so the output is exact.
 
 use core::time::Duration;
 
-use ritmo::std::settings::OwnedSettings;
-use ritmo::{Clock, ManualClock, RateLimitExceeded, Registry};
+use ritmo::server::settings::OwnedSettings;
+use ritmo::{Clock, ManualClock, Overrides, RateLimitExceeded, Registry};
 
 static CLOCK: ManualClock = ManualClock::new();
 static LIMITERS: Registry<&ManualClock, 8> = Registry::new(&CLOCK);
@@ -18,14 +18,14 @@ fn geocode() -> Result<(), RateLimitExceeded> {
     LIMITERS
         .get("geocoding")
         .expect("registered at start-up")
-        .acquire()
+        .acquire_advancing()
 }
 
 fn reverse() -> Result<(), RateLimitExceeded> {
     LIMITERS
         .get("geocoding")
         .expect("registered at start-up")
-        .acquire()
+        .acquire_advancing()
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,8 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let settings = OwnedSettings::from_toml_file(file)?.then(OwnedSettings::from_env()?);
 
     for id in ["geocoding", "nightly-export", "metrics", "search"] {
-        let config = settings.resolve(id)?;
-        LIMITERS.get_or_create(id, config)?;
+        let config = LIMITERS
+            .get_or_create_from(id, &settings.settings(), Overrides::new())?
+            .config();
         println!(
             "{id:>14}: {} per {:?}, max wait {:?}, enabled {}",
             config.permits(),
@@ -79,7 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for s in LIMITERS.snapshot() {
         println!(
             "  {:>14}: {}/{} permits available",
-            s.instance, s.available_permits, s.permits
+            s.id, s.available_permits, s.permits
         );
     }
     Ok(())

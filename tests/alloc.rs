@@ -9,7 +9,7 @@ use std::alloc::System;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ritmo::std::{BlockingExt, CoarseClock, StdClock};
+use ritmo::server::{BlockingExt, CoarseClock, StdClock};
 use ritmo::{Config, Event, Listener, ManualClock, RateLimiter, Registry};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -77,7 +77,7 @@ fn core_paths() {
     spent.try_acquire().unwrap();
     assert_no_allocation("try_acquire, rejected (the error kept)", || {
         let err = spent.try_acquire().unwrap_err();
-        assert_eq!(err.instance_id(), "rejected");
+        assert_eq!(err.id(), "rejected");
     });
     assert_no_allocation("try_acquire, rejected, error displayed to a sink", || {
         use std::fmt::Write;
@@ -119,14 +119,14 @@ fn core_paths() {
     while paced.try_acquire().is_ok() {} // the burst spent: every acquire below waits
     assert_no_allocation("acquire on ManualClock (waited)", || {
         let before = ritmo::Clock::now(&clock);
-        paced.acquire().unwrap();
+        paced.acquire_advancing().unwrap();
         assert!(
             ritmo::Clock::now(&clock) > before,
             "the call waited for its slot"
         );
     });
     assert_no_allocation("acquire_n(2) on ManualClock (waited)", || {
-        paced.acquire_n(2).unwrap();
+        paced.acquire_n_advancing(2).unwrap();
     });
     assert_no_allocation("available_permits, retry_after, snapshot", || {
         let _ = (
@@ -143,7 +143,7 @@ fn registry_paths() {
     let five = config(5, Duration::from_secs(1)).with_max_wait(Duration::from_secs(1));
     let handle = registry.get_or_create("geocoding", five).unwrap();
     assert_no_allocation("registry handle: acquire (waited)", || {
-        handle.acquire().unwrap();
+        handle.acquire_advancing().unwrap();
     });
     assert_no_allocation("registry handle: try_acquire_n(5) (rejected)", || {
         handle.try_acquire_n(5).unwrap_err();
@@ -220,10 +220,52 @@ fn coarse_paths() {
     });
 }
 
+/// Keyed limiters: the fixed table never allocates; the std map allocates only to hold a new
+/// key, never on a key it holds (admitted, rejected, reserved, peeked) or a refusal for room.
+fn keyed_paths() {
+    use ritmo::keyed::KeyedLimiter;
+    use ritmo::server::KeyedRateLimiter;
+    let clock = ManualClock::new();
+    let table: KeyedLimiter<u64, &ManualClock, 64> =
+        KeyedLimiter::with_clock("keyed", config(1, Duration::from_millis(1)), &clock, 7);
+    let mut key = 0u64;
+    assert_no_allocation("keyed table: new keys, idle ones reclaimed", || {
+        key += 1;
+        assert!(table.try_acquire(&key).is_ok());
+        clock.advance_ticks(100_000); // a key is idle again after 1 ms: 10 live at a time
+    });
+    let map = KeyedRateLimiter::with_clock(
+        "keyed",
+        config(u32::MAX, Duration::from_nanos(u64::from(u32::MAX)))
+            .with_max_wait(Duration::from_secs(1)),
+        4,
+        &clock,
+    );
+    for key in 0..4u64 {
+        map.try_acquire(&key).unwrap();
+    }
+    assert_no_allocation("keyed map: try_acquire of a held key, admitted", || {
+        assert!(map.try_acquire(&2).is_ok());
+    });
+    assert_no_allocation("keyed map: reserve then cancel, peeks", || {
+        assert!(map.reserve_n(&3, 2).unwrap().cancel());
+        assert!(map.available_permits(&3) > 0);
+        assert_eq!(map.retry_after(&3), Duration::ZERO);
+    });
+    let hourly =
+        KeyedRateLimiter::with_clock("keyed", config(1, Duration::from_secs(3600)), 1, &clock);
+    hourly.try_acquire(&1u64).unwrap();
+    assert_no_allocation("keyed map: rejected, and refused for room", || {
+        assert!(hourly.try_acquire(&1).is_err());
+        assert!(hourly.try_acquire(&2).is_err());
+    });
+}
+
 fn main() {
     core_paths();
     registry_paths();
     std_paths();
     coarse_paths();
+    keyed_paths();
     println!("tests/alloc.rs: no path allocated");
 }

@@ -1,6 +1,6 @@
 //! What the benches share: the quotas both libraries are given.
 //!
-//! ritmo runs on its default server clock, `ritmo::std::StdClock` (the CPU's time-stamp counter
+//! ritmo runs on its default server clock, `ritmo::server::StdClock` (the CPU's time-stamp counter
 //! through quanta, its tick rate measured at start-up), governor on its default, quanta's clock
 //! too: both read the same counter.
 

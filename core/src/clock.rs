@@ -5,49 +5,8 @@
 //! only compares and adds: it never scales time (on a Cortex-M0 a 64-bit multiply is a library
 //! call, and scaling a TSC reading to nanoseconds nearly doubles its cost).
 //!
-//! # Implement your own clock
-//!
-//! A clock on a 32768 Hz RTC counter, as firmware would write it. The counter here is a static
-//! the test moves by hand; on hardware `now()` reads the peripheral.
-//!
-//! ```
-//! use core::time::Duration;
-//! use portable_atomic::{AtomicU64, Ordering};
-//! use ritmo_core::{Clock, Config, FixedRateClock, RateLimiter, TickRate};
-//!
-//! static RTC_COUNTER: AtomicU64 = AtomicU64::new(0);
-//!
-//! /// Ticks of a 32768 Hz real-time counter, extended to 64 bits.
-//! #[derive(Debug, Clone, Copy)]
-//! struct RtcClock;
-//!
-//! impl Clock for RtcClock {
-//!     fn now(&self) -> u64 {
-//!         RTC_COUNTER.load(Ordering::Acquire)
-//!     }
-//!     fn tick_rate(&self) -> TickRate {
-//!         Self::TICK_RATE
-//!     }
-//! }
-//!
-//! // The rate is a constant, so limiters on this clock can be `static`s.
-//! impl FixedRateClock for RtcClock {
-//!     const TICK_RATE: TickRate = TickRate::from_hz(32_768);
-//! }
-//!
-//! static RADIO: RateLimiter<RtcClock> = RateLimiter::new(
-//!     "radio",
-//!     ritmo_core::const_config!(3, Duration::from_secs(1)),
-//!     RtcClock,
-//! );
-//!
-//! assert!(RADIO.try_acquire().is_ok());
-//! assert!(RADIO.try_acquire().is_ok());
-//! assert!(RADIO.try_acquire().is_ok());
-//! assert!(RADIO.try_acquire().is_err());
-//! RTC_COUNTER.store(32_768 / 3 + 1, Ordering::Release); // a third of a second later
-//! assert!(RADIO.try_acquire().is_ok());
-//! ```
+//! The [`Clock`] trait's docs say what an implementation must do, with a complete example of
+//! implementing one.
 
 use core::time::Duration;
 
@@ -77,6 +36,50 @@ use crate::sync::U64Cell;
 /// let shared: &ManualClock = &clock;
 /// assert_eq!(shared.now(), 5);
 /// assert_eq!(shared.tick_rate(), TickRate::NANOS);
+/// ```
+///
+/// # Implement your own clock
+///
+/// A clock on a 32768 Hz RTC counter, as firmware would write it. The counter here is a static
+/// the test moves by hand; on hardware `now()` reads the peripheral.
+///
+/// ```
+/// use core::time::Duration;
+/// use portable_atomic::{AtomicU64, Ordering};
+/// use ritmo_core::{Clock, Config, FixedRateClock, RateLimiter, TickRate};
+///
+/// static RTC_COUNTER: AtomicU64 = AtomicU64::new(0);
+///
+/// /// Ticks of a 32768 Hz real-time counter, extended to 64 bits.
+/// #[derive(Debug, Clone, Copy)]
+/// struct RtcClock;
+///
+/// impl Clock for RtcClock {
+///     fn now(&self) -> u64 {
+///         RTC_COUNTER.load(Ordering::Acquire)
+///     }
+///     fn tick_rate(&self) -> TickRate {
+///         Self::TICK_RATE
+///     }
+/// }
+///
+/// // The rate is a constant, so limiters on this clock can be `static`s.
+/// impl FixedRateClock for RtcClock {
+///     const TICK_RATE: TickRate = TickRate::from_hz(32_768);
+/// }
+///
+/// static RADIO: RateLimiter<RtcClock> = RateLimiter::new(
+///     "radio",
+///     ritmo_core::const_config!(3, Duration::from_secs(1)),
+///     RtcClock,
+/// );
+///
+/// assert!(RADIO.try_acquire().is_ok());
+/// assert!(RADIO.try_acquire().is_ok());
+/// assert!(RADIO.try_acquire().is_ok());
+/// assert!(RADIO.try_acquire().is_err());
+/// RTC_COUNTER.store(32_768 / 3 + 1, Ordering::Release); // a third of a second later
+/// assert!(RADIO.try_acquire().is_ok());
 /// ```
 pub trait Clock {
     /// The current reading, in ticks of this clock.
@@ -162,7 +165,9 @@ impl TickRate {
     /// ```
     pub const fn ticks_ceil(self, duration: Duration) -> u64 {
         let ns = duration.as_nanos();
-        let ticks = (ns * self.hz as u128).div_ceil(1_000_000_000);
+        // Saturating: `Duration::MAX` at `u64::MAX` Hz overflows even `u128`, and anything that
+        // large is more than `u64::MAX` ticks anyway.
+        let ticks = ns.saturating_mul(self.hz as u128).div_ceil(1_000_000_000);
         if ticks > u64::MAX as u128 {
             u64::MAX
         } else {
@@ -236,6 +241,7 @@ pub struct ManualClock<const HZ: u64 = 1_000_000_000> {
 }
 
 impl ManualClock {
+    const_fn! {
     /// A nanosecond clock reading 0.
     ///
     /// ```
@@ -243,32 +249,21 @@ impl ManualClock {
     /// static CLOCK: ManualClock = ManualClock::new();
     /// assert_eq!(CLOCK.now(), 0);
     /// ```
-    #[cfg(not(loom))]
-    pub const fn new() -> Self {
-        Self::with_reading(0)
-    }
-
-    /// A nanosecond clock reading 0.
-    #[cfg(loom)]
     pub fn new() -> Self {
         Self::with_reading(0)
     }
+    }
 
+    const_fn! {
     /// A nanosecond clock reading `nanos`.
     ///
     /// ```
     /// # use ritmo_core::{Clock, ManualClock};
     /// assert_eq!(ManualClock::starting_at(u64::MAX - 5).now(), u64::MAX - 5);
     /// ```
-    #[cfg(not(loom))]
-    pub const fn starting_at(nanos: u64) -> Self {
-        Self::with_reading(nanos)
-    }
-
-    /// A nanosecond clock reading `nanos`.
-    #[cfg(loom)]
     pub fn starting_at(nanos: u64) -> Self {
         Self::with_reading(nanos)
+    }
     }
 }
 
@@ -279,6 +274,7 @@ impl Default for ManualClock {
 }
 
 impl<const HZ: u64> ManualClock<HZ> {
+    const_fn! {
     /// A clock of `HZ` ticks per second reading `ticks`.
     ///
     /// ```
@@ -286,19 +282,11 @@ impl<const HZ: u64> ManualClock<HZ> {
     /// let rtc = ManualClock::<32_768>::with_reading(7);
     /// assert_eq!(rtc.now(), 7);
     /// ```
-    #[cfg(not(loom))]
-    pub const fn with_reading(ticks: u64) -> Self {
-        ManualClock {
-            ticks: U64Cell::new(ticks),
-        }
-    }
-
-    /// A clock of `HZ` ticks per second reading `ticks`.
-    #[cfg(loom)]
     pub fn with_reading(ticks: u64) -> Self {
         ManualClock {
             ticks: U64Cell::new(ticks),
         }
+    }
     }
 
     /// Moves the clock forward by `duration`, rounded up to whole ticks (saturating).

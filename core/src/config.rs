@@ -1,4 +1,4 @@
-//! A limiter's configuration (SPEC §4): `permits` per `period`, how long a call may wait
+//! A limiter's configuration: `permits` per `period`, how long a call may wait
 //! (`max_wait`), and whether the limiter is `enabled`.
 //!
 //! Durations come as [`core::time::Duration`], as fugit durations, or as text: an integer followed
@@ -32,7 +32,13 @@ use crate::error::{ConfigError, ErrorCode};
 /// assert_eq!(config, same);
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
+///
+/// With the `serde` feature it is `Serialize` and `Deserialize` (fields `permits`, `period`,
+/// `max_wait`, `enabled`; durations as serde writes a `Duration`), and reading one checks it as
+/// [`Config::new`] does: an invalid config is a deserialization error naming its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "UncheckedConfig"))]
 pub struct Config {
     permits: u32,
     period: Duration,
@@ -51,18 +57,18 @@ impl Config {
     /// # use core::time::Duration;
     /// assert!(Config::new(1_000_000_000, Duration::from_secs(1)).is_ok());
     /// let err = Config::new(1_000_000_001, Duration::from_secs(1)).unwrap_err();
-    /// assert_eq!(err.code(), ErrorCode::Reg001);
-    /// assert_eq!(Config::new(1, Duration::ZERO).unwrap_err().code(), ErrorCode::Atr002);
+    /// assert_eq!(err.code(), ErrorCode::TooFast);
+    /// assert_eq!(Config::new(1, Duration::ZERO).unwrap_err().code(), ErrorCode::ZeroPeriod);
     /// ```
     pub const fn new(permits: u32, period: Duration) -> Result<Config, ConfigError> {
         if permits == 0 {
-            return Err(ConfigError::new(ErrorCode::Atr003));
+            return Err(ConfigError::new(ErrorCode::InvalidPermits));
         }
         if period.is_zero() {
-            return Err(ConfigError::new(ErrorCode::Atr002));
+            return Err(ConfigError::new(ErrorCode::ZeroPeriod));
         }
         if period.as_nanos() < permits as u128 {
-            return Err(ConfigError::new(ErrorCode::Reg001));
+            return Err(ConfigError::new(ErrorCode::TooFast));
         }
         Ok(Config {
             permits,
@@ -72,12 +78,27 @@ impl Config {
         })
     }
 
+    /// A config from parts already known to be valid (a limiter rebuilding the one it applies).
+    pub(crate) const fn from_parts(
+        permits: u32,
+        period: Duration,
+        max_wait: Duration,
+        enabled: bool,
+    ) -> Config {
+        Config {
+            permits,
+            period,
+            max_wait,
+            enabled,
+        }
+    }
+
     /// Starts a builder that takes durations as text or fugit values too.
     ///
     /// ```
     /// # use ritmo_core::{Config, ErrorCode};
     /// let err = Config::builder().permits(10).period("1 second").build().unwrap_err();
-    /// assert_eq!(err.code(), ErrorCode::Atr001);
+    /// assert_eq!(err.code(), ErrorCode::InvalidDuration);
     /// ```
     pub const fn builder() -> ConfigBuilder {
         ConfigBuilder {
@@ -97,6 +118,7 @@ impl Config {
     /// let c = Config::new(5, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_millis(500));
     /// assert_eq!(c.max_wait(), Duration::from_millis(500));
     /// ```
+    #[must_use = "with_max_wait returns a new config; the one it is called on is unchanged"]
     pub const fn with_max_wait(mut self, max_wait: Duration) -> Config {
         self.max_wait = max_wait;
         self
@@ -110,6 +132,7 @@ impl Config {
     /// let c = Config::new(5, Duration::from_secs(1)).unwrap().with_enabled(false);
     /// assert!(!c.enabled());
     /// ```
+    #[must_use = "with_enabled returns a new config; the one it is called on is unchanged"]
     pub const fn with_enabled(mut self, enabled: bool) -> Config {
         self.enabled = enabled;
         self
@@ -173,6 +196,35 @@ impl Config {
     }
 }
 
+/// A config as read by serde, before it is checked.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UncheckedConfig {
+    permits: u32,
+    period: Duration,
+    #[serde(default)]
+    max_wait: Duration,
+    #[serde(default = "enabled_by_default")]
+    enabled: bool,
+}
+
+#[cfg(feature = "serde")]
+const fn enabled_by_default() -> bool {
+    true
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<UncheckedConfig> for Config {
+    type Error = ConfigError;
+
+    fn try_from(c: UncheckedConfig) -> Result<Config, ConfigError> {
+        Ok(Config::new(c.permits, c.period)?
+            .with_max_wait(c.max_wait)
+            .with_enabled(c.enabled))
+    }
+}
+
 #[cfg(feature = "defmt")]
 impl defmt::Format for Config {
     fn format(&self, f: defmt::Formatter<'_>) {
@@ -229,7 +281,7 @@ macro_rules! const_config {
 ///     .build()?;
 /// assert_eq!(c.max_wait().as_millis(), 250);
 /// let err = Config::builder().permits(1).period("1s").enabled_text("yes").build().unwrap_err();
-/// assert_eq!(err.code(), ErrorCode::Atr006);
+/// assert_eq!(err.code(), ErrorCode::InvalidBool);
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
@@ -309,7 +361,7 @@ impl ConfigBuilder {
     /// ```
     /// # use ritmo_core::{Config, ErrorCode};
     /// let err = Config::builder().permits(3).period("1s").enabled_text("TRUE").build().unwrap_err();
-    /// assert_eq!(err.code(), ErrorCode::Atr006);
+    /// assert_eq!(err.code(), ErrorCode::InvalidBool);
     /// ```
     pub fn enabled_text(mut self, text: &str) -> Self {
         match parse_bool(text) {
@@ -325,7 +377,7 @@ impl ConfigBuilder {
     ///
     /// ```
     /// # use ritmo_core::{Config, ErrorCode};
-    /// assert_eq!(Config::builder().period("1s").build().unwrap_err().code(), ErrorCode::Atr003);
+    /// assert_eq!(Config::builder().period("1s").build().unwrap_err().code(), ErrorCode::InvalidPermits);
     /// ```
     pub fn build(self) -> Result<Config, ConfigError> {
         if let Some(e) = self.error {
@@ -371,7 +423,7 @@ macro_rules! fugit_duration {
                 let ns = (self.as_ticks() as u128 * NOM as u128 * 1_000_000_000).div_ceil(DENOM.max(1) as u128);
                 let secs = ns / 1_000_000_000;
                 if secs > u64::MAX as u128 {
-                    return Err(ConfigError::new(ErrorCode::Atr001));
+                    return Err(ConfigError::new(ErrorCode::InvalidDuration));
                 }
                 Ok(Duration::new(secs as u64, (ns % 1_000_000_000) as u32))
             }
@@ -391,12 +443,12 @@ fugit_duration!(u32, u64);
 /// assert_eq!(parse_duration("2m")?, Duration::from_secs(120));
 /// assert_eq!(parse_duration("0")?, Duration::ZERO);
 /// for bad in ["", " 1s", "1S", "-1s", "1.5s", "1", "99999999999999999999d", "5µs"] {
-///     assert_eq!(parse_duration(bad).unwrap_err().code(), ErrorCode::Atr001, "{bad:?}");
+///     assert_eq!(parse_duration(bad).unwrap_err().code(), ErrorCode::InvalidDuration, "{bad:?}");
 /// }
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, ConfigError> {
-    let bad = || ConfigError::new(ErrorCode::Atr001).with_text(text);
+    let bad = || ConfigError::new(ErrorCode::InvalidDuration).with_text(text);
     if text == "0" {
         return Ok(Duration::ZERO);
     }
@@ -425,12 +477,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, ConfigError> {
 /// ```
 /// use ritmo_core::{parse_bool, ErrorCode};
 /// assert_eq!(parse_bool("false"), Ok(false));
-/// assert_eq!(parse_bool("1").unwrap_err().code(), ErrorCode::Atr006);
+/// assert_eq!(parse_bool("1").unwrap_err().code(), ErrorCode::InvalidBool);
 /// ```
 pub fn parse_bool(text: &str) -> Result<bool, ConfigError> {
     match text {
         "true" => Ok(true),
         "false" => Ok(false),
-        _ => Err(ConfigError::new(ErrorCode::Atr006).with_text(text)),
+        _ => Err(ConfigError::new(ErrorCode::InvalidBool).with_text(text)),
     }
 }

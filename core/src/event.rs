@@ -12,8 +12,8 @@ use crate::error::{RateLimitExceeded, Reason};
 ///
 /// ```
 /// use ritmo_core::{Event, Reason};
-/// let e = Event::Released { instance: "radio", permits: 2, reason: Reason::Cancelled, returned: true };
-/// assert_eq!(e.instance_id(), "radio");
+/// let e = Event::Released { id: "radio", permits: 2, reason: Reason::Cancelled, returned: true };
+/// assert_eq!(e.id(), "radio");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -24,7 +24,7 @@ pub enum Event {
     /// A reservation was given up before its slot (cancelled, dropped or interrupted).
     Released {
         /// The limiter's id.
-        instance: &'static str,
+        id: &'static str,
         /// How many permits the reservation held.
         permits: u32,
         /// Why it was given up.
@@ -40,13 +40,13 @@ impl Event {
     ///
     /// ```
     /// # use ritmo_core::{Event, Reason};
-    /// let e = Event::Released { instance: "uart", permits: 1, reason: Reason::Interrupted, returned: false };
-    /// assert_eq!(e.instance_id(), "uart");
+    /// let e = Event::Released { id: "uart", permits: 1, reason: Reason::Interrupted, returned: false };
+    /// assert_eq!(e.id(), "uart");
     /// ```
-    pub const fn instance_id(&self) -> &'static str {
+    pub const fn id(&self) -> &'static str {
         match self {
-            Event::Rejected(e) => e.instance_id(),
-            Event::Released { instance, .. } => instance,
+            Event::Rejected(e) => e.id(),
+            Event::Released { id, .. } => id,
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Nothing here touches an atomic or a clock: every function takes the limiter's state `tat` (the
 //! instant at which the next permit arrives), the clock reading `now`, and the limiter's constants,
-//! all in the same time unit, and returns a decision. That keeps the rules of SPEC §3 in one place
+//! all in the same time unit, and returns a decision. That keeps the rules of the algorithm in one place
 //! that a property test can call directly.
 //!
 //! With `n` permits per period and emission interval `T`, the limiter uses `window = n * T`
@@ -16,8 +16,7 @@
 //! saturated at `u64::MAX` means the next permit arrives after the end of the clock's range, so it
 //! admits nothing more (saturating there and then comparing would let every later call through).
 //!
-//! ```
-//! use ritmo_core::gcra;
+//! ```text
 //! // 10 permits per 1000 ticks: T = 100, window = 1000. A fresh limiter (tat = 0) at now = 0:
 //! assert_eq!(gcra::check(0, 0, 100, 1000), Ok(100));
 //! // Ten calls later tat = 1000: the eleventh must wait 100 ticks for its permit.
@@ -29,8 +28,7 @@
 ///
 /// `increment` is `k * T` for a call of `k` permits; `window` is `n * T`.
 ///
-/// ```
-/// # use ritmo_core::gcra::check;
+/// ```text
 /// // 5 permits per 1000: T = 200. tat = 1000 at now = 0 means the burst is spent.
 /// assert_eq!(check(1000, 0, 200, 1000), Err(200));
 /// assert_eq!(check(1000, 200, 200, 1000), Ok(1200));
@@ -93,9 +91,9 @@ const fn at_the_end(start: u64) -> Result<u64, Refused> {
 /// A refusal by [`check_limit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Refused {
-    start: u64,
+    pub(crate) start: u64,
     /// `(start - now) - limit`
-    over: u64,
+    pub(crate) over: u64,
 }
 
 impl Refused {
@@ -113,8 +111,7 @@ impl Refused {
 
 /// The outcome of a call that may wait up to `max_wait` for its permit.
 ///
-/// ```
-/// # use ritmo_core::gcra::{reserve, Reserve};
+/// ```text
 /// assert_eq!(reserve(1000, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1200, wait: 200 });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,10 +137,9 @@ pub enum Reserve {
     },
 }
 
-/// Decides a call that may wait up to `max_wait` time units for its permit (SPEC §3).
+/// Decides a call that may wait up to `max_wait` time units for its permit.
 ///
-/// ```
-/// # use ritmo_core::gcra::{reserve, Reserve};
+/// ```text
 /// // 5 per 1000 (T = 200), burst spent, max_wait 500: waits 200, then 400, then 600 is refused.
 /// assert_eq!(reserve(1000, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1200, wait: 200 });
 /// assert_eq!(reserve(1200, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1400, wait: 400 });
@@ -167,8 +163,7 @@ pub const fn reserve(tat: u64, now: u64, increment: u64, window: u64, max_wait: 
 
 /// How many single permits would be admitted right now without waiting, in `0..=permits`.
 ///
-/// ```
-/// # use ritmo_core::gcra::available;
+/// ```text
 /// assert_eq!(available(0, 0, 100, 1000, 10), 10);   // fresh: the full burst
 /// assert_eq!(available(1000, 0, 100, 1000, 10), 0); // burst spent
 /// assert_eq!(available(1000, 100, 100, 1000, 10), 1);
@@ -205,8 +200,7 @@ pub const fn available(tat: u64, now: u64, interval: u64, window: u64, permits: 
 /// back either: it no longer knows what it was before, and stepping back by the increment would
 /// return more than was taken.
 ///
-/// ```
-/// # use ritmo_core::gcra::refund;
+/// ```text
 /// assert_eq!(refund(1200, 1200, 200), Some(1000)); // the last reservation: goes back
 /// assert_eq!(refund(1400, 1200, 200), None);       // someone queued behind it: left unused
 /// ```
@@ -226,7 +220,55 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// `check` in exact `u128` arithmetic, straight from SPEC §3 (plus the exhausted state).
+    /// The examples in this module's docs.
+    #[test]
+    fn the_documented_examples_hold() {
+        // 10 permits per 1000 ticks: T = 100, window = 1000. A fresh limiter (tat = 0) at now = 0:
+        assert_eq!(check(0, 0, 100, 1000), Ok(100));
+        // Ten calls later tat = 1000: the eleventh must wait 100 ticks for its permit.
+        assert_eq!(check(1000, 0, 100, 1000), Err(100));
+        // 5 permits per 1000: T = 200. tat = 1000 at now = 0 means the burst is spent.
+        assert_eq!(check(1000, 0, 200, 1000), Err(200));
+        assert_eq!(check(1000, 200, 200, 1000), Ok(1200));
+        assert_eq!(
+            reserve(1000, 0, 200, 1000, 500),
+            Reserve::Wait {
+                new_tat: 1200,
+                wait: 200
+            }
+        );
+        // 5 per 1000 (T = 200), burst spent, max_wait 500: waits 200, then 400, then 600 is refused.
+        assert_eq!(
+            reserve(1000, 0, 200, 1000, 500),
+            Reserve::Wait {
+                new_tat: 1200,
+                wait: 200
+            }
+        );
+        assert_eq!(
+            reserve(1200, 0, 200, 1000, 500),
+            Reserve::Wait {
+                new_tat: 1400,
+                wait: 400
+            }
+        );
+        assert_eq!(
+            reserve(1400, 0, 200, 1000, 500),
+            Reserve::Reject { wait: 600 }
+        );
+        // Waiting "forever" still refuses once the state is exhausted (past the end of the range).
+        assert_eq!(
+            reserve(u64::MAX, 0, 200, 1000, u64::MAX),
+            Reserve::Reject { wait: u64::MAX }
+        );
+        assert_eq!(available(0, 0, 100, 1000, 10), 10); // fresh: the full burst
+        assert_eq!(available(1000, 0, 100, 1000, 10), 0); // burst spent
+        assert_eq!(available(1000, 100, 100, 1000, 10), 1);
+        assert_eq!(refund(1200, 1200, 200), Some(1000)); // the last reservation: goes back
+        assert_eq!(refund(1400, 1200, 200), None); // someone queued behind it: left unused
+    }
+
+    /// `check` in exact `u128` arithmetic, straight from the textbook rule (plus the exhausted state).
     fn check_ref(tat: u64, now: u64, inc: u64, window: u64) -> Result<u64, u64> {
         let start = tat.max(now);
         if start == u64::MAX {

@@ -5,7 +5,7 @@
 //! bytes: each chunk takes as many permits as it has bytes, as one unit, and waits for them with a
 //! [`Wait`] (a [`DelayWait`](crate::DelayWait) on bare metal,
 //! [`AdvanceClock`](crate::AdvanceClock) in tests). A chunk larger than the limiter's burst
-//! (`permits`) is split, since no single call can take more than `permits` (SPEC §3).
+//! (`permits`) is split, since no single call can take more than `permits`.
 //!
 //! A writer is flow control: it waits as long as its bytes take, whatever the config's `max_wait`
 //! (which bounds `acquire` calls, not writers). It fails only when its waiter is interrupted, or
@@ -75,23 +75,9 @@ impl<E: embedded_io::Error> embedded_io::Error for WriteError<E> {
 
 /// Reserves permits for the next chunk of a `len`-byte buffer, waiting as long as it takes: a
 /// chunk holds `len` bytes, at most the limiter's burst (`permits`) and at least one; the
-/// reservation's [`permits()`](Reservation::permits) is the chunk's length. For adapters that
-/// write their own rate-limited sinks (the async writer of ritmo-embassy); writers skip empty
+/// reservation's [`permits()`](Reservation::permits) is the chunk's length. Writers skip empty
 /// buffers before asking.
-///
-/// ```
-/// # use core::time::Duration;
-/// # use ritmo_core::{io::reserve_chunk, Config, ManualClock, RateLimiter};
-/// let uart = RateLimiter::new("uart", Config::new(10, Duration::from_secs(1))?, ManualClock::new());
-/// let burst = reserve_chunk(&uart, 4800).unwrap();
-/// assert_eq!((burst.permits(), burst.wait_time()), (10, Duration::ZERO));
-/// burst.commit();
-/// let next = reserve_chunk(&uart, 5).unwrap(); // max_wait is 0: a writer waits anyway
-/// assert_eq!((next.permits(), next.wait_time()), (5, Duration::from_millis(500)));
-/// # next.commit();
-/// # Ok::<(), ritmo_core::ConfigError>(())
-/// ```
-pub fn reserve_chunk<C: Clock>(
+pub(crate) fn reserve_chunk<C: Clock>(
     limiter: &RateLimiter<C>,
     len: usize,
 ) -> Result<Reservation<'_, C>, RateLimitExceeded> {

@@ -2,38 +2,51 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+#[macro_use]
+mod sync;
+
 mod clock;
 mod config;
 #[cfg(feature = "embedded-hal")]
 mod delay;
 mod error;
 mod event;
-pub mod gcra;
+mod gcra;
 #[cfg(feature = "embedded-io")]
-#[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
-pub mod io;
+mod io;
+pub mod keyed;
 mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
+pub mod prelude;
 pub mod registry;
 pub mod settings;
 mod state;
-mod sync;
 mod wait;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 pub use clock::{Clock, FixedRateClock, ManualClock, ManualTime, TickRate};
 pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duration};
 #[cfg(feature = "embedded-hal")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-hal")))]
 pub use delay::DelayWait;
-pub use error::{AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason};
+pub use error::{
+    AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason, RegistryError,
+    SettingsError,
+};
 pub use event::{Event, Listener};
 #[cfg(feature = "embedded-io")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub use io::{RateLimitedWrite, WriteError};
+pub use keyed::{KeyListener, KeySnapshot, KeyedLimiter, KeyedReservation, KeyedSnapshot};
 pub use limiter::{RateLimiter, Reservation, Snapshot};
 #[cfg(feature = "defmt")]
 pub use log::DefmtListener;
 pub use registry::Registry;
 pub use settings::{Overrides, Setting, Settings};
-pub use wait::{AdvanceClock, Interrupted, Wait};
+pub use wait::{AdvanceClock, AsyncClock, BlockingClock, ClockWait, Interrupted, Wait};

@@ -1,4 +1,4 @@
-//! [`Registry`]: named limiters in storage fixed at compile time, shared by id (SPEC §5).
+//! [`Registry`]: named limiters in storage fixed at compile time, shared by id.
 //!
 //! A user names a quota once (`"geocoding"`) and every function that spends it asks the registry
 //! for that id: the first asks creates the limiter, the others get the same one. The registry can
@@ -19,9 +19,10 @@ use once_cell::sync::OnceCell;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::error::{ConfigError, ErrorCode};
+use crate::error::{ConfigError, ErrorCode, RegistryError};
 use crate::event::Listener;
 use crate::limiter::{RateLimiter, Snapshot};
+use crate::settings::{Overrides, Setting, Settings};
 
 /// Up to `N` named limiters sharing one clock, created on first use and shared by id.
 ///
@@ -49,7 +50,7 @@ use crate::limiter::{RateLimiter, Snapshot};
 /// assert!((0..2).all(|_| reverse()));
 /// assert!(!geocode());
 /// assert_eq!(LIMITERS.get("geocoding")?.available_permits(), 0);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// A capacity of 0 does not build:
@@ -131,7 +132,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// registry.get_or_create("a", Config::new(1, Duration::from_secs(1))?)?;
     /// registry.get_or_create("a", Config::new(1, Duration::from_secs(1))?)?;
     /// assert_eq!(registry.len(), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn len(&self) -> usize {
         self.iter().count()
@@ -159,7 +160,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// registry.get_or_create("b", Config::new(2, Duration::from_secs(1))?)?;
     /// let ids: Vec<&str> = registry.iter().map(|l| l.id()).collect();
     /// assert_eq!(ids, ["a", "b"]);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = &RateLimiter<C>> + '_ {
         // Slots fill in order, so the filled ones are a prefix.
@@ -188,12 +189,11 @@ impl<C, const N: usize> Registry<C, N> {
     /// registry.get_or_create("uart", Config::new(960, Duration::from_secs(1))?)?;
     /// assert_eq!(registry.get("uart")?.config().permits(), 960);
     /// let err = registry.get("radio").unwrap_err();
-    /// assert_eq!((err.code(), err.text()), (ErrorCode::Reg009, "radio"));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// assert_eq!((err.code(), err.id()), (ErrorCode::UnknownId, "radio"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn get(&self, id: &str) -> Result<&RateLimiter<C>, ConfigError> {
-        self.find(id)
-            .ok_or_else(|| ConfigError::new(ErrorCode::Reg009).with_text(id))
+    pub fn get(&self, id: &str) -> Result<&RateLimiter<C>, RegistryError> {
+        self.find(id).ok_or_else(|| RegistryError::unknown(id))
     }
 
     fn find(&self, id: &str) -> Option<&RateLimiter<C>> {
@@ -206,19 +206,15 @@ impl<C: Clock, const N: usize> Registry<C, N> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock, Registry, Snapshot};
+    /// use ritmo_core::{Config, ManualClock, Registry};
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 4> = Registry::new(&clock);
     /// registry.get_or_create("api", Config::new(10, Duration::from_secs(1))?)?.try_acquire_n(3).unwrap();
     /// registry.get_or_create("uart", Config::new(4, Duration::from_secs(1))?)?;
-    /// assert_eq!(
-    ///     registry.snapshot().as_slice(),
-    ///     [
-    ///         Snapshot { instance: "api", available_permits: 7, permits: 10 },
-    ///         Snapshot { instance: "uart", available_permits: 4, permits: 4 },
-    ///     ]
-    /// );
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// let seen: Vec<(&str, u32)> =
+    ///     registry.snapshot().iter().map(|s| (s.id, s.available_permits)).collect();
+    /// assert_eq!(seen, [("api", 7), ("uart", 4)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn snapshot(&self) -> heapless::Vec<Snapshot, N> {
         // At most N limiters, so every push fits.
@@ -250,15 +246,15 @@ impl<C: Clock + Clone, const N: usize> Registry<C, N> {
     /// assert!(core::ptr::eq(a, b));
     ///
     /// let six = Config::new(6, Duration::from_secs(1))?;
-    /// assert_eq!(registry.get_or_create("geocoding", six).unwrap_err().code(), ErrorCode::Reg008);
-    /// assert_eq!(registry.get_or_create("search", five).unwrap_err().code(), ErrorCode::Reg010);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// assert_eq!(registry.get_or_create("geocoding", six).unwrap_err().code(), ErrorCode::ConfigMismatch);
+    /// assert_eq!(registry.get_or_create("search", five).unwrap_err().code(), ErrorCode::RegistryFull);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get_or_create(
         &self,
         id: &'static str,
         config: Config,
-    ) -> Result<&RateLimiter<C>, ConfigError> {
+    ) -> Result<&RateLimiter<C>, RegistryError> {
         if let Some(limiter) = self.find(id) {
             return same_config(limiter, &config);
         }
@@ -272,8 +268,45 @@ impl<C: Clock + Clone, const N: usize> Registry<C, N> {
                     None => return Ok(slot.get_or_init(|| self.build(id, config))),
                 }
             }
-            Err(ConfigError::new(ErrorCode::Reg010).with_text(id))
+            Err(RegistryError::registering(ErrorCode::RegistryFull, id))
         })
+    }
+
+    /// The limiter named `id`, its config resolved from `settings` with what the code says on
+    /// top ([`Settings::resolve_with`]), created the first time as
+    /// [`get_or_create`](Self::get_or_create) does. Settings that do not resolve are a
+    /// [`RegistryError`] whose [`settings`](RegistryError::settings) error names the key.
+    ///
+    /// ```
+    /// use ritmo_core::{ErrorCode, ManualClock, Overrides, Registry, Settings};
+    /// static CLOCK: ManualClock = ManualClock::new();
+    /// static LIMITERS: Registry<&ManualClock, 4> = Registry::new(&CLOCK);
+    /// let settings = Settings::new(&[
+    ///     ("instances.geocoding.permits", "5"),
+    ///     ("instances.geocoding.period", "1s"),
+    ///     ("instances.search.config", "missing"),
+    /// ]);
+    /// let geocoding = LIMITERS.get_or_create_from("geocoding", &settings, Overrides::new())?;
+    /// assert_eq!(geocoding.available_permits(), 5);
+    /// let err = LIMITERS.get_or_create_from("search", &settings, Overrides::new()).unwrap_err();
+    /// assert_eq!((err.code(), err.id()), (ErrorCode::UnknownConfig, "search"));
+    /// assert_eq!(err.settings().unwrap().key(), "instances.search.config");
+    /// # Ok::<(), ritmo_core::RegistryError>(())
+    /// ```
+    pub fn get_or_create_from<I>(
+        &self,
+        id: &'static str,
+        settings: &Settings<I>,
+        code: Overrides,
+    ) -> Result<&RateLimiter<C>, RegistryError>
+    where
+        I: IntoIterator + Clone,
+        I::Item: Setting,
+    {
+        let config = settings
+            .resolve_with(id, code)
+            .map_err(|e| RegistryError::settings_for(id, e))?;
+        self.get_or_create(id, config)
     }
 
     fn build(&self, id: &'static str, config: Config) -> RateLimiter<C> {
@@ -285,14 +318,76 @@ impl<C: Clock + Clone, const N: usize> Registry<C, N> {
     }
 }
 
-fn same_config<'a, C>(
+/// Where a limited free function keeps which slot of its registry holds its limiter, so that
+/// its calls go straight to it (no lookup by name). Not public API: `#[ritmo::rate_limited]`
+/// declares one `static` per function.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct LimiterSlot(portable_atomic::AtomicUsize);
+
+impl LimiterSlot {
+    /// Not known yet.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        LimiterSlot(portable_atomic::AtomicUsize::new(0))
+    }
+}
+
+impl<C: Clock + Clone, const N: usize> Registry<C, N> {
+    /// The limiter whose slot `slot` remembers, or (the first time) `get_or_create(id,
+    /// config())`, remembering its slot. Not public API.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn __cached(
+        &self,
+        slot: &LimiterSlot,
+        id: &'static str,
+        config: impl FnOnce() -> Result<Config, ConfigError>,
+    ) -> Result<&RateLimiter<C>, RegistryError> {
+        // 0 is "not known yet"; `wrapping_sub` makes it an index no slot has.
+        let known = slot.0.load(portable_atomic::Ordering::Relaxed);
+        match self
+            .slots
+            .get(known.wrapping_sub(1))
+            .and_then(OnceCell::get)
+        {
+            Some(limiter) => Ok(limiter),
+            None => self.cache_slot(slot, id, config()),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn cache_slot(
+        &self,
+        slot: &LimiterSlot,
+        id: &'static str,
+        config: Result<Config, ConfigError>,
+    ) -> Result<&RateLimiter<C>, RegistryError> {
+        let config = config.map_err(|e| RegistryError::config_for(id, e))?;
+        let limiter = self.get_or_create(id, config)?;
+        if let Some(index) = self
+            .slots
+            .iter()
+            .position(|s| s.get().is_some_and(|l| core::ptr::eq(l, limiter)))
+        {
+            slot.0.store(index + 1, portable_atomic::Ordering::Relaxed);
+        }
+        Ok(limiter)
+    }
+}
+
+fn same_config<'a, C: Clock>(
     limiter: &'a RateLimiter<C>,
     config: &Config,
-) -> Result<&'a RateLimiter<C>, ConfigError> {
-    if limiter.config() == config {
+) -> Result<&'a RateLimiter<C>, RegistryError> {
+    if limiter.applies(config) {
         Ok(limiter)
     } else {
-        Err(ConfigError::new(ErrorCode::Reg008).with_text(limiter.id()))
+        Err(RegistryError::registering(
+            ErrorCode::ConfigMismatch,
+            limiter.id(),
+        ))
     }
 }
 
@@ -333,13 +428,13 @@ mod tests {
         let a = registry.get_or_create("a", config(1)).unwrap();
         registry.get_or_create("b", config(2)).unwrap();
         let err = registry.get_or_create("c", config(3)).unwrap_err();
-        assert_eq!((err.code(), err.text()), (ErrorCode::Reg010, "c"));
+        assert_eq!((err.code(), err.id()), (ErrorCode::RegistryFull, "c"));
         assert!(core::ptr::eq(
             a,
             registry.get_or_create("a", config(1)).unwrap()
         ));
         assert_eq!(registry.len(), 2);
-        assert_eq!(registry.get("c").unwrap_err().code(), ErrorCode::Reg009);
+        assert_eq!(registry.get("c").unwrap_err().code(), ErrorCode::UnknownId);
     }
 
     #[test]
@@ -351,9 +446,9 @@ mod tests {
         let err = registry
             .get_or_create("a", config(2).with_enabled(false))
             .unwrap_err();
-        assert_eq!((err.code(), err.text()), (ErrorCode::Reg008, "a"));
+        assert_eq!((err.code(), err.id()), (ErrorCode::ConfigMismatch, "a"));
         let again = registry.get("a").unwrap();
-        assert_eq!(*again.config(), config(2));
+        assert_eq!(again.config(), config(2));
         assert_eq!(again.available_permits(), 1);
         assert_eq!(registry.len(), 1);
     }

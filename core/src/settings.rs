@@ -1,4 +1,4 @@
-//! Layered settings (SPEC §4): a limiter's [`Config`] resolved from key/value text, without
+//! Layered settings: a limiter's [`Config`] resolved from key/value text, without
 //! allocating.
 //!
 //! Settings are `(key, value)` pairs of text, as a settings file or the environment gives them
@@ -11,25 +11,29 @@
 //!    `default` when the instance names none and any `configs.default.*` key exists;
 //! 4. the built-in defaults: `max-wait` 0, `enabled` true (`permits` and `period` have none).
 //!
-//! Attributes: `permits` (a whole number), `period` and `max-wait` (durations as
-//! [`parse_duration`] reads them; `max_wait` is accepted too), `enabled` (`true` or `false`).
-//! Other attributes are ignored here (ritmo-std's loaders reject them). When a key appears more
+//! Keys are `<section>.<name>.<attribute>` ([`Key`]): the sections are `configs` and
+//! `instances` ([`Section`]); the attributes ([`Attribute`]) are `permits` (a whole number),
+//! `period` and `max-wait` (durations as [`parse_duration`] reads them; `max_wait` is accepted
+//! too), `enabled` (`true` or `false`), and for instances `config` (the base config's name).
+//! This schema is the one ritmo-std's TOML and environment loaders read. Other keys are ignored
+//! here (the loaders reject them). When a key appears more
 //! than once, the last pair wins, so later sources (the environment) can be appended to earlier
 //! ones (a file).
 //!
 //! # Errors
 //!
-//! Each names the key it came from ([`ConfigError::key`]):
+//! Each is a [`SettingsError`] naming the key it came from ([`SettingsError::key`]):
 //! - a value that is not text of its attribute's kind has that attribute's code, quoting the
 //!   text: `RITMO-ATR-001` (a duration), `RITMO-ATR-003` (`permits` that is not a whole number
 //!   from 0 to 2^32 - 1), `RITMO-ATR-006` (`enabled`);
 //! - `RITMO-REG-004`: `instances.<id>.config` names a config no `configs.<name>.*` key defines;
 //! - `RITMO-REG-003`: the values read fine but do not make a valid config: `permits` 0 or
 //!   missing, `period` zero or missing, or less than 1 ns per permit. Its
-//!   [`cause`](ConfigError::cause) is the code [`Config::new`] gives (`ATR-003`, `ATR-002`,
+//!   [`cause`](SettingsError::cause) is the code [`Config::new`] gives (`ATR-003`, `ATR-002`,
 //!   `REG-001`) and its key is the one to fix (for a missing value, the instance's key).
 //!
-//! Values the code gives are not settings: an invalid one fails with [`Config::new`]'s own code.
+//! Values the code gives are not settings: if they alone make the config invalid, the error has
+//! [`Config::new`]'s own code (at the instance's key for that attribute).
 //!
 //! ```
 //! use core::time::Duration;
@@ -57,16 +61,16 @@
 //! assert_eq!(settings.resolve_with("geocoding", code)?.max_wait(), Duration::ZERO);
 //!
 //! let err = settings.resolve("broken").unwrap_err();
-//! assert_eq!((err.code(), err.text()), (ErrorCode::Reg004, "fast"));
-//! assert_eq!(err.key(), Some("instances.broken.config"));
-//! # Ok::<(), ritmo_core::ConfigError>(())
+//! assert_eq!((err.code(), err.text()), (ErrorCode::UnknownConfig, "fast"));
+//! assert_eq!(err.key(), "instances.broken.config");
+//! # Ok::<(), ritmo_core::SettingsError>(())
 //! ```
 
 use core::fmt::Write as _;
 use core::time::Duration;
 
 use crate::config::{Config, parse_bool, parse_duration};
-use crate::error::{ConfigError, ErrorCode};
+use crate::error::{ConfigError, ErrorCode, SettingsError};
 
 /// One settings entry: a key such as `instances.geocoding.permits` and its value as text.
 ///
@@ -112,7 +116,7 @@ impl<T: Setting + ?Sized> Setting for &T {
 /// let code = Overrides::new().permits(2).enabled(false);
 /// let config = settings.resolve_with("api", code)?;
 /// assert_eq!((config.permits(), config.enabled()), (2, false));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo_core::SettingsError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[must_use]
@@ -145,7 +149,7 @@ impl Overrides {
     /// # use ritmo_core::{Overrides, Settings};
     /// let s = Settings::new(&[("instances.a.permits", "5"), ("instances.a.period", "1s")]);
     /// assert_eq!(s.resolve_with("a", Overrides::new().permits(7))?.permits(), 7);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo_core::SettingsError>(())
     /// ```
     pub const fn permits(mut self, permits: u32) -> Self {
         self.permits = Some(permits);
@@ -160,7 +164,7 @@ impl Overrides {
     /// let s = Settings::new(&[("instances.a.permits", "5")]);
     /// let c = s.resolve_with("a", Overrides::new().period(Duration::from_secs(2)))?;
     /// assert_eq!(c.period(), Duration::from_secs(2));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo_core::SettingsError>(())
     /// ```
     pub const fn period(mut self, period: Duration) -> Self {
         self.period = Some(period);
@@ -175,7 +179,7 @@ impl Overrides {
     /// let s = Settings::new(&[("instances.a.permits", "5"), ("instances.a.period", "1s")]);
     /// let c = s.resolve_with("a", Overrides::new().max_wait(Duration::from_millis(20)))?;
     /// assert_eq!(c.max_wait(), Duration::from_millis(20));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo_core::SettingsError>(())
     /// ```
     pub const fn max_wait(mut self, max_wait: Duration) -> Self {
         self.max_wait = Some(max_wait);
@@ -188,7 +192,7 @@ impl Overrides {
     /// # use ritmo_core::{Overrides, Settings};
     /// let s = Settings::new(&[("instances.a.permits", "5"), ("instances.a.period", "1s")]);
     /// assert!(!s.resolve_with("a", Overrides::new().enabled(false))?.enabled());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo_core::SettingsError>(())
     /// ```
     pub const fn enabled(mut self, enabled: bool) -> Self {
         self.enabled = Some(enabled);
@@ -205,7 +209,7 @@ impl Overrides {
 /// let pairs = [("instances.radio.permits", "36"), ("instances.radio.period", "1h")];
 /// let radio = Settings::new(&pairs).resolve("radio")?;
 /// assert_eq!(radio.permits(), 36);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo_core::SettingsError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Settings<I> {
@@ -235,10 +239,10 @@ where
     /// # use ritmo_core::{ErrorCode, Settings};
     /// let s = Settings::new(&[("instances.a.permits", "0"), ("instances.a.period", "1s")]);
     /// let err = s.resolve("a").unwrap_err();
-    /// assert_eq!((err.code(), err.cause()), (ErrorCode::Reg003, Some(ErrorCode::Atr003)));
-    /// assert_eq!(err.key(), Some("instances.a.permits"));
+    /// assert_eq!((err.code(), err.cause()), (ErrorCode::InvalidSetting, Some(ErrorCode::InvalidPermits)));
+    /// assert_eq!(err.key(), "instances.a.permits");
     /// ```
-    pub fn resolve(&self, id: &str) -> Result<Config, ConfigError> {
+    pub fn resolve(&self, id: &str) -> Result<Config, SettingsError> {
         self.resolve_with(id, Overrides::new())
     }
 
@@ -250,9 +254,56 @@ where
     /// let s = Settings::new(&[("configs.default.period", "1s")]);
     /// let c = s.resolve_with("any", Overrides::new().permits(3))?;
     /// assert_eq!((c.permits(), c.period()), (3, Duration::from_secs(1)));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo_core::SettingsError>(())
     /// ```
-    pub fn resolve_with(&self, id: &str, code: Overrides) -> Result<Config, ConfigError> {
+    pub fn resolve_with(&self, id: &str, code: Overrides) -> Result<Config, SettingsError> {
+        self.resolve_layers(id, None, code, Overrides::new())
+    }
+
+    /// The config of limiter `id` with `defaults` beneath the settings: every attribute the
+    /// settings give replaces the default's. Where the instance names no base config
+    /// (`instances.<id>.config`), `shared` names it (`configs.<shared>.*`, when any such key
+    /// exists), and then `configs.default.*`.
+    ///
+    /// This is how the code `#[ritmo::limited]` generates layers settings over the attribute's
+    /// literal values: the literal is the lowest layer.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, Settings};
+    /// let literal = Config::new(5, Duration::from_secs(1))?;
+    /// let settings = Settings::new(&[
+    ///     ("configs.geocoding.max-wait", "500ms"),
+    ///     ("instances.geocoding.permits", "8"),
+    /// ]);
+    /// let config = settings.resolve_over("geocoding", Some("geocoding"), literal)?;
+    /// assert_eq!(config.permits(), 8); // the instance key
+    /// assert_eq!(config.max_wait(), Duration::from_millis(500)); // the shared config
+    /// assert_eq!(config.period(), Duration::from_secs(1)); // the literal
+    /// assert_eq!(Settings::new(&[("x", "y")]).resolve_over("other", None, literal)?, literal);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn resolve_over(
+        &self,
+        id: &str,
+        shared: Option<&str>,
+        defaults: Config,
+    ) -> Result<Config, SettingsError> {
+        let bottom = Overrides::new()
+            .permits(defaults.permits())
+            .period(defaults.period())
+            .max_wait(defaults.max_wait())
+            .enabled(defaults.enabled());
+        self.resolve_layers(id, shared, Overrides::new(), bottom)
+    }
+
+    fn resolve_layers(
+        &self,
+        id: &str,
+        shared: Option<&str>,
+        code: Overrides,
+        defaults: Overrides,
+    ) -> Result<Config, SettingsError> {
         // The last `instances.<id>.config` pair, held so that the base name it borrows stays
         // valid while the pairs are read again.
         let named = self
@@ -260,65 +311,90 @@ where
             .clone()
             .into_iter()
             .filter(
-                |p| matches!(split(p.key()), Some((Section::Instances, i, "config")) if i == id),
+                |p| matches!(Key::parse(p.key()), Some(k) if k.section == Section::Instances && k.name == id && k.attribute == Attribute::Config),
             )
             .last();
         let base = match &named {
             Some(pair) => {
                 let name = pair.value();
                 if !self.defines(name) {
-                    return Err(ConfigError::new(ErrorCode::Reg004)
-                        .with_text(name)
-                        .with_key(pair.key()));
+                    return Err(
+                        SettingsError::new(ErrorCode::UnknownConfig, pair.key()).with_text(name)
+                    );
                 }
                 Some(name)
             }
-            None => self.defines("default").then_some("default"),
+            None => match shared {
+                Some(name) if self.defines(name) => Some(name),
+                _ => self.defines("default").then_some("default"),
+            },
         };
 
         let mut found = Found::default();
         for pair in self.pairs.clone() {
-            let Some((section, name, attr)) = split(pair.key()) else {
+            let Some(key) = Key::parse(pair.key()) else {
                 continue;
             };
-            let layer = match section {
-                Section::Instances if name == id => Source::Instance,
-                Section::Configs if Some(name) == base => Source::Config,
+            let layer = match key.section {
+                Section::Instances if key.name == id => Source::Instance,
+                Section::Configs if Some(key.name) == base => Source::Config,
                 _ => continue,
             };
-            found.read(layer, attr, pair.key(), pair.value());
+            found.read(layer, key.attribute, pair.key(), pair.value());
         }
 
         let keys = Keys { id, base };
-        let permits = found.permits.winner(code.permits)?;
-        let period = found.period.winner(code.period)?;
-        let max_wait = found.max_wait.winner(code.max_wait)?;
-        let enabled = found.enabled.winner(code.enabled)?;
+        let permits = found.permits.winner(code.permits, defaults.permits)?;
+        let period = found.period.winner(code.period, defaults.period)?;
+        let max_wait = found.max_wait.winner(code.max_wait, defaults.max_wait)?;
+        let enabled = found.enabled.winner(code.enabled, defaults.enabled)?;
 
         let (Some((permits, permits_from)), Some((period, period_from))) = (permits, period) else {
             let (cause, attr) = match permits {
-                None => (ErrorCode::Atr003, "permits"),
-                Some(_) => (ErrorCode::Atr002, "period"),
+                None => (ErrorCode::InvalidPermits, Attribute::Permits),
+                Some(_) => (ErrorCode::ZeroPeriod, Attribute::Period),
             };
-            return Err(ConfigError::new(ErrorCode::Reg003)
-                .with_cause(cause)
-                .with_key(&keys.render(Source::Instance, attr)));
+            return Err(SettingsError::new(
+                ErrorCode::InvalidSetting,
+                &keys.render(Source::Instance, attr),
+            )
+            .with_cause(cause));
         };
-        let mut config = Config::new(permits, period).map_err(|e| {
-            // The attribute to fix: the one the code names, or (for too many permits in too
-            // short a period) whichever of the two came from the settings, period first.
-            let blame: &[(Source, &str)] = match e.code() {
-                ErrorCode::Atr003 => &[(permits_from, "permits")],
-                ErrorCode::Atr002 => &[(period_from, "period")],
-                _ => &[(period_from, "period"), (permits_from, "permits")],
-            };
-            match blame.iter().find(|(from, _)| *from != Source::Code) {
-                Some(&(from, attr)) => ConfigError::new(ErrorCode::Reg003)
-                    .with_cause(e.code())
-                    .with_key(&keys.render(from, attr)),
-                None => e,
+        let mut config = match Config::new(permits, period) {
+            Ok(config) => config,
+            Err(e) => {
+                // The attribute to fix: the one the code names, or (for too many permits in too
+                // short a period) whichever of the two came from the settings, period first.
+                let blame: &[(Source, Attribute)] = match e.code() {
+                    ErrorCode::InvalidPermits => &[(permits_from, Attribute::Permits)],
+                    ErrorCode::ZeroPeriod => &[(period_from, Attribute::Period)],
+                    _ => &[
+                        (period_from, Attribute::Period),
+                        (permits_from, Attribute::Permits),
+                    ],
+                };
+                match blame
+                    .iter()
+                    .find(|(from, _)| matches!(from, Source::Config | Source::Instance))
+                {
+                    Some(&(from, attr)) => {
+                        return Err(SettingsError::new(
+                            ErrorCode::InvalidSetting,
+                            &keys.render(from, attr),
+                        )
+                        .with_cause(e.code()));
+                    }
+                    // Only the code's values are to blame: the error is `Config::new`'s own code,
+                    // at the key the value would have had in the instance's settings.
+                    None => {
+                        return Err(SettingsError::new(
+                            e.code(),
+                            &keys.render(Source::Instance, blame[0].1),
+                        ));
+                    }
+                }
             }
-        })?;
+        };
         if let Some((max_wait, _)) = max_wait {
             config = config.with_max_wait(max_wait);
         }
@@ -333,27 +409,169 @@ where
         self.pairs
             .clone()
             .into_iter()
-            .any(|p| matches!(split(p.key()), Some((Section::Configs, n, _)) if n == name))
+            .any(|p| configs_name(p.key()) == Some(name))
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Section {
+/// The two sections of settings: shared configs and per-limiter instances.
+///
+/// ```
+/// use ritmo_core::settings::Section;
+/// assert_eq!(Section::from_name("instances"), Some(Section::Instances));
+/// assert_eq!(Section::Configs.name(), "configs");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Section {
+    /// `configs.<name>.<attribute>`: a named config instances may take as their base.
     Configs,
+    /// `instances.<id>.<attribute>`: the limiter with that id.
     Instances,
 }
 
-/// `configs.<name>.<attr>` or `instances.<id>.<attr>`; a name may itself contain dots.
-fn split(key: &str) -> Option<(Section, &str, &str)> {
-    let (section, rest) = if let Some(rest) = key.strip_prefix("configs.") {
-        (Section::Configs, rest)
-    } else if let Some(rest) = key.strip_prefix("instances.") {
-        (Section::Instances, rest)
-    } else {
-        return None;
-    };
-    let (name, attr) = rest.rsplit_once('.')?;
-    Some((section, name, attr))
+impl Section {
+    /// Every section.
+    pub const ALL: [Section; 2] = [Section::Configs, Section::Instances];
+
+    /// The section's name in keys: `configs` or `instances`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Section::Configs => "configs",
+            Section::Instances => "instances",
+        }
+    }
+
+    /// The section a key's first part names, if any.
+    pub fn from_name(name: &str) -> Option<Section> {
+        Section::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// The attributes a settings key may end with.
+///
+/// ```
+/// use ritmo_core::settings::{Attribute, Section};
+/// assert_eq!(Attribute::from_name("max_wait"), Some(Attribute::MaxWait));
+/// assert_eq!(Attribute::MaxWait.name(), "max-wait");
+/// assert!(!Attribute::Config.allowed_in(Section::Configs));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Attribute {
+    /// `permits`: permits per period, a whole number.
+    Permits,
+    /// `period`: the period, a duration as [`parse_duration`] reads it.
+    Period,
+    /// `max-wait` (or `max_wait`): the longest a call may wait, a duration.
+    MaxWait,
+    /// `enabled`: `true` or `false`.
+    Enabled,
+    /// `config`: the name of an instance's base config (instances only).
+    Config,
+}
+
+impl Attribute {
+    /// Every attribute.
+    pub const ALL: [Attribute; 5] = [
+        Attribute::Permits,
+        Attribute::Period,
+        Attribute::MaxWait,
+        Attribute::Enabled,
+        Attribute::Config,
+    ];
+
+    /// The attribute's name in keys.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Attribute::Permits => "permits",
+            Attribute::Period => "period",
+            Attribute::MaxWait => "max-wait",
+            Attribute::Enabled => "enabled",
+            Attribute::Config => "config",
+        }
+    }
+
+    /// The attribute a key's last part names (`max_wait` is read as `max-wait`), if any.
+    pub fn from_name(name: &str) -> Option<Attribute> {
+        match name {
+            "max_wait" => Some(Attribute::MaxWait),
+            _ => Attribute::ALL.into_iter().find(|a| a.name() == name),
+        }
+    }
+
+    /// Whether keys of `section` may have this attribute (`config` is for instances only).
+    pub const fn allowed_in(self, section: Section) -> bool {
+        !matches!((self, section), (Attribute::Config, Section::Configs))
+    }
+}
+
+/// A settings key: `<section>.<name>.<attribute>`, where the name (an id or a config's name) may
+/// itself contain dots: the key splits at its first and last dot.
+///
+/// ```
+/// use ritmo_core::settings::{Attribute, Key, Section};
+/// let key = Key::parse("instances.api.v2.max-wait").unwrap();
+/// assert_eq!((key.section, key.name, key.attribute), (Section::Instances, "api.v2", Attribute::MaxWait));
+/// assert_eq!(key.to_string(), "instances.api.v2.max-wait");
+/// assert!(Key::parse("instances.api.permit").is_none()); // no such attribute
+/// assert!(Key::parse("configs.default.config").is_none()); // not in this section
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Key<'a> {
+    /// The section.
+    pub section: Section,
+    /// The limiter's id or the config's name.
+    pub name: &'a str,
+    /// The attribute.
+    pub attribute: Attribute,
+}
+
+impl<'a> Key<'a> {
+    /// The key of `attribute` for `name` in `section`.
+    pub const fn new(section: Section, name: &'a str, attribute: Attribute) -> Self {
+        Key {
+            section,
+            name,
+            attribute,
+        }
+    }
+
+    /// Reads a key; `None` if it is not one of ritmo's (another section, no name part, an
+    /// unknown attribute, or one its section does not have). The name may be empty, as an id
+    /// may.
+    pub fn parse(key: &'a str) -> Option<Key<'a>> {
+        let (section, rest) = key.split_once('.')?;
+        let section = Section::from_name(section)?;
+        let (name, attribute) = rest.rsplit_once('.')?;
+        let attribute = Attribute::from_name(attribute)?;
+        attribute.allowed_in(section).then_some(Key {
+            section,
+            name,
+            attribute,
+        })
+    }
+}
+
+impl core::fmt::Display for Key<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{}.{}.{}",
+            self.section.name(),
+            self.name,
+            self.attribute.name()
+        )
+    }
+}
+
+/// The name of the config a `configs.<name>.<anything>` key is about: any attribute, known or
+/// not, defines the config (so that a misspelt attribute still names it).
+fn configs_name(key: &str) -> Option<&str> {
+    let rest = key
+        .strip_prefix(Section::Configs.name())?
+        .strip_prefix('.')?;
+    rest.rsplit_once('.').map(|(name, _)| name)
 }
 
 /// Where a value came from, lowest layer first.
@@ -362,13 +580,15 @@ enum Source {
     Config,
     Instance,
     Code,
+    /// The value beneath every layer (an annotation's literal).
+    Default,
 }
 
 /// One attribute as read so far from each settings layer: the last value seen (or its error).
 #[derive(Debug)]
 struct Layers<T> {
-    config: Option<Result<T, ConfigError>>,
-    instance: Option<Result<T, ConfigError>>,
+    config: Option<Result<T, SettingsError>>,
+    instance: Option<Result<T, SettingsError>>,
 }
 
 impl<T> Default for Layers<T> {
@@ -381,7 +601,7 @@ impl<T> Default for Layers<T> {
 }
 
 impl<T> Layers<T> {
-    fn set(&mut self, layer: Source, value: Result<T, ConfigError>) {
+    fn set(&mut self, layer: Source, value: Result<T, SettingsError>) {
         match layer {
             Source::Instance => self.instance = Some(value),
             _ => self.config = Some(value),
@@ -389,14 +609,18 @@ impl<T> Layers<T> {
     }
 
     /// The winning value and where it came from; an error only if the winning value is bad.
-    fn winner(self, code: Option<T>) -> Result<Option<(T, Source)>, ConfigError> {
+    fn winner(
+        self,
+        code: Option<T>,
+        default: Option<T>,
+    ) -> Result<Option<(T, Source)>, SettingsError> {
         if let Some(value) = code {
             return Ok(Some((value, Source::Code)));
         }
         match (self.instance, self.config) {
             (Some(value), _) => value.map(|v| Some((v, Source::Instance))),
             (None, Some(value)) => value.map(|v| Some((v, Source::Config))),
-            (None, None) => Ok(None),
+            (None, None) => Ok(default.map(|v| (v, Source::Default))),
         }
     }
 }
@@ -410,22 +634,24 @@ struct Found {
 }
 
 impl Found {
-    fn read(&mut self, layer: Source, attr: &str, key: &str, value: &str) {
-        let at = |e: ConfigError| e.with_key(key);
+    fn read(&mut self, layer: Source, attr: Attribute, key: &str, value: &str) {
+        let at = |e: ConfigError| SettingsError::at(e, key);
         match attr {
-            "permits" => self.permits.set(
+            Attribute::Permits => self.permits.set(
                 layer,
                 // Digits only, as durations are: `u32`'s own parser would also take `+5`.
                 value
                     .parse::<u32>()
                     .ok()
                     .filter(|_| value.bytes().all(|b| b.is_ascii_digit()))
-                    .ok_or_else(|| at(ConfigError::new(ErrorCode::Atr003).with_text(value))),
+                    .ok_or_else(|| {
+                        SettingsError::new(ErrorCode::InvalidPermits, key).with_text(value)
+                    }),
             ),
-            "period" => self.period.set(layer, parse_duration(value).map_err(at)),
-            "max-wait" | "max_wait" => self.max_wait.set(layer, parse_duration(value).map_err(at)),
-            "enabled" => self.enabled.set(layer, parse_bool(value).map_err(at)),
-            _ => {}
+            Attribute::Period => self.period.set(layer, parse_duration(value).map_err(at)),
+            Attribute::MaxWait => self.max_wait.set(layer, parse_duration(value).map_err(at)),
+            Attribute::Enabled => self.enabled.set(layer, parse_bool(value).map_err(at)),
+            Attribute::Config => {}
         }
     }
 }
@@ -437,14 +663,14 @@ struct Keys<'a> {
 }
 
 impl Keys<'_> {
-    fn render(&self, from: Source, attr: &str) -> heapless::String<96> {
+    fn render(&self, from: Source, attr: Attribute) -> heapless::String<96> {
         let mut key = heapless::String::new();
         let (section, name) = match (from, self.base) {
-            (Source::Config, Some(base)) => ("configs", base),
-            _ => ("instances", self.id),
+            (Source::Config, Some(base)) => (Section::Configs, base),
+            _ => (Section::Instances, self.id),
         };
         // A key too long for the buffer is cut short; the error keeps only its start anyway.
-        let _ = write!(Truncate(&mut key), "{section}.{name}.{attr}");
+        let _ = write!(Truncate(&mut key), "{}", Key::new(section, name, attr));
         key
     }
 }
@@ -473,15 +699,20 @@ mod tests {
     #[test]
     fn keys_split_on_their_first_and_last_dot() {
         assert_eq!(
-            split("instances.api.v2.max-wait"),
-            Some((Section::Instances, "api.v2", "max-wait"))
+            Key::parse("instances.api.v2.max-wait"),
+            Some(Key::new(Section::Instances, "api.v2", Attribute::MaxWait))
         );
         assert_eq!(
-            split("configs.default.permits"),
-            Some((Section::Configs, "default", "permits"))
+            Key::parse("configs.default.permits"),
+            Some(Key::new(Section::Configs, "default", Attribute::Permits))
         );
-        assert_eq!(split("instances.permits"), None);
-        assert_eq!(split("other.a.permits"), None);
+        assert_eq!(Key::parse("instances.permits"), None);
+        assert_eq!(
+            Key::parse("instances..permits"),
+            Some(Key::new(Section::Instances, "", Attribute::Permits))
+        );
+        assert_eq!(Key::parse("other.a.permits"), None);
+        assert_eq!(Key::parse("java.home"), None);
     }
 
     #[test]
@@ -491,7 +722,7 @@ mod tests {
             id: &long,
             base: None,
         };
-        let key = keys.render(Source::Instance, "permits");
+        let key = keys.render(Source::Instance, Attribute::Permits);
         assert_eq!(key.len(), 96);
         assert!(key.starts_with("instances.xxx"));
     }

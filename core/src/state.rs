@@ -6,6 +6,7 @@
 //! without 64-bit atomics the "CAS" is a short critical section: see [`crate::sync`]).
 
 use crate::gcra::{self, Refused, Reserve};
+use crate::limiter::Rate;
 use crate::sync::U64Cell;
 
 /// What [`State::take`] did.
@@ -16,6 +17,8 @@ pub(crate) enum Take {
     /// They are not there now; nothing changed.
     Refused(Refused),
     /// Another call changed the state first (it now holds the value given): decide again.
+    /// Never on targets without 64-bit atomics (a critical section cannot lose).
+    #[cfg_attr(not(any(target_has_atomic = "64", all(test, loom))), allow(dead_code))]
     Lost(u64),
 }
 
@@ -44,18 +47,12 @@ fn backoff(losses: &mut u32) {
 }
 
 impl State {
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
-        State {
-            tat: U64Cell::new(0),
-        }
-    }
-
-    #[cfg(loom)]
+    const_fn! {
     pub(crate) fn new() -> Self {
         State {
             tat: U64Cell::new(0),
         }
+    }
     }
 
     #[inline(always)]
@@ -63,35 +60,68 @@ impl State {
         self.tat.load()
     }
 
-    /// Replaces `current` with `new` (one CAS, which may fail spuriously); on failure returns the
-    /// value found. For a caller that decided from [`tat`](Self::tat) itself.
-    #[inline(always)]
-    pub(crate) fn replace(&self, current: u64, new: u64) -> Result<(), u64> {
-        match self.tat.compare_exchange_weak(current, new) {
-            Ok(_) => Ok(()),
-            Err(found) => Err(found),
-        }
-    }
-
-    /// Takes `increment` worth of permits if they are there now, with one load and one CAS.
-    /// `limit` is `window - increment + 1`, or 0 to admit nothing (see [`gcra::check_limit`]).
+    /// Takes one permit at `rate`'s bounds if it is there now: the hot path. On targets with
+    /// 64-bit atomics, one load and one CAS; it loads the state first and reads the constants
+    /// after, where they are used (read before the acquire load, they are held in registers
+    /// across it: several instructions on every call). A lost CAS is returned as it is
+    /// ([`Take::Lost`]): the caller continues with [`take_contended`](Self::take_contended) out
+    /// of line, so that the retry loop's bookkeeping costs the fast path nothing.
     ///
-    /// A lost CAS is returned as it is ([`Take::Lost`]): the caller continues with
-    /// [`take_contended`](Self::take_contended) out of line, so that the retry loop's bookkeeping
-    /// costs the fast path nothing.
+    /// On targets without them, one critical section, which cannot lose a race: the retry loop
+    /// is not even linked in (and an admitted call takes one critical section, not two).
     #[inline(always)]
-    pub(crate) fn take(&self, now: u64, increment: u64, limit: u64) -> Take {
-        let tat = self.tat.load();
-        match gcra::check_limit(tat, now, increment, limit) {
-            Ok(new_tat) => match self.tat.compare_exchange_weak(tat, new_tat) {
-                Ok(_) => Take::Taken,
-                Err(found) => Take::Lost(found),
-            },
-            Err(refused) => Take::Refused(refused),
+    pub(crate) fn take_one(&self, now: u64, rate: &Rate) -> Take {
+        #[cfg(any(target_has_atomic = "64", all(test, loom)))]
+        {
+            let tat = self.tat.load();
+            match gcra::check_limit(tat, now, rate.interval, rate.limit) {
+                Ok(new_tat) => match self.tat.compare_exchange_weak(tat, new_tat) {
+                    Ok(_) => Take::Taken,
+                    Err(found) => Take::Lost(found),
+                },
+                Err(refused) => Take::Refused(refused),
+            }
+        }
+        #[cfg(not(any(target_has_atomic = "64", all(test, loom))))]
+        {
+            match self
+                .tat
+                .update(|tat| gcra::check_limit(tat, now, rate.interval, rate.limit))
+            {
+                Ok(()) => Take::Taken,
+                Err(refused) => Take::Refused(refused),
+            }
         }
     }
 
-    /// [`take`](Self::take) after a lost CAS: retries with the value found, spinning briefly after
+    /// Takes `increment` worth of permits if they are there now, admitted below `limit`
+    /// (`window - increment + 1`), as [`take_one`](Self::take_one) does.
+    #[inline(always)]
+    pub(crate) fn take_n(&self, now: u64, increment: u64, limit: u64) -> Take {
+        #[cfg(any(target_has_atomic = "64", all(test, loom)))]
+        {
+            let tat = self.tat.load();
+            match gcra::check_limit(tat, now, increment, limit) {
+                Ok(new_tat) => match self.tat.compare_exchange_weak(tat, new_tat) {
+                    Ok(_) => Take::Taken,
+                    Err(found) => Take::Lost(found),
+                },
+                Err(refused) => Take::Refused(refused),
+            }
+        }
+        #[cfg(not(any(target_has_atomic = "64", all(test, loom))))]
+        {
+            match self
+                .tat
+                .update(|tat| gcra::check_limit(tat, now, increment, limit))
+            {
+                Ok(()) => Take::Taken,
+                Err(refused) => Take::Refused(refused),
+            }
+        }
+    }
+
+    /// [`take_one`](Self::take_one) or [`take_n`](Self::take_n) after a lost CAS: retries with the value found, spinning briefly after
     /// many consecutive losses. `Ok(new_tat)` once taken.
     #[inline]
     pub(crate) fn take_contended(
@@ -133,7 +163,8 @@ impl State {
     }
 
     /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed
-    /// the state since (SPEC §3). Returns whether the permits went back.
+    /// the state since (giving them back then would let two calls share one slot). Returns whether
+    /// the permits went back.
     #[inline]
     pub(crate) fn refund(&self, written: u64, increment: u64) -> bool {
         let tat = self.tat.load();

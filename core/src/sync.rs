@@ -6,9 +6,23 @@
 //! - a `critical_section::Mutex<Cell<u64>>` on targets without them (Cortex-M0/M3/M4, RISC-V 32).
 //!   A critical section masks interrupts on a single-core MCU, so an interrupt handler that takes
 //!   permits can never spin on a lock held by the code it interrupted (a seqlock fallback could);
-//! - loom's `AtomicU64` under `--cfg loom`, so the model checker sees every interleaving.
+//! - loom's `AtomicU64` in this crate's own tests under `--cfg loom` (`cfg(all(test, loom))`), so
+//!   the model checker sees every interleaving (`src/loom_tests.rs`). Only the crate's test build
+//!   sees it: `--cfg loom` never changes the API a dependent crate compiles against.
 
-#[cfg(all(not(loom), target_has_atomic = "64"))]
+/// Defines a `const fn`, which in this crate's loom tests is a plain `fn`: loom's atomics cannot
+/// be built in a `const` context. One definition for both, and outside those tests it is always
+/// the `const fn` (tokio's `src/loom` does the same for its `const` constructors).
+macro_rules! const_fn {
+    ($(#[$meta:meta])* $vis:vis fn $($rest:tt)*) => {
+        #[cfg(not(all(test, loom)))]
+        $(#[$meta])* $vis const fn $($rest)*
+        #[cfg(all(test, loom))]
+        $(#[$meta])* $vis fn $($rest)*
+    };
+}
+
+#[cfg(all(not(all(test, loom)), target_has_atomic = "64"))]
 mod imp {
     use portable_atomic::{AtomicU64, Ordering};
 
@@ -46,7 +60,7 @@ mod imp {
     }
 }
 
-#[cfg(all(not(loom), not(target_has_atomic = "64")))]
+#[cfg(all(not(all(test, loom)), not(target_has_atomic = "64")))]
 mod imp {
     use core::cell::Cell;
     use critical_section::Mutex;
@@ -92,10 +106,22 @@ mod imp {
                 found
             })
         }
+
+        /// Replaces the value `v` with `f(v)` if that is `Ok`, in one critical section: nothing
+        /// can change the value in between, so this never loses a race (and takes one critical
+        /// section where a load and a compare-and-swap would take two).
+        #[inline]
+        pub(crate) fn update<E>(&self, f: impl FnOnce(u64) -> Result<u64, E>) -> Result<(), E> {
+            critical_section::with(|cs| {
+                let cell = self.0.borrow(cs);
+                cell.set(f(cell.get())?);
+                Ok(())
+            })
+        }
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 mod imp {
     use loom::sync::atomic::{AtomicU64, Ordering};
 
@@ -127,3 +153,43 @@ mod imp {
 }
 
 pub(crate) use imp::U64Cell;
+
+/// A value only one thread (or interrupt handler) at a time may touch: the keyed table.
+///
+/// Outside loom it is a `critical_section::Mutex<RefCell<T>>` on every target: a keyed table
+/// holds keys of any type, which no atomic can hold, so it needs a lock, and a critical section is
+/// the one lock an interrupt handler can take without deadlocking the code it interrupted (on a
+/// single-core MCU it masks interrupts for the few instructions the table needs). Under loom it is
+/// loom's mutex, so the model checker sees every order in which two threads take it.
+#[cfg(not(loom))]
+pub(crate) struct Lock<T>(critical_section::Mutex<core::cell::RefCell<T>>);
+
+#[cfg(not(loom))]
+impl<T> Lock<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        Self(critical_section::Mutex::new(core::cell::RefCell::new(
+            value,
+        )))
+    }
+
+    /// Runs `f` with the value, inside a critical section.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        critical_section::with(|cs| f(&mut self.0.borrow(cs).borrow_mut()))
+    }
+}
+
+/// See the other `Lock`.
+#[cfg(loom)]
+pub(crate) struct Lock<T>(loom::sync::Mutex<T>);
+
+#[cfg(loom)]
+impl<T> Lock<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(loom::sync::Mutex::new(value))
+    }
+
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.0.lock().unwrap())
+    }
+}

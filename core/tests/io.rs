@@ -50,7 +50,7 @@ fn pattern(len: usize) -> Vec<u8> {
 }
 
 /// In every window `[t, t + w]` of the record, at most `n + floor(w / T)` bytes went out
-/// (SPEC §3's bound, `T = period / n`, all in nanoseconds). `slack` widens each window: a call
+/// (the bound, `T = period / n`, all in nanoseconds). `slack` widens each window: a call
 /// admitted at its slot is seen at the next whole tick of a coarse clock, so a window measured
 /// between two readings can look up to one tick shorter than the one between the slots.
 fn assert_bound(writes: &[(u64, usize)], n: u64, period_ns: u64, slack: u64) {

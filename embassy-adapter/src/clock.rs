@@ -37,3 +37,21 @@ impl Clock for EmbassyClock {
 impl FixedRateClock for EmbassyClock {
     const TICK_RATE: TickRate = TickRate::from_hz(embassy_time::TICK_HZ);
 }
+
+/// Spins on embassy-time's counter until the slot, as `embassy_time::block_for` does: for limited
+/// plain (non-async) functions on firmware. Async functions sleep instead ([`AsyncClock`](ritmo_core::AsyncClock)).
+impl ritmo_core::BlockingClock for EmbassyClock {
+    fn block_until(&self, deadline: u64) -> Result<(), ritmo_core::Interrupted> {
+        while self.now() < deadline {
+            core::hint::spin_loop();
+        }
+        Ok(())
+    }
+}
+
+/// Sleeps on an embassy-time `Timer` until the slot, without blocking the executor.
+impl ritmo_core::AsyncClock for EmbassyClock {
+    fn sleep_until(&self, deadline: u64) -> impl core::future::Future<Output = ()> {
+        embassy_time::Timer::at(embassy_time::Instant::from_ticks(deadline))
+    }
+}

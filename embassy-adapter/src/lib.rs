@@ -4,8 +4,9 @@
 //!   `embassy_time::TICK_HZ`, a constant, so a limiter on it converts its config into ticks when
 //!   it is built, stays `const`-constructible (a `static`), and taking a permit never scales
 //!   time, at 1 MHz or 32768 Hz alike.
-//! - [`AsyncAcquire`] gives such a limiter `acquire().await`, `acquire_n(k).await` and
-//!   `call(future).await`: a rejection is an `Err` at once; a call whose permit arrives within
+//! - [`AsyncExt`] gives such a limiter `acquire_async().await`, `acquire_n_async(k).await`,
+//!   `call_async(future).await` and `try_call_async(future).await` (the names ritmo-std's tokio
+//!   waits use; `use ritmo_embassy::prelude::*;` brings the trait into scope): a rejection is an `Err` at once; a call whose permit arrives within
 //!   the config's `max_wait` reserves it and sleeps on `embassy_time::Timer::at` until its slot,
 //!   without blocking the executor. Dropping the future before its slot gives the permit back
 //!   (when no later call queued behind it) and the work never runs; work that started keeps it.
@@ -21,7 +22,7 @@
 //! use core::time::Duration;
 //! use embedded_io_async::Write;
 //! use ritmo_core::{const_config, RateLimiter};
-//! use ritmo_embassy::{AsyncAcquire, AsyncRateLimitedWrite, EmbassyClock};
+//! use ritmo_embassy::{AsyncExt, AsyncRateLimitedWrite, EmbassyClock};
 //!
 //! // 36 radio frames per hour (a 1% duty cycle), bursts of at most 36, waiting up to a minute.
 //! static RADIO: RateLimiter<EmbassyClock> = RateLimiter::new(
@@ -36,7 +37,7 @@
 //! // An Embassy task (`#[embassy_executor::task]`) sending frames.
 //! async fn radio_task() {
 //!     loop {
-//!         match RADIO.acquire().await {
+//!         match RADIO.acquire_async().await {
 //!             Ok(()) => { /* send a frame */ }
 //!             Err(e) => embassy_time::Timer::after_millis(e.retry_after().as_millis() as u64).await,
 //!         }
@@ -66,13 +67,15 @@
 //! - `defmt`: `defmt::Format` for [`EmbassyClock`] and for ritmo-core's errors, snapshots and
 //!   configs.
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod clock;
+pub mod prelude;
 mod wait;
 mod write;
 
 pub use clock::EmbassyClock;
-pub use wait::AsyncAcquire;
+pub use wait::AsyncExt;
 pub use write::AsyncRateLimitedWrite;
 
 /// The error of [`AsyncRateLimitedWrite`] (and of ritmo-core's blocking writer).

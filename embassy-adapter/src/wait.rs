@@ -1,4 +1,4 @@
-//! Async waits: `acquire().await` sleeps on an embassy-time `Timer` until the reserved slot.
+//! Async waits: `acquire_async().await` sleeps on an embassy-time `Timer` until the reserved slot.
 
 use core::future::Future;
 
@@ -16,12 +16,12 @@ use crate::clock::EmbassyClock;
 ///
 /// Dropping the future while it sleeps gives the reservation up: its permits go back if no later
 /// call reserved after it (otherwise its slot stays unused, so no two calls share one), and
-/// [`call`](AsyncAcquire::call)'s work never runs. Once the work has started, the permit is kept.
+/// [`call_async`](AsyncExt::call_async)'s work never runs. Once the work has started, the permit is kept.
 ///
 /// ```
 /// use core::time::Duration;
 /// use ritmo_core::{const_config, RateLimiter};
-/// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+/// use ritmo_embassy::{AsyncExt, EmbassyClock};
 ///
 /// static GPS: RateLimiter<EmbassyClock> = RateLimiter::new(
 ///     "gps",
@@ -30,26 +30,26 @@ use crate::clock::EmbassyClock;
 /// );
 ///
 /// async fn poll_gps() -> Result<u32, ritmo_core::RateLimitExceeded> {
-///     GPS.acquire().await?; // sleeps until this call's slot if the burst is spent
+///     GPS.acquire_async().await?; // sleeps until this call's slot if the burst is spent
 ///     Ok(42) // read the receiver
 /// }
 /// # let _ = poll_gps;
 /// ```
-pub trait AsyncAcquire {
+pub trait AsyncExt {
     /// Takes one permit, sleeping until its slot if it arrives within `max_wait`.
     ///
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo_core::{const_config, RateLimiter};
-    /// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
     /// static LED: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("led", const_config!(4, Duration::from_secs(1)), EmbassyClock);
     /// async fn blink() {
-    ///     if LED.acquire().await.is_ok() { /* toggle */ }
+    ///     if LED.acquire_async().await.is_ok() { /* toggle */ }
     /// }
     /// # let _ = blink;
     /// ```
-    fn acquire(&self) -> impl Future<Output = Result<(), RateLimitExceeded>>;
+    fn acquire_async(&self) -> impl Future<Output = Result<(), RateLimitExceeded>>;
 
     /// Takes `k` permits as one unit (bytes of a frame, say), sleeping until the last one's slot.
     /// `k = 0` or `k > permits` fails at once with [`AcquireError::InvalidPermits`].
@@ -57,16 +57,16 @@ pub trait AsyncAcquire {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo_core::{const_config, RateLimiter};
-    /// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
     /// static RADIO: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("radio", const_config!(255, Duration::from_secs(1)), EmbassyClock);
     /// async fn send(frame: &[u8]) -> Result<(), ritmo_core::AcquireError> {
-    ///     RADIO.acquire_n(frame.len() as u32).await?;
+    ///     RADIO.acquire_n_async(frame.len() as u32).await?;
     ///     Ok(()) // transmit
     /// }
     /// # let _ = send;
     /// ```
-    fn acquire_n(&self, k: u32) -> impl Future<Output = Result<(), AcquireError>>;
+    fn acquire_n_async(&self, k: u32) -> impl Future<Output = Result<(), AcquireError>>;
 
     /// Runs `work` once a permit is had; `Err` without running it otherwise. The time spent
     /// waiting for the permit is not part of `work`.
@@ -74,27 +74,27 @@ pub trait AsyncAcquire {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo_core::{const_config, RateLimiter};
-    /// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
     /// static API: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("api", const_config!(10, Duration::from_secs(1)), EmbassyClock);
     /// async fn read_sensor() -> u16 { 512 }
     /// async fn sample() -> Result<u16, ritmo_core::RateLimitExceeded> {
-    ///     API.call(read_sensor()).await
+    ///     API.call_async(read_sensor()).await
     /// }
     /// # let _ = sample;
     /// ```
-    fn call<F: Future>(
+    fn call_async<F: Future>(
         &self,
         work: F,
     ) -> impl Future<Output = Result<F::Output, RateLimitExceeded>>;
 
-    /// Like [`call`](AsyncAcquire::call) for work that fails with its own error type, which a
-    /// rejection converts into (SPEC §8).
+    /// Like [`call_async`](AsyncExt::call_async) for work that fails with its own error type,
+    /// which a rejection converts into through `From<RateLimitExceeded>`.
     ///
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo_core::{const_config, RateLimiter, RateLimitExceeded};
-    /// use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
     /// #[derive(Debug)]
     /// enum SendError { Busy, Nack }
     /// impl From<RateLimitExceeded> for SendError {
@@ -104,14 +104,60 @@ pub trait AsyncAcquire {
     ///     RateLimiter::new("bus", const_config!(100, Duration::from_secs(1)), EmbassyClock);
     /// async fn write_register() -> Result<(), SendError> { Err(SendError::Nack) }
     /// async fn configure() -> Result<(), SendError> {
-    ///     BUS.try_call(write_register()).await
+    ///     BUS.try_call_async(write_register()).await
     /// }
     /// # let _ = configure;
     /// ```
-    fn try_call<T, E, F>(&self, work: F) -> impl Future<Output = Result<T, E>>
+    fn try_call_async<T, E, F>(&self, work: F) -> impl Future<Output = Result<T, E>>
     where
         F: Future<Output = Result<T, E>>,
         E: From<RateLimitExceeded>;
+
+    /// Runs `work` once `k` permits are had, as one unit (see
+    /// [`acquire_n_async`](AsyncExt::acquire_n_async)).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{const_config, RateLimiter};
+    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
+    /// static RADIO: RateLimiter<EmbassyClock> =
+    ///     RateLimiter::new("radio", const_config!(255, Duration::from_secs(1)), EmbassyClock);
+    /// async fn transmit(frame: &[u8]) -> usize { frame.len() }
+    /// async fn send(frame: &[u8]) -> Result<usize, ritmo_core::AcquireError> {
+    ///     RADIO.call_n_async(frame.len() as u32, transmit(frame)).await
+    /// }
+    /// # let _ = send;
+    /// ```
+    fn call_n_async<F: Future>(
+        &self,
+        k: u32,
+        work: F,
+    ) -> impl Future<Output = Result<F::Output, AcquireError>>;
+
+    /// Like [`call_n_async`](AsyncExt::call_n_async) for work that fails with its own error
+    /// type, which a refusal converts into through `From<AcquireError>`.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{const_config, AcquireError, RateLimiter};
+    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
+    /// #[derive(Debug)]
+    /// enum SendError { Limited(AcquireError), Nack }
+    /// impl From<AcquireError> for SendError {
+    ///     fn from(e: AcquireError) -> Self { SendError::Limited(e) }
+    /// }
+    /// static RADIO: RateLimiter<EmbassyClock> =
+    ///     RateLimiter::new("radio", const_config!(255, Duration::from_secs(1)), EmbassyClock);
+    /// async fn transmit(_frame: &[u8]) -> Result<(), SendError> { Err(SendError::Nack) }
+    /// async fn send(frame: &[u8]) -> Result<(), SendError> {
+    ///     RADIO.try_call_n_async(frame.len() as u32, transmit(frame)).await
+    /// }
+    /// # let _ = send;
+    /// ```
+    fn try_call_n_async<T, E, F>(&self, k: u32, work: F) -> impl Future<Output = Result<T, E>>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<AcquireError>;
 }
 
 /// Sleeps until the reservation's slot, then keeps its permits. Dropped while sleeping, the
@@ -123,28 +169,42 @@ pub(crate) async fn wait_for(reservation: Reservation<'_, EmbassyClock>) {
     reservation.commit();
 }
 
-impl AsyncAcquire for RateLimiter<EmbassyClock> {
-    async fn acquire(&self) -> Result<(), RateLimitExceeded> {
+impl AsyncExt for RateLimiter<EmbassyClock> {
+    async fn acquire_async(&self) -> Result<(), RateLimitExceeded> {
         wait_for(self.reserve()?).await;
         Ok(())
     }
 
-    async fn acquire_n(&self, k: u32) -> Result<(), AcquireError> {
+    async fn acquire_n_async(&self, k: u32) -> Result<(), AcquireError> {
         wait_for(self.reserve_n(k)?).await;
         Ok(())
     }
 
-    async fn call<F: Future>(&self, work: F) -> Result<F::Output, RateLimitExceeded> {
-        self.acquire().await?;
+    async fn call_async<F: Future>(&self, work: F) -> Result<F::Output, RateLimitExceeded> {
+        self.acquire_async().await?;
         Ok(work.await)
     }
 
-    async fn try_call<T, E, F>(&self, work: F) -> Result<T, E>
+    async fn try_call_async<T, E, F>(&self, work: F) -> Result<T, E>
     where
         F: Future<Output = Result<T, E>>,
         E: From<RateLimitExceeded>,
     {
-        self.acquire().await?;
+        self.acquire_async().await?;
+        work.await
+    }
+
+    async fn call_n_async<F: Future>(&self, k: u32, work: F) -> Result<F::Output, AcquireError> {
+        self.acquire_n_async(k).await?;
+        Ok(work.await)
+    }
+
+    async fn try_call_n_async<T, E, F>(&self, k: u32, work: F) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: From<AcquireError>,
+    {
+        self.acquire_n_async(k).await?;
         work.await
     }
 }

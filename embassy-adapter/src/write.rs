@@ -1,7 +1,8 @@
 //! [`AsyncRateLimitedWrite`]: an `embedded_io_async::Write` limited in bytes per period.
 
+use core::time::Duration;
 use embedded_io_async::{ErrorType, Write};
-use ritmo_core::io::reserve_chunk;
+
 use ritmo_core::{RateLimiter, WriteError};
 
 use crate::clock::EmbassyClock;
@@ -132,8 +133,19 @@ impl<W: Write> Write for AsyncRateLimitedWrite<'_, W> {
         if buf.is_empty() {
             return self.inner.write(buf).await.map_err(WriteError::Io);
         }
-        let reservation =
-            reserve_chunk(self.limiter, buf.len()).map_err(WriteError::RateLimited)?;
+        // A chunk of at most the limiter's burst (no call can take more), waited for however
+        // long it takes: a writer paces its bytes, it does not drop them.
+        let burst = self.limiter.config().permits();
+        let k = u32::try_from(buf.len()).map_or(burst, |len| len.clamp(1, burst));
+        let reservation = match self.limiter.reserve_n_within(k, Duration::MAX) {
+            Ok(reservation) => reservation,
+            Err(e) => match e.rate_limited() {
+                Some(&e) => return Err(WriteError::RateLimited(e)),
+                None => {
+                    unreachable!("a chunk is within 1..=permits, and a config has permits >= 1")
+                }
+            },
+        };
         let chunk = &buf[..reservation.permits() as usize];
         crate::wait::wait_for(reservation).await;
         self.inner.write_all(chunk).await.map_err(WriteError::Io)?;

@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use embassy_time::{Instant, MockDriver};
 use embedded_io_async::{ErrorType, Write};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded, RateLimiter, Reason, const_config};
-use ritmo_embassy::{AsyncAcquire, AsyncRateLimitedWrite, EmbassyClock};
+use ritmo_embassy::{AsyncExt, AsyncRateLimitedWrite, EmbassyClock};
 
 static DRIVER: Mutex<()> = Mutex::new(());
 
@@ -63,9 +63,13 @@ fn a_call_sleeps_until_its_slot_and_not_a_tick_less() {
     let _driver = driver();
     let l = limiter(2, Duration::from_secs(1), Duration::from_secs(1));
     for _ in 0..2 {
-        assert_eq!(poll(pin!(l.acquire())), Poll::Ready(Ok(())), "the burst");
+        assert_eq!(
+            poll(pin!(l.acquire_async())),
+            Poll::Ready(Ok(())),
+            "the burst"
+        );
     }
-    let mut third = pin!(l.acquire());
+    let mut third = pin!(l.acquire_async());
     assert_eq!(poll(third.as_mut()), Poll::Pending);
     advance(Duration::from_micros(499_999));
     assert_eq!(poll(third.as_mut()), Poll::Pending);
@@ -78,8 +82,8 @@ fn a_call_sleeps_until_its_slot_and_not_a_tick_less() {
 fn a_permit_later_than_max_wait_is_an_error_at_once() {
     let _driver = driver();
     let l = limiter(1, Duration::from_secs(1), Duration::from_millis(999));
-    assert_eq!(poll(pin!(l.acquire())), Poll::Ready(Ok(())));
-    let Poll::Ready(Err(e)) = poll(pin!(l.acquire())) else {
+    assert_eq!(poll(pin!(l.acquire_async())), Poll::Ready(Ok(())));
+    let Poll::Ready(Err(e)) = poll(pin!(l.acquire_async())) else {
         panic!("expected a rejection on the first poll");
     };
     assert_eq!(e.reason(), Reason::NoPermitInTime);
@@ -91,9 +95,9 @@ fn waiters_are_served_in_the_order_they_reserved() {
     let _driver = driver();
     let l = limiter(1, Duration::from_millis(100), Duration::from_secs(1));
     l.try_acquire().unwrap();
-    let mut a = pin!(l.acquire());
-    let mut b = pin!(l.acquire());
-    let mut c = pin!(l.acquire());
+    let mut a = pin!(l.acquire_async());
+    let mut b = pin!(l.acquire_async());
+    let mut c = pin!(l.acquire_async());
     // Reserve in order a, b, c (slots at 100, 200, 300 ms)...
     assert!(poll(a.as_mut()).is_pending());
     assert!(poll(b.as_mut()).is_pending());
@@ -127,7 +131,7 @@ fn dropping_a_waiter_gives_its_permit_back_and_its_work_never_runs() {
     assert_eq!(l.retry_after(), Duration::from_secs(1));
     let ran = Cell::new(false);
     {
-        let mut work = pin!(l.call(async { ran.set(true) }));
+        let mut work = pin!(l.call_async(async { ran.set(true) }));
         assert!(poll(work.as_mut()).is_pending());
         // Its reservation holds the permit at 1 s: the next one is at 2 s.
         assert_eq!(l.retry_after(), Duration::from_secs(2));
@@ -150,9 +154,9 @@ fn dropping_a_waiter_with_others_queued_behind_leaves_its_slot_unused() {
     let _driver = driver();
     let l = limiter(1, Duration::from_secs(1), Duration::from_secs(5));
     l.try_acquire().unwrap();
-    let mut b = pin!(l.acquire());
+    let mut b = pin!(l.acquire_async());
     {
-        let mut a = pin!(l.acquire());
+        let mut a = pin!(l.acquire_async());
         assert!(poll(a.as_mut()).is_pending()); // slot 1 s
         assert!(poll(b.as_mut()).is_pending()); // slot 2 s
     }
@@ -171,7 +175,7 @@ fn work_that_started_keeps_its_permit() {
     l.try_acquire().unwrap();
     let started = Cell::new(false);
     {
-        let mut work = pin!(l.call(async {
+        let mut work = pin!(l.call_async(async {
             started.set(true);
             YieldOnce(false).await;
         }));
@@ -189,15 +193,16 @@ fn work_that_started_keeps_its_permit() {
 fn acquire_n_waits_for_its_last_permit_and_refuses_bad_counts() {
     let _driver = driver();
     let l = limiter(10, Duration::from_secs(1), Duration::from_secs(1));
-    assert_eq!(poll(pin!(l.acquire_n(10))), Poll::Ready(Ok(())));
-    let mut four = pin!(l.acquire_n(4));
+    assert_eq!(poll(pin!(l.acquire_n_async(10))), Poll::Ready(Ok(())));
+    let mut four = pin!(l.acquire_n_async(4));
     assert!(poll(four.as_mut()).is_pending());
     advance(Duration::from_micros(399_999));
     assert!(poll(four.as_mut()).is_pending());
     advance(Duration::from_micros(1));
     assert_eq!(poll(four.as_mut()), Poll::Ready(Ok(())));
     for k in [0, 11] {
-        let Poll::Ready(Err(AcquireError::InvalidPermits(e))) = poll(pin!(l.acquire_n(k))) else {
+        let Poll::Ready(Err(AcquireError::InvalidPermits(e))) = poll(pin!(l.acquire_n_async(k)))
+        else {
             panic!("k = {k} must fail at once");
         };
         assert_eq!(e.requested(), k);
@@ -218,9 +223,11 @@ fn try_call_converts_a_rejection_into_the_works_error() {
     }
     let _driver = driver();
     let l = limiter(1, Duration::from_secs(1), Duration::ZERO);
-    let nack = poll(pin!(l.try_call(async { Err::<(), _>(SendError::Nack) })));
+    let nack = poll(pin!(
+        l.try_call_async(async { Err::<(), _>(SendError::Nack) })
+    ));
     assert_eq!(nack, Poll::Ready(Err(SendError::Nack)));
-    let busy = poll(pin!(l.try_call(async { Ok::<u8, SendError>(1) })));
+    let busy = poll(pin!(l.try_call_async(async { Ok::<u8, SendError>(1) })));
     assert_eq!(
         busy,
         Poll::Ready(Err(SendError::Busy(Duration::from_secs(1))))
@@ -238,10 +245,13 @@ fn a_static_limiter_waits_like_any_other() {
     let _driver = driver();
     let mut sent = 0;
     for _ in 0..3 {
-        assert_eq!(poll(pin!(RADIO.call(async { 7 }))), Poll::Ready(Ok(7)));
+        assert_eq!(
+            poll(pin!(RADIO.call_async(async { 7 }))),
+            Poll::Ready(Ok(7))
+        );
         sent += 1;
     }
-    let mut fourth = pin!(RADIO.call(async { 7 }));
+    let mut fourth = pin!(RADIO.call_async(async { 7 }));
     assert!(poll(fourth.as_mut()).is_pending());
     advance(Duration::from_secs(1));
     assert_eq!(poll(fourth.as_mut()), Poll::Ready(Ok(7)));
@@ -354,9 +364,9 @@ fn dropping_a_write_while_it_waits_writes_nothing_and_returns_the_permits() {
 fn futures_on_a_static_limiter_are_send() {
     // What an `InterruptExecutor` (or a `SendSpawner`) asks of a task's future.
     fn assert_send<T: Send>(_: &T) {}
-    let acquire = RADIO.acquire();
+    let acquire = RADIO.acquire_async();
     assert_send(&acquire);
-    let call = RADIO.call(async { 1 });
+    let call = RADIO.call_async(async { 1 });
     assert_send(&call);
     let mut buf = [0u8; 8];
     let mut out = AsyncRateLimitedWrite::new(&mut buf[..], &RADIO);

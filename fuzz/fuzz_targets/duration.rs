@@ -16,7 +16,7 @@ fuzz_target!(|text: &str| {
             }
         }
         Err(e) => {
-            assert_eq!(e.code(), ErrorCode::Atr001);
+            assert_eq!(e.code(), ErrorCode::InvalidDuration);
             let quoted = e.text().trim_end_matches('…');
             assert!(text.starts_with(quoted));
             assert!(e.to_string().starts_with("RITMO-ATR-001"));
@@ -24,6 +24,6 @@ fuzz_target!(|text: &str| {
     }
     match parse_bool(text) {
         Ok(b) => assert_eq!(text, if b { "true" } else { "false" }),
-        Err(e) => assert_eq!(e.code(), ErrorCode::Atr006),
+        Err(e) => assert_eq!(e.code(), ErrorCode::InvalidBool),
     }
 });

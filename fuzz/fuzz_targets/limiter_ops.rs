@@ -6,7 +6,7 @@
 use core::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter, Reservation};
+use ritmo_core::{AdvanceClock, Clock, Config, Interrupted, ManualClock, RateLimiter, Reservation, Wait};
 
 fn u64_from(bytes: &[u8]) -> u64 {
     let mut b = [0u8; 8];
@@ -55,12 +55,12 @@ fuzz_target!(|data: &[u8]| {
                     match arg % 4 {
                         0 => r.commit(),
                         1 => drop(r.cancel()),
-                        2 => drop(r.interrupted()),
+                        2 => drop(r.wait_with(&mut InterruptAtOnce)),
                         _ => drop(r.wait_with(&mut AdvanceClock)),
                     }
                 }
             }
-            7 => drop(l.acquire_n(k)),
+            7 => drop(l.acquire_n_advancing(k)),
             8 => {
                 let wait = l.retry_after_n(k).unwrap();
                 assert_eq!(wait.is_zero(), l.available_permits() >= k);
@@ -72,3 +72,12 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// A waiter interrupted as soon as it starts waiting.
+struct InterruptAtOnce;
+
+impl<C: Clock + ?Sized> Wait<C> for InterruptAtOnce {
+    fn wait_until(&mut self, _: &C, _: u64) -> Result<(), Interrupted> {
+        Err(Interrupted)
+    }
+}

@@ -20,13 +20,13 @@ fuzz_target!(|text: &str| {
             Err(e) => {
                 assert!(matches!(
                     e.code(),
-                    ErrorCode::Atr001
-                        | ErrorCode::Atr003
-                        | ErrorCode::Atr006
-                        | ErrorCode::Reg003
-                        | ErrorCode::Reg004
+                    ErrorCode::InvalidDuration
+                        | ErrorCode::InvalidPermits
+                        | ErrorCode::InvalidBool
+                        | ErrorCode::InvalidSetting
+                        | ErrorCode::UnknownConfig
                 ));
-                assert!(e.key().is_some(), "{e}");
+                assert!(!e.key().is_empty(), "{e}");
             }
         }
     }

@@ -14,11 +14,14 @@ mod sealed {
 /// A call takes its permit at once if it is there; otherwise it reserves the next slot if that
 /// arrives within the config's `max_wait` and parks the thread until it ([`ParkWait`]), or is
 /// rejected at once. While it waits, the thread's own [`Interrupt`](crate::Interrupt) ends the
-/// wait: the permit goes back by SPEC §3's rule and the call fails with
+/// wait: the permit goes back (unless a later call already reserved one behind it) and the call
+/// fails with
 /// [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
 ///
-/// On a [`ManualClock`](ritmo_core::ManualClock) limiter, `limiter.acquire()` is core's own
-/// method, which advances the fake clock to the slot instead of parking: what tests want.
+/// On a [`ManualClock`](ritmo_core::ManualClock) limiter nothing moves the clock while a thread
+/// parks: tests call core's
+/// [`acquire_advancing`](ritmo_core::RateLimiter::acquire_advancing) instead, which advances the
+/// fake clock to the slot.
 ///
 /// ```
 /// use std::time::Duration;

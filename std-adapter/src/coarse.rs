@@ -171,7 +171,7 @@ impl CoarseClock<InstantClock> {
     /// let clock = CoarseClock::with_resolution(Duration::from_micros(100))?;
     /// assert_eq!(clock.resolution(), Some(Duration::from_micros(100)));
     /// let err = CoarseClock::with_resolution(Duration::ZERO).unwrap_err();
-    /// assert_eq!(err.code(), Some(ErrorCode::Atr002));
+    /// assert_eq!(err.code(), Some(ErrorCode::ZeroPeriod));
     /// assert_eq!(err.to_string(), "RITMO-ATR-002: the coarse clock's resolution is zero");
     /// # Ok::<(), ritmo_std::UpkeepError>(())
     /// ```
@@ -222,11 +222,11 @@ impl UpkeepError {
     ///
     /// ```
     /// # use ritmo_core::ErrorCode;
-    /// assert_eq!(ritmo_std::UpkeepError::ZeroResolution.code(), Some(ErrorCode::Atr002));
+    /// assert_eq!(ritmo_std::UpkeepError::ZeroResolution.code(), Some(ErrorCode::ZeroPeriod));
     /// ```
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            UpkeepError::ZeroResolution => Some(ErrorCode::Atr002),
+            UpkeepError::ZeroResolution => Some(ErrorCode::ZeroPeriod),
             UpkeepError::Spawn(_) => None,
         }
     }
@@ -238,7 +238,7 @@ impl fmt::Display for UpkeepError {
             UpkeepError::ZeroResolution => write!(
                 f,
                 "{}: the coarse clock's resolution is zero",
-                ErrorCode::Atr002.as_str()
+                ErrorCode::ZeroPeriod.as_str()
             ),
             UpkeepError::Spawn(err) => {
                 write!(f, "cannot start the coarse clock's upkeep thread: {err}")
@@ -475,7 +475,7 @@ mod tests {
     fn a_zero_resolution_is_an_error_not_a_thread() {
         let err = CoarseClock::with_upkeep(InstantClock, Duration::ZERO).unwrap_err();
         assert!(matches!(err, UpkeepError::ZeroResolution), "{err:?}");
-        assert_eq!(err.code(), Some(ErrorCode::Atr002));
+        assert_eq!(err.code(), Some(ErrorCode::ZeroPeriod));
         assert!(err.to_string().starts_with("RITMO-ATR-002"));
         assert!(CoarseClock::with_resolution(Duration::ZERO).is_err());
     }

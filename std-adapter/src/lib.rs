@@ -11,12 +11,17 @@
 //!   `call(|| work())`, `call_n`, `try_call` run work only once a permit is had.
 //! - [`Interrupt`] / [`ParkWait`]: interrupt a waiting thread from another one; its permit goes
 //!   back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
+//! - [`KeyedRateLimiter`]: one quota per client (per IP with [`IpKey`], per user, per API key) in
+//!   a sharded map capped at `max_keys`, reclaiming idle keys exactly, with no background thread.
 //! - `AsyncExt` and `TokioClock` (feature `tokio`): `acquire_async().await`, `call_async(fut)`.
+//! - [`tokio::AsyncExt`] and [`tokio::TokioClock`] (feature `tokio`): `acquire_async().await`,
+//!   `call_async(fut)`.
+//! - [`prelude`]: `use ritmo_std::prelude::*;` brings the traits these methods come from.
 //!
 //! ```
 //! use std::time::Duration;
 //! use ritmo_core::Config;
-//! use ritmo_std::BlockingExt;
+//! use ritmo_std::prelude::*;
 //!
 //! let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(250));
 //! let search = ritmo_std::limiter("search", config);
@@ -29,24 +34,30 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod annotated;
 mod blocking;
 pub mod clock;
 mod coarse;
+pub mod keyed;
+pub mod prelude;
+#[cfg(feature = "settings")]
+#[cfg_attr(docsrs, doc(cfg(feature = "settings")))]
+pub mod settings;
 #[cfg(feature = "tokio")]
-mod tokio;
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod tokio;
 mod wait;
 
+pub use annotated::{DEFAULT_REGISTRY_CAPACITY, default_registry};
 pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};
 pub use coarse::{CoarseClock, UpkeepError};
+pub use keyed::{IpKey, KeyedRateLimiter, KeyedReservation};
 #[cfg(feature = "tokio")]
 pub use tokio::{AsyncExt, TokioClock};
 pub use wait::{Interrupt, ParkWait};
 
 use ritmo_core::{Config, RateLimiter};
-
-#[cfg(feature = "serde")]
-pub mod settings;
 
 /// The crate's version.
 ///

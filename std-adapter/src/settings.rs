@@ -1,10 +1,13 @@
-//! Registry settings from a TOML file or string, or from environment variables (feature `serde`).
+//! Registry settings from a TOML file or string, or from environment variables (feature
+//! `settings`).
 //!
-//! Both are read through serde into one typed shape ([`SettingsFile`]), which rejects unknown
-//! sections and attributes, then flattened into the `(key, value)` text pairs that
-//! [`ritmo_core::Settings`] resolves by its layers (defaults < `configs.<name>` <
-//! `instances.<id>` < code; see [`ritmo_core::settings`]). Values are checked when a limiter's
-//! config is resolved, with the stable codes (`RITMO-ATR-001`, `RITMO-REG-003`, ...).
+//! Both are read straight into the `(key, value)` text pairs that [`ritmo_core::Settings`]
+//! resolves by its layers (defaults < `configs.<name>` < `instances.<id>` < code; see
+//! [`ritmo_core::settings`]), checking each key against ritmo-core's one schema
+//! ([`Key`](ritmo_core::settings::Key)): an unknown section or attribute is an error when
+//! loading. Values are checked when a limiter's config is resolved, as
+//! [`SettingsError`](ritmo_core::SettingsError)s with the stable codes (`RITMO-ATR-001`,
+//! `RITMO-REG-003`, ...) and the key to fix.
 //!
 //! ```toml
 //! [configs.default]
@@ -23,6 +26,8 @@
 //! `RITMO_CONFIGS_DEFAULT_MAX_WAIT=100ms`, `RITMO_INSTANCES_BACKUP_CONFIG=slow`. The name is
 //! taken in lowercase, underscores kept; ids with other characters (`-`, `.`, capitals) are set
 //! with dotted keys (`instances.geo-coding.permits`) in an environment-style map, or in a file.
+//! Every other variable is skipped: only names starting `RITMO_` and dotted names starting
+//! `configs.` or `instances.` are read, so passing the whole environment is safe.
 //!
 //! ```
 //! use ritmo_std::settings::OwnedSettings;
@@ -51,176 +56,104 @@
 extern crate std;
 
 use std::borrow::ToOwned;
-use std::collections::BTreeMap;
 use std::fmt;
-use std::format;
 use std::path::{Path, PathBuf};
 use std::string::{String, ToString};
 use std::vec::Vec;
 
-use ritmo_core::{Config, ConfigError, Overrides, Settings};
-use serde::Deserialize;
-
-/// A value as a file writes it: text, a whole number or a boolean. Checked when resolved.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-enum Value {
-    Integer(i64),
-    Boolean(bool),
-    Text(String),
-}
-
-impl Value {
-    fn into_text(self) -> String {
-        match self {
-            Value::Integer(i) => i.to_string(),
-            Value::Boolean(b) => b.to_string(),
-            Value::Text(t) => t,
-        }
-    }
-}
-
-/// The attributes of a shared config, `configs.<name>`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigAttributes {
-    permits: Option<Value>,
-    period: Option<Value>,
-    #[serde(rename = "max-wait", alias = "max_wait")]
-    max_wait: Option<Value>,
-    enabled: Option<Value>,
-}
-
-/// The attributes of one limiter, `instances.<id>`: a config's, plus the base config's name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct InstanceAttributes {
-    config: Option<String>,
-    permits: Option<Value>,
-    period: Option<Value>,
-    #[serde(rename = "max-wait", alias = "max_wait")]
-    max_wait: Option<Value>,
-    enabled: Option<Value>,
-}
-
-/// The settings as a file has them: `[configs.<name>]` and `[instances.<id>]` tables.
-///
-/// It implements [`Deserialize`], so an application can keep it as a section of its own config
-/// (`#[derive(Deserialize)] struct AppConfig { rate_limits: SettingsFile, .. }`) and turn it into
-/// [`OwnedSettings`] with `into()`.
-///
-/// ```
-/// use ritmo_std::settings::{OwnedSettings, SettingsFile};
-/// let file: SettingsFile = toml::from_str("[instances.api]\npermits = 3\nperiod = \"1s\"")?;
-/// let settings = OwnedSettings::from(file);
-/// assert_eq!(settings.resolve("api")?.permits(), 3);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SettingsFile {
-    #[serde(default)]
-    configs: BTreeMap<String, ConfigAttributes>,
-    #[serde(default)]
-    instances: BTreeMap<String, InstanceAttributes>,
-}
-
-impl SettingsFile {
-    /// The `(key, value)` pairs core resolves, e.g. `("instances.api.permits", "3")`.
-    fn into_pairs(self) -> Vec<(String, String)> {
-        let mut pairs = Vec::new();
-        let mut push = |section: &str, name: &str, attr: &str, value: Option<String>| {
-            if let Some(value) = value {
-                pairs.push((format!("{section}.{name}.{attr}"), value));
-            }
-        };
-        for (name, a) in self.configs {
-            push("configs", &name, "permits", a.permits.map(Value::into_text));
-            push("configs", &name, "period", a.period.map(Value::into_text));
-            push(
-                "configs",
-                &name,
-                "max-wait",
-                a.max_wait.map(Value::into_text),
-            );
-            push("configs", &name, "enabled", a.enabled.map(Value::into_text));
-        }
-        for (id, a) in self.instances {
-            push("instances", &id, "config", a.config);
-            push("instances", &id, "permits", a.permits.map(Value::into_text));
-            push("instances", &id, "period", a.period.map(Value::into_text));
-            push(
-                "instances",
-                &id,
-                "max-wait",
-                a.max_wait.map(Value::into_text),
-            );
-            push("instances", &id, "enabled", a.enabled.map(Value::into_text));
-        }
-        pairs
-    }
-}
+use ritmo_core::settings::{Attribute, Key, Section};
+use ritmo_core::{Config, Overrides, Setting, Settings, SettingsError};
 
 /// Settings loaded from files or the environment, owned as `(key, value)` text pairs, ready to
 /// resolve limiter configs ([`resolve`](Self::resolve)) or to hand to
 /// [`ritmo_core::Settings`] ([`settings`](Self::settings)).
 ///
+/// It implements `serde::Deserialize` (the same shape as a file: `configs` and `instances`
+/// tables), so an application can keep it as a section of its own config
+/// (`#[derive(Deserialize)] struct AppConfig { rate_limits: OwnedSettings, .. }`).
+///
 /// ```
 /// use ritmo_std::settings::OwnedSettings;
 /// let settings = OwnedSettings::from_toml_str("[instances.uart]\npermits = 960\nperiod = \"1s\"")?;
-/// assert_eq!(settings.pairs()[0], ("instances.uart.permits".to_string(), "960".to_string()));
-/// # Ok::<(), ritmo_std::settings::SettingsError>(())
+/// assert!(settings.pairs().contains(&("instances.uart.permits".to_string(), "960".to_string())));
+///
+/// let section: OwnedSettings = toml::from_str("[instances.api]\npermits = 3\nperiod = \"1s\"")?;
+/// assert_eq!(section.resolve("api")?.permits(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OwnedSettings {
     pairs: Vec<(String, String)>,
 }
 
-impl From<SettingsFile> for OwnedSettings {
-    fn from(file: SettingsFile) -> Self {
-        OwnedSettings {
-            pairs: file.into_pairs(),
-        }
-    }
-}
-
 impl OwnedSettings {
-    /// Reads TOML text. Unknown sections or attributes, and values that are not text, whole
-    /// numbers or booleans, are [`SettingsError::Toml`].
+    /// Reads TOML text. Text that is not TOML is [`LoadError::Toml`]; an unknown section or
+    /// attribute, or a section or limiter that is not a table, is [`LoadError::Key`]; a value
+    /// that is not text, a whole number or a boolean is [`LoadError::Value`].
     ///
     /// ```
-    /// use ritmo_std::settings::{OwnedSettings, SettingsError};
+    /// use ritmo_std::settings::{LoadError, OwnedSettings};
     /// let err = OwnedSettings::from_toml_str("[instances.api]\npermit = 3").unwrap_err();
-    /// assert!(matches!(err, SettingsError::Toml(_)));
-    /// assert!(err.to_string().contains("permit"));
+    /// assert!(matches!(err, LoadError::Key(ref key) if key == "instances.api.permit"));
     /// ```
-    pub fn from_toml_str(text: &str) -> Result<Self, SettingsError> {
-        let file: SettingsFile = toml::from_str(text).map_err(SettingsError::Toml)?;
-        Ok(file.into())
+    pub fn from_toml_str(text: &str) -> Result<Self, LoadError> {
+        let table: toml::Table = toml::from_str(text).map_err(LoadError::Toml)?;
+        Self::from_table(table)
     }
 
-    /// Reads a TOML file; a file that cannot be read is [`SettingsError::Io`], naming it.
+    /// Reads a TOML file; a file that cannot be read is [`LoadError::Io`], naming it.
     ///
     /// ```
-    /// use ritmo_std::settings::{OwnedSettings, SettingsError};
+    /// use ritmo_std::settings::{LoadError, OwnedSettings};
     /// let err = OwnedSettings::from_toml_file("no/such/ritmo.toml").unwrap_err();
-    /// assert!(matches!(err, SettingsError::Io { .. }));
+    /// assert!(matches!(err, LoadError::Io { .. }));
     /// assert!(err.to_string().contains("no/such/ritmo.toml"));
     /// ```
-    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<Self, SettingsError> {
+    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<Self, LoadError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Io {
+        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
             path: path.to_owned(),
             source,
         })?;
         Self::from_toml_str(&text)
     }
 
+    /// The pairs of a parsed TOML document, each key checked against the schema.
+    fn from_table(table: toml::Table) -> Result<Self, LoadError> {
+        let mut pairs = Vec::new();
+        for (section_name, names) in table {
+            let section = Section::from_name(&section_name)
+                .ok_or_else(|| LoadError::Key(section_name.clone()))?;
+            let toml::Value::Table(names) = names else {
+                return Err(LoadError::Key(section_name));
+            };
+            for (name, attributes) in names {
+                let toml::Value::Table(attributes) = attributes else {
+                    return Err(LoadError::Key(format_key(section, &name, None)));
+                };
+                for (attribute, value) in attributes {
+                    let key = format_key(section, &name, Some(&attribute));
+                    let attribute = Attribute::from_name(&attribute)
+                        .filter(|a| a.allowed_in(section))
+                        .ok_or_else(|| LoadError::Key(key.clone()))?;
+                    let text = match value {
+                        toml::Value::String(text) => text,
+                        toml::Value::Integer(i) if attribute != Attribute::Config => i.to_string(),
+                        toml::Value::Boolean(b) if attribute != Attribute::Config => b.to_string(),
+                        _ => return Err(LoadError::Value(key)),
+                    };
+                    pairs.push((Key::new(section, &name, attribute).to_string(), text));
+                }
+            }
+        }
+        Ok(OwnedSettings { pairs })
+    }
+
     /// Reads an environment-style map: keys `RITMO_<SECTION>_<NAME>_<ATTRIBUTE>` (see the
-    /// [module docs](self)) or dotted keys (`instances.geocoding.permits`); other keys are
-    /// skipped, so the whole environment can be passed. A `RITMO_` key that does not name a
-    /// section, a name and an attribute is [`SettingsError::Key`]; unknown sections or
-    /// attributes are [`SettingsError::Toml`], as in a file.
+    /// [module docs](self)) or dotted keys (`instances.geocoding.permits`). Every other key is
+    /// skipped, so the whole environment can be passed: only names starting `RITMO_`, `configs.`
+    /// or `instances.` are ritmo's. One of those that does not name a section, a name and an
+    /// attribute of the schema is [`LoadError::Key`].
     ///
     /// ```
     /// use std::collections::HashMap;
@@ -229,50 +162,36 @@ impl OwnedSettings {
     ///     ("RITMO_CONFIGS_DEFAULT_PERIOD".to_string(), "1s".to_string()),
     ///     ("instances.geo-coding.permits".to_string(), "5".to_string()),
     ///     ("PATH".to_string(), "/usr/bin".to_string()),
+    ///     ("java.home".to_string(), "/usr/lib/jvm".to_string()),
     /// ]);
     /// let settings = OwnedSettings::from_env_map(&map)?;
     /// assert_eq!(settings.resolve("geo-coding")?.permits(), 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn from_env_map<I>(vars: I) -> Result<Self, SettingsError>
+    pub fn from_env_map<I>(vars: I) -> Result<Self, LoadError>
     where
         I: IntoIterator,
-        I::Item: ritmo_core::Setting,
+        I::Item: Setting,
     {
-        let mut root = toml::Table::new();
+        let mut pairs = Vec::new();
         for var in vars {
-            use ritmo_core::Setting as _;
-            let Some((section, name, attr)) = env_key(var.key())? else {
-                continue;
-            };
-            let section = root
-                .entry(section)
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            let toml::Value::Table(section) = section else {
-                unreachable!("only tables are inserted at this level");
-            };
-            let entry = section
-                .entry(name)
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            let toml::Value::Table(entry) = entry else {
-                unreachable!("only tables are inserted at this level");
-            };
-            entry.insert(attr, toml::Value::String(var.value().to_owned()));
+            if let Some(key) = env_key(var.key())? {
+                pairs.push((key, var.value().to_owned()));
+            }
         }
-        let file: SettingsFile = root.try_into().map_err(SettingsError::Toml)?;
-        Ok(file.into())
+        Ok(OwnedSettings { pairs })
     }
 
-    /// Reads this process's environment, as [`from_env_map`](Self::from_env_map) does (only
-    /// `RITMO_*` variables are read; dotted names are rare in an environment but work too).
+    /// Reads this process's environment, as [`from_env_map`](Self::from_env_map) does: only
+    /// ritmo's variables are read, every other one is skipped (whatever its name holds).
     ///
     /// ```
     /// # use ritmo_std::settings::OwnedSettings;
     /// let from_env = OwnedSettings::from_env()?;
     /// # let _ = from_env;
-    /// # Ok::<(), ritmo_std::settings::SettingsError>(())
+    /// # Ok::<(), ritmo_std::settings::LoadError>(())
     /// ```
-    pub fn from_env() -> Result<Self, SettingsError> {
+    pub fn from_env() -> Result<Self, LoadError> {
         let vars: Vec<(String, String)> = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect();
@@ -295,13 +214,13 @@ impl OwnedSettings {
         self
     }
 
-    /// The flattened `(key, value)` pairs, in order (later pairs win).
+    /// The `(key, value)` pairs, in order (later pairs win).
     ///
     /// ```
     /// # use ritmo_std::settings::OwnedSettings;
     /// let s = OwnedSettings::from_toml_str("[configs.default]\nenabled = false")?;
     /// assert_eq!(s.pairs(), [("configs.default.enabled".to_string(), "false".to_string())]);
-    /// # Ok::<(), ritmo_std::settings::SettingsError>(())
+    /// # Ok::<(), ritmo_std::settings::LoadError>(())
     /// ```
     pub fn pairs(&self) -> &[(String, String)] {
         &self.pairs
@@ -326,10 +245,10 @@ impl OwnedSettings {
     /// # use ritmo_core::ErrorCode;
     /// let s = OwnedSettings::from_toml_str("[instances.a]\npermits = 0\nperiod = \"1s\"")?;
     /// let err = s.resolve("a").unwrap_err();
-    /// assert_eq!((err.code(), err.key()), (ErrorCode::Reg003, Some("instances.a.permits")));
-    /// # Ok::<(), ritmo_std::settings::SettingsError>(())
+    /// assert_eq!((err.code(), err.key()), (ErrorCode::InvalidSetting, "instances.a.permits"));
+    /// # Ok::<(), ritmo_std::settings::LoadError>(())
     /// ```
-    pub fn resolve(&self, id: &str) -> Result<Config, ConfigError> {
+    pub fn resolve(&self, id: &str) -> Result<Config, SettingsError> {
         self.settings().resolve(id)
     }
 
@@ -342,59 +261,73 @@ impl OwnedSettings {
     /// assert!(!s.resolve_with("a", Overrides::new().enabled(false))?.enabled());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn resolve_with(&self, id: &str, code: Overrides) -> Result<Config, ConfigError> {
+    pub fn resolve_with(&self, id: &str, code: Overrides) -> Result<Config, SettingsError> {
         self.settings().resolve_with(id, code)
     }
 }
 
-/// Attributes an environment variable may end with, longest spelling first.
-const ENV_ATTRIBUTES: [(&str, &str); 5] = [
-    ("_MAX_WAIT", "max-wait"),
-    ("_PERMITS", "permits"),
-    ("_PERIOD", "period"),
-    ("_ENABLED", "enabled"),
-    ("_CONFIG", "config"),
-];
+impl<'de> serde::Deserialize<'de> for OwnedSettings {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let table = toml::Table::deserialize(deserializer)?;
+        OwnedSettings::from_table(table).map_err(serde::de::Error::custom)
+    }
+}
 
-/// `(section, name, attribute)` of a settings key in an environment map; `None` for keys that
-/// are not settings.
-fn env_key(key: &str) -> Result<Option<(String, String, String)>, SettingsError> {
-    if let Some(rest) = key.strip_prefix("RITMO_") {
-        let bad = || SettingsError::Key(key.to_owned());
+/// `<section>.<name>[.<attribute>]`, for errors.
+fn format_key(section: Section, name: &str, attribute: Option<&str>) -> String {
+    let mut key = std::format!("{}.{name}", section.name());
+    if let Some(attribute) = attribute {
+        key.push('.');
+        key.push_str(attribute);
+    }
+    key
+}
+
+/// The settings key an environment variable stands for; `None` for variables that are not
+/// ritmo's.
+fn env_key(var: &str) -> Result<Option<String>, LoadError> {
+    let bad = || LoadError::Key(var.to_owned());
+    if let Some(rest) = var.strip_prefix("RITMO_") {
         let (section, rest) = rest.split_once('_').ok_or_else(bad)?;
-        let (name, attr) = ENV_ATTRIBUTES
-            .iter()
-            .find_map(|(suffix, attr)| Some((rest.strip_suffix(suffix)?, attr.to_string())))
-            .or_else(|| {
-                let (name, attr) = rest.rsplit_once('_')?;
-                Some((name, attr.to_lowercase()))
+        let section = Section::from_name(&section.to_lowercase()).ok_or_else(bad)?;
+        // The attribute is the longest suffix that names one (`MAX_WAIT` holds an underscore).
+        let (name, attribute) = Attribute::ALL
+            .into_iter()
+            .find_map(|attribute| {
+                let suffix = attribute.name().to_uppercase().replace('-', "_");
+                let name = rest.strip_suffix(&suffix)?.strip_suffix('_')?;
+                Some((name, attribute))
             })
             .ok_or_else(bad)?;
-        if name.is_empty() || attr.is_empty() {
+        if name.is_empty() || !attribute.allowed_in(section) {
             return Err(bad());
         }
-        return Ok(Some((section.to_lowercase(), name.to_lowercase(), attr)));
+        return Ok(Some(
+            Key::new(section, &name.to_lowercase(), attribute).to_string(),
+        ));
     }
-    if key.contains('.') {
-        let bad = || SettingsError::Key(key.to_owned());
-        let (section, rest) = key.split_once('.').ok_or_else(bad)?;
-        let (name, attr) = rest.rsplit_once('.').ok_or_else(bad)?;
-        return Ok(Some((section.to_owned(), name.to_owned(), attr.to_owned())));
+    let ours = Section::ALL.into_iter().any(|section| {
+        var.strip_prefix(section.name())
+            .is_some_and(|r| r.starts_with('.'))
+    });
+    if ours {
+        let key = Key::parse(var).ok_or_else(bad)?;
+        return Ok(Some(key.to_string()));
     }
     Ok(None)
 }
 
 /// Settings could not be loaded. (Values are checked later, when a config is resolved, as
-/// [`ConfigError`]s.)
+/// [`SettingsError`]s.)
 ///
 /// ```
-/// use ritmo_std::settings::{OwnedSettings, SettingsError};
+/// use ritmo_std::settings::{LoadError, OwnedSettings};
 /// let err = OwnedSettings::from_env_map([("RITMO_PERMITS", "5")]).unwrap_err();
-/// assert!(matches!(err, SettingsError::Key(ref k) if k == "RITMO_PERMITS"));
+/// assert!(matches!(err, LoadError::Key(ref k) if k == "RITMO_PERMITS"));
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum SettingsError {
+pub enum LoadError {
     /// The file could not be read.
     Io {
         /// The file.
@@ -402,36 +335,45 @@ pub enum SettingsError {
         /// Why.
         source: std::io::Error,
     },
-    /// Not TOML, or not the shape of ritmo settings (an unknown section or attribute, a value
-    /// that is neither text, a whole number nor a boolean).
+    /// Not TOML.
     Toml(toml::de::Error),
-    /// An environment key starting `RITMO_` that does not read as
-    /// `RITMO_<SECTION>_<NAME>_<ATTRIBUTE>`, or a dotted key with fewer than three parts.
+    /// A key that is not one of ritmo's settings: an unknown section or attribute, a section or
+    /// limiter that is not a table, an environment variable starting `RITMO_` that does not read
+    /// as `RITMO_<SECTION>_<NAME>_<ATTRIBUTE>`, or a dotted key starting `configs.` or
+    /// `instances.` without a name and an attribute.
     Key(String),
+    /// The value at this key is neither text, a whole number nor a boolean (a base config's
+    /// name must be text).
+    Value(String),
 }
 
-impl fmt::Display for SettingsError {
+impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SettingsError::Io { path, source } => {
+            LoadError::Io { path, source } => {
                 write!(f, "cannot read ritmo settings {}: {source}", path.display())
             }
-            SettingsError::Toml(e) => write!(f, "invalid ritmo settings: {e}"),
-            SettingsError::Key(key) => write!(
+            LoadError::Toml(e) => write!(f, "invalid ritmo settings: {e}"),
+            LoadError::Key(key) => write!(
                 f,
-                "not a ritmo settings key: {key:?} (expected RITMO_<SECTION>_<NAME>_<ATTRIBUTE> \
-                 or <section>.<name>.<attribute>)"
+                "not a ritmo settings key: {key:?} (expected <section>.<name>.<attribute> or \
+                 RITMO_<SECTION>_<NAME>_<ATTRIBUTE>, sections configs and instances, attributes \
+                 permits, period, max-wait, enabled, and config for instances)"
+            ),
+            LoadError::Value(key) => write!(
+                f,
+                "invalid ritmo settings value at {key}: expected text, a whole number or a boolean"
             ),
         }
     }
 }
 
-impl std::error::Error for SettingsError {
+impl std::error::Error for LoadError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SettingsError::Io { source, .. } => Some(source),
-            SettingsError::Toml(e) => Some(e),
-            SettingsError::Key(_) => None,
+            LoadError::Io { source, .. } => Some(source),
+            LoadError::Toml(e) => Some(e),
+            LoadError::Key(_) | LoadError::Value(_) => None,
         }
     }
 }
@@ -553,44 +495,65 @@ mod tests {
 
     #[test]
     fn loading_rejects_what_is_not_ritmo_settings() {
-        for text in [
-            "[instances.a]\npermit = 1",    // a misspelt attribute
-            "[instance.a]\npermits = 1",    // a misspelt section
-            "[configs.a]\nconfig = \"b\"",  // only instances name a base
-            "[instances.a]\npermits = 1.5", // neither text, integer nor boolean
-            "[instances.a]\npermits = [1]", // ditto
-            "[instances.a\npermits = 1",    // not TOML
-            "[instances]\na = 1",           // an instance that is not a table
+        for (text, key) in [
+            ("[instances.a]\npermit = 1", "instances.a.permit"), // a misspelt attribute
+            ("[instance.a]\npermits = 1", "instance"),           // a misspelt section
+            ("[configs.a]\nconfig = \"b\"", "configs.a.config"), // only instances name a base
+            ("[instances]\na = 1", "instances.a"),               // an instance that is not a table
+            ("instances = 1", "instances"),                      // a section that is not a table
         ] {
             let err = OwnedSettings::from_toml_str(text).unwrap_err();
-            assert!(matches!(err, SettingsError::Toml(_)), "{text}: {err}");
+            assert!(
+                matches!(err, LoadError::Key(ref k) if k == key),
+                "{text}: {err}"
+            );
         }
+        for text in [
+            "[instances.a]\npermits = 1.5", // neither text, integer nor boolean
+            "[instances.a]\npermits = [1]", // ditto
+            "[instances.a]\nconfig = 1",    // a base config's name is text
+        ] {
+            let err = OwnedSettings::from_toml_str(text).unwrap_err();
+            assert!(matches!(err, LoadError::Value(_)), "{text}: {err}");
+        }
+        let err = OwnedSettings::from_toml_str("[instances.a\npermits = 1").unwrap_err();
+        assert!(matches!(err, LoadError::Toml(_)), "{err}");
         for key in [
             "RITMO_X",
             "RITMO_INSTANCES_PERMITS",
             "RITMO_INSTANCES__PERMITS",
+            "RITMO_INSTANCES_A_PERMIT",
+            "RITMO_INSTANCE_A_PERMITS",
+            "RITMO_CONFIGS_A_CONFIG",
+            "instances.a",
+            "instances.a.permit",
         ] {
             let err = OwnedSettings::from_env_map([(key, "1")]).unwrap_err();
             assert!(
-                matches!(err, SettingsError::Key(ref k) if k == key),
+                matches!(err, LoadError::Key(ref k) if k == key),
                 "{key}: {err}"
             );
         }
-        for key in [
-            "RITMO_INSTANCES_A_PERMIT",
-            "RITMO_INSTANCE_A_PERMITS",
-            "a.b.c",
-        ] {
-            let err = OwnedSettings::from_env_map([(key, "1")]).unwrap_err();
-            assert!(matches!(err, SettingsError::Toml(_)), "{key}: {err}");
-        }
-        assert!(matches!(
-            OwnedSettings::from_env_map([("a.b", "1")]).unwrap_err(),
-            SettingsError::Key(_)
-        ));
-        // Keys that are not ritmo's are skipped.
-        let s = OwnedSettings::from_env_map([("HOME", "/root"), ("RITMOX", "1")]).unwrap();
-        assert!(s.pairs().is_empty());
+    }
+
+    #[test]
+    fn variables_that_are_not_ritmos_are_skipped() {
+        let s = OwnedSettings::from_env_map([
+            ("HOME", "/root"),
+            ("RITMOX", "1"),
+            ("java.home", "/usr/lib/jvm/java-17"),
+            ("spring.profiles.active", "prod"),
+            ("a.b.c", "1"),
+            ("a.b", "1"),
+            ("instancesx.a.permits", "1"),
+            ("log4j.configurationFile", "log4j2.xml"),
+            ("RITMO_INSTANCES_A_PERMITS", "3"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.pairs(),
+            [("instances.a.permits".to_string(), "3".to_string())]
+        );
     }
 
     #[test]
@@ -598,49 +561,49 @@ mod tests {
         let cases = [
             (
                 "period = \"1 sec\"\npermits = 1",
-                ErrorCode::Atr001,
+                ErrorCode::InvalidDuration,
                 "instances.a.period",
             ),
             (
                 "period = 1\npermits = 1",
-                ErrorCode::Atr001,
+                ErrorCode::InvalidDuration,
                 "instances.a.period",
             ),
             (
                 "period = \"1s\"\npermits = -1",
-                ErrorCode::Atr003,
+                ErrorCode::InvalidPermits,
                 "instances.a.permits",
             ),
             (
                 "period = \"1s\"\npermits = \"ten\"",
-                ErrorCode::Atr003,
+                ErrorCode::InvalidPermits,
                 "instances.a.permits",
             ),
             (
                 "period = \"1s\"\npermits = 1\nenabled = \"yes\"",
-                ErrorCode::Atr006,
+                ErrorCode::InvalidBool,
                 "instances.a.enabled",
             ),
             (
                 "period = \"1s\"\npermits = 1\nconfig = \"nope\"",
-                ErrorCode::Reg004,
+                ErrorCode::UnknownConfig,
                 "instances.a.config",
             ),
             (
                 "period = \"0\"\npermits = 1",
-                ErrorCode::Reg003,
+                ErrorCode::InvalidSetting,
                 "instances.a.period",
             ),
             (
                 "period = \"1s\"\npermits = 0",
-                ErrorCode::Reg003,
+                ErrorCode::InvalidSetting,
                 "instances.a.permits",
             ),
         ];
         for (attrs, code, key) in cases {
             let s = OwnedSettings::from_toml_str(&format!("[instances.a]\n{attrs}")).unwrap();
             let err = s.resolve("a").unwrap_err();
-            assert_eq!((err.code(), err.key()), (code, Some(key)), "{attrs}");
+            assert_eq!((err.code(), err.key()), (code, key), "{attrs}");
         }
     }
 

@@ -2,9 +2,31 @@
 //! `tokio::time::Instant` (feature `tokio`).
 //!
 //! A call that must wait is a future that sleeps with `tokio::time::sleep_until` until its slot,
-//! without blocking a thread. Dropping the future before its slot drops its reservation, which
-//! gives the permit back by SPEC §3's rule (and the wrapped work, never polled, never runs); once
-//! the slot has arrived the permit is kept, also if the work's future is dropped half-way.
+//! without blocking a thread. The permit is kept from the poll that finds the slot arrived:
+//! dropping the future before that poll drops its reservation, which gives the permit back
+//! (unless a later call already reserved one behind it) and the wrapped work, never polled, never
+//! runs. This holds even if the slot's time has already passed when the future is dropped: what
+//! counts is whether it was polled since. Once the work has started, the permit is kept, also if
+//! the work's future is dropped half-way.
+//!
+//! ```
+//! use std::time::Duration;
+//! use ritmo_core::{Config, RateLimiter};
+//! use ritmo_std::tokio::{AsyncExt, TokioClock};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), ritmo_core::ConfigError> {
+//! let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
+//! let limiter = RateLimiter::new("api", config, TokioClock::new());
+//! limiter.acquire_async().await.unwrap(); // the burst of one
+//! let waiting = limiter.call_async(async { "sent" });
+//! // Dropped without being polled past its slot: the permit goes back, nothing is sent.
+//! tokio::time::advance(Duration::from_secs(2)).await;
+//! drop(waiting);
+//! assert_eq!(limiter.available_permits(), 1);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Any clock works: the time left to the slot is converted with the clock's tick rate, slept,
 //! and the clock read again. In tests with tokio's paused time (`start_paused = true`,
@@ -15,7 +37,8 @@ use core::future::Future;
 use core::time::Duration;
 
 use ritmo_core::{
-    AcquireError, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation, TickRate,
+    AcquireError, AsyncClock, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation,
+    TickRate,
 };
 
 mod sealed {
@@ -30,7 +53,7 @@ mod sealed {
 /// ```
 /// use std::time::Duration;
 /// use ritmo_core::Config;
-/// use ritmo_std::AsyncExt;
+/// use ritmo_std::tokio::AsyncExt;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -49,7 +72,7 @@ pub trait AsyncExt: sealed::Sealed {
     /// ```
     /// use std::time::Duration;
     /// use ritmo_core::{Config, Reason};
-    /// use ritmo_std::AsyncExt;
+    /// use ritmo_std::tokio::AsyncExt;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
     /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
@@ -66,7 +89,7 @@ pub trait AsyncExt: sealed::Sealed {
     /// ```
     /// use std::time::Duration;
     /// use ritmo_core::Config;
-    /// use ritmo_std::AsyncExt;
+    /// use ritmo_std::tokio::AsyncExt;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
     /// let uart = ritmo_std::limiter("uart", Config::new(64, Duration::from_millis(10))?);
@@ -83,7 +106,7 @@ pub trait AsyncExt: sealed::Sealed {
     /// ```
     /// use std::time::Duration;
     /// use ritmo_core::Config;
-    /// use ritmo_std::AsyncExt;
+    /// use ritmo_std::tokio::AsyncExt;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
     /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
@@ -103,7 +126,7 @@ pub trait AsyncExt: sealed::Sealed {
     /// ```
     /// use std::time::Duration;
     /// use ritmo_core::{Config, RateLimitExceeded};
-    /// use ritmo_std::AsyncExt;
+    /// use ritmo_std::tokio::AsyncExt;
     ///
     /// #[derive(Debug)]
     /// struct Busy(RateLimitExceeded);
@@ -122,10 +145,57 @@ pub trait AsyncExt: sealed::Sealed {
     where
         E: From<RateLimitExceeded>,
         F: Future<Output = Result<T, E>>;
+
+    /// Runs the future `work` once `k` permits are had, as one unit (see
+    /// [`acquire_n_async`](AsyncExt::acquire_n_async)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::tokio::AsyncExt;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let uart = ritmo_std::limiter("uart", Config::new(64, Duration::from_secs(60))?);
+    /// assert_eq!(uart.call_n_async(60, async { 60 }).await, Ok(60));
+    /// assert!(uart.call_n_async(5, async { 5 }).await.is_err()); // only 4 left
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn call_n_async<F: Future>(
+        &self,
+        k: u32,
+        work: F,
+    ) -> impl Future<Output = Result<F::Output, AcquireError>>;
+
+    /// Runs the fallible future `work` once `k` permits are had; a refusal becomes the caller's
+    /// error type through `From<AcquireError>`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::{AcquireError, Config};
+    /// use ritmo_std::tokio::AsyncExt;
+    ///
+    /// #[derive(Debug)]
+    /// struct SendError(AcquireError);
+    /// impl From<AcquireError> for SendError {
+    ///     fn from(e: AcquireError) -> Self { SendError(e) }
+    /// }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let uart = ritmo_std::limiter("uart", Config::new(8, Duration::from_secs(60))?);
+    /// assert!(uart.try_call_n_async(8, async { Ok::<_, SendError>(()) }).await.is_ok());
+    /// assert!(uart.try_call_n_async(9, async { Ok::<_, SendError>(()) }).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn try_call_n_async<T, E, F>(&self, k: u32, work: F) -> impl Future<Output = Result<T, E>>
+    where
+        E: From<AcquireError>,
+        F: Future<Output = Result<T, E>>;
 }
 
-/// Sleeps until the reservation's slot, then keeps it. Dropped before that, the reservation
-/// goes with it and gives its permits back.
+/// Sleeps until the reservation's slot, then keeps it. Dropped before the poll that finds the
+/// slot arrived, the reservation goes with it and gives its permits back.
 async fn wait_for_slot<C: Clock>(reservation: Reservation<'_, C>) {
     let clock = reservation.limiter().clock();
     let deadline = reservation.slot();
@@ -139,6 +209,41 @@ async fn wait_for_slot<C: Clock>(reservation: Reservation<'_, C>) {
         tokio::time::sleep_until(tokio::time::Instant::now() + left).await;
     }
     reservation.commit();
+}
+
+/// Sleeps on tokio's timer until the clock reads `deadline`, re-reading it after each sleep.
+async fn sleep_until_reading<C: Clock + ?Sized>(clock: &C, deadline: u64) {
+    let rate = clock.tick_rate();
+    loop {
+        let now = clock.now();
+        if now >= deadline {
+            break;
+        }
+        let left = rate.duration_ceil(deadline - now);
+        tokio::time::sleep_until(tokio::time::Instant::now() + left).await;
+    }
+}
+
+/// Sleeps on tokio's timer until the slot (feature `tokio`).
+impl AsyncClock for crate::StdClock {
+    fn sleep_until(&self, deadline: u64) -> impl Future<Output = ()> {
+        sleep_until_reading(self, deadline)
+    }
+}
+
+/// Sleeps on tokio's timer until the slot (feature `tokio`).
+impl AsyncClock for crate::InstantClock {
+    fn sleep_until(&self, deadline: u64) -> impl Future<Output = ()> {
+        sleep_until_reading(self, deadline)
+    }
+}
+
+/// Sleeps on tokio's timer until the slot: under tokio's paused test clock, the sleep ends when
+/// the test's time reaches it.
+impl AsyncClock for TokioClock {
+    fn sleep_until(&self, deadline: u64) -> impl Future<Output = ()> {
+        sleep_until_reading(self, deadline)
+    }
 }
 
 impl<C: Clock> AsyncExt for RateLimiter<C> {
@@ -165,6 +270,20 @@ impl<C: Clock> AsyncExt for RateLimiter<C> {
         self.acquire_async().await?;
         work.await
     }
+
+    async fn call_n_async<F: Future>(&self, k: u32, work: F) -> Result<F::Output, AcquireError> {
+        self.acquire_n_async(k).await?;
+        Ok(work.await)
+    }
+
+    async fn try_call_n_async<T, E, F>(&self, k: u32, work: F) -> Result<T, E>
+    where
+        E: From<AcquireError>,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.acquire_n_async(k).await?;
+        work.await
+    }
 }
 
 /// A clock on `tokio::time::Instant`: nanoseconds since the clock was made. Under tokio's paused
@@ -173,7 +292,7 @@ impl<C: Clock> AsyncExt for RateLimiter<C> {
 /// ```
 /// use std::time::Duration;
 /// use ritmo_core::{Clock, Config, RateLimiter};
-/// use ritmo_std::{AsyncExt, TokioClock};
+/// use ritmo_std::tokio::{AsyncExt, TokioClock};
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
@@ -196,7 +315,7 @@ impl TokioClock {
     ///
     /// ```
     /// use ritmo_core::Clock;
-    /// assert!(ritmo_std::TokioClock::new().now() < 1_000_000_000);
+    /// assert!(ritmo_std::tokio::TokioClock::new().now() < 1_000_000_000);
     /// ```
     pub fn new() -> Self {
         TokioClock {
@@ -208,7 +327,7 @@ impl TokioClock {
     ///
     /// ```
     /// use ritmo_core::Clock;
-    /// let clock = ritmo_std::TokioClock::new();
+    /// let clock = ritmo_std::tokio::TokioClock::new();
     /// assert!(clock.instant_at(clock.now()) <= tokio::time::Instant::now());
     /// ```
     pub fn instant_at(&self, reading: u64) -> tokio::time::Instant {

@@ -1,7 +1,7 @@
 //! Blocking waits: [`ParkWait`] parks the calling thread until its slot, and an [`Interrupt`]
 //! from another thread wakes it early.
 //!
-//! A waiting call has already reserved its slot (SPEC §3), so it only needs to sleep until the
+//! A waiting call has already reserved its slot, so it only needs to sleep until the
 //! clock reaches it: [`std::thread::park_timeout`] for the time left, in a loop that re-reads the
 //! clock after every wake-up (spurious or early ones just park again). Nothing spins.
 //!
@@ -10,7 +10,7 @@
 //! its own ([`Interrupt::current`]), which the plain [`acquire`](crate::BlockingExt::acquire)
 //! observes, and a program can make shared ones ([`Interrupt::new`], one per shutdown, say) and
 //! wait with [`ParkWait::with_interrupt`]. `interrupt()` sets the flag and unparks every thread
-//! waiting on it; a waiter that sees the flag gives its permit back by SPEC §3's rule and fails
+//! waiting on it; a waiter that sees the flag gives its permit back (if no later call reserved one behind it) and fails
 //! with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted). The flag stays set until the
 //! caller [`clear`](Interrupt::clear)s it, so the interruption stays observable afterwards, and
 //! later waits on the same token fail at once until then.

@@ -105,7 +105,7 @@ fn blocking_waits_at_the_end_of_the_clock_refuse_rather_than_wrap() {
 #[cfg(feature = "tokio")]
 mod tokio_waits {
     use super::*;
-    use ritmo_std::AsyncExt;
+    use ritmo_std::tokio::AsyncExt;
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()

@@ -2,7 +2,7 @@
 //! of taking a permit: blocking `acquire` on the thread's own interrupt token, waits on a shared
 //! token, `try_acquire`, and async acquires dropped by a timeout before their slot; a ninth
 //! thread fires the interrupts. Afterwards:
-//! - the bound of SPEC §3 held over the whole run: admitted <= n + floor(elapsed / T), with the
+//! - the bound held over the whole run: admitted <= n + floor(elapsed / T), with the
 //!   elapsed time read from the limiter's own clock (exact integer arithmetic);
 //! - every attempt is accounted for: admitted + returned + rejected = attempted, and the limiter's
 //!   listener saw exactly one event per rejected or given-up attempt;
@@ -19,7 +19,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ritmo_core::{Clock, Config, Event, Listener, RateLimitExceeded, RateLimiter, Reason};
-use ritmo_std::{AsyncExt, BlockingExt, Interrupt, ParkWait, StdClock};
+use ritmo_std::tokio::AsyncExt;
+use ritmo_std::{BlockingExt, Interrupt, ParkWait, StdClock};
 
 /// Permits per period: T = 2 ms, so about 500 permits a second.
 const PERMITS: u32 = 50;

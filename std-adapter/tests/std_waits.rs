@@ -41,7 +41,7 @@ fn an_interrupted_last_waiter_gives_its_slot_to_the_next_caller() {
         let err = waiter.join().unwrap().unwrap_err();
         assert!(interrupted_at.elapsed() < Duration::from_secs(1));
         assert_eq!(err.reason(), Reason::Interrupted);
-        assert_eq!(err.instance_id(), "slow");
+        assert_eq!(err.id(), "slow");
         assert!(token.is_interrupted(), "the interruption stays observable");
 
         // It was the last reservation: its permit went back, the next caller gets its slot.

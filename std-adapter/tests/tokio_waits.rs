@@ -8,7 +8,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use ritmo_core::{Clock, Config, ManualClock, RateLimiter, Reason};
-use ritmo_std::{AsyncExt, TokioClock};
+use ritmo_std::tokio::{AsyncExt, TokioClock};
 use tokio::time::Instant;
 
 /// Polls once, outside of any task: enough to see whether a future is still waiting.
@@ -152,4 +152,41 @@ async fn futures_are_send_on_a_server_clock() {
     let a = tokio::spawn(limiter.call_async(async { 1 }));
     let b = tokio::spawn(limiter.call_async(async { 2 }));
     assert_eq!(a.await.unwrap().unwrap() + b.await.unwrap().unwrap(), 3);
+}
+
+/// The permit is kept from the poll that finds the slot arrived, not from the instant the slot
+/// arrives: a future dropped after its slot's time but before that poll gives its permit back and
+/// never runs its work; one polled once more keeps it.
+#[tokio::test(start_paused = true)]
+async fn a_future_dropped_after_its_slot_but_before_its_next_poll_gives_the_permit_back() {
+    let limiter = RateLimiter::new("late", config(1, 100, 1000), TokioClock::new());
+    limiter.acquire_async().await.unwrap(); // the burst of one
+    let ran = AtomicBool::new(false);
+    {
+        let mut waiting = pin!(limiter.call_async(async { ran.store(true, Ordering::SeqCst) }));
+        assert!(
+            poll_once(waiting.as_mut()).is_pending(),
+            "waits for its slot"
+        );
+        tokio::time::advance(Duration::from_millis(150)).await; // past the slot, not polled
+        assert!(limiter.clock().now() >= 100_000_000);
+    } // dropped here
+    assert!(!ran.load(Ordering::SeqCst), "the work never ran");
+    assert_eq!(limiter.available_permits(), 1, "the permit went back");
+
+    // The same, polled once after the slot: the work runs and the permit is kept.
+    limiter.acquire_async().await.unwrap(); // the permit that came back
+    let mut waiting = pin!(limiter.call_async(async { ran.store(true, Ordering::SeqCst) }));
+    assert!(
+        poll_once(waiting.as_mut()).is_pending(),
+        "waits for its slot"
+    );
+    tokio::time::advance(Duration::from_millis(150)).await;
+    assert_eq!(
+        poll_once(waiting.as_mut()),
+        Poll::Ready(Ok(())),
+        "polled after its slot"
+    );
+    assert!(ran.load(Ordering::SeqCst));
+    assert_eq!(limiter.available_permits(), 0, "the permit is kept");
 }

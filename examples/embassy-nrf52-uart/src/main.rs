@@ -21,7 +21,7 @@ use embassy_nrf::{bind_interrupts, peripherals};
 use embassy_time::Timer;
 use panic_halt as _;
 use ritmo_core::{const_config, AcquireError, RateLimiter};
-use ritmo_embassy::{AsyncAcquire, EmbassyClock};
+use ritmo_embassy::{AsyncExt, EmbassyClock};
 
 bind_interrupts!(struct Irqs {
     UARTE0 => uarte::InterruptHandler<peripherals::UARTE0>;
@@ -43,7 +43,7 @@ static SKIPPED: AtomicU32 = AtomicU32::new(0);
 async fn send(tx: &mut UarteTx<'static>, line: &[u8]) -> Result<(), uarte::Error> {
     // A line longer than the burst (960 bytes) could never pass as one unit: split it.
     for chunk in line.chunks(960) {
-        match UART.acquire_n(chunk.len() as u32).await {
+        match UART.acquire_n_async(chunk.len() as u32).await {
             Ok(()) => tx.write(chunk).await?,
             Err(AcquireError::RateLimited(_)) => {
                 SKIPPED.fetch_add(1, Ordering::Relaxed);

@@ -43,7 +43,7 @@ fn scenario(limiter: &RateLimiter<&ManualClock>, clock: &ManualClock, id: &str) 
         );
     }
     let err = limiter.try_acquire().unwrap_err();
-    check!(err.instance_id() == id);
+    check!(err.id() == id);
     check!(err.reason() == Reason::NoPermitInTime);
     check!(
         err.retry_after() == Duration::from_millis(100),
@@ -215,7 +215,7 @@ fn race(board: &mut Board) {
             // The reservation path: a permit taken now, then given back or kept.
             match SHARED.reserve() {
                 Ok(reservation) if iterations % 16 == 0 => {
-                    // Given back only if nothing took a permit since (SPEC §3); otherwise it
+                    // Given back only if nothing took a permit since; otherwise it
                     // stays taken, and counts as admitted.
                     if reservation.cancel() {
                         refunded += 1;

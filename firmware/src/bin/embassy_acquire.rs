@@ -1,10 +1,10 @@
-//! ritmo under Embassy, in QEMU: embassy-executor runs two tasks that `acquire().await` permits
+//! ritmo under Embassy, in QEMU: embassy-executor runs two tasks that `acquire_async().await` permits
 //! from one `static` limiter; embassy-time runs on a SysTick time driver written below (1 ms
 //! ticks). Exits 0 when every check passes.
 //!
 //! Without the `ritmo-embassy` feature the firmware uses a local clock on `embassy_time::Instant`
 //! and a local `acquire` (reserve, `Timer::at(slot)`, commit); with it, the adapter's
-//! `EmbassyClock` and its `acquire().await`.
+//! `EmbassyClock` and its `acquire_async().await`.
 #![no_std]
 #![no_main]
 
@@ -169,7 +169,7 @@ static DONE: AtomicU32 = AtomicU32::new(0);
 #[embassy_executor::task]
 async fn worker() {
     for _ in 0..PER_TASK {
-        check!(RADIO.acquire().await.is_ok(), "worker: acquire failed");
+        check!(RADIO.acquire_async().await.is_ok(), "worker: acquire failed");
     }
     DONE.store(DONE.load(Ordering::SeqCst) + PER_TASK, Ordering::SeqCst);
 }
@@ -183,7 +183,7 @@ async fn main(spawner: Spawner) {
     let start = Instant::now().as_ticks();
     spawner.spawn(worker()).unwrap();
     for i in 0..PER_TASK {
-        check!(RADIO.acquire().await.is_ok(), "main: acquire {} failed", i);
+        check!(RADIO.acquire_async().await.is_ok(), "main: acquire {} failed", i);
     }
     while DONE.load(Ordering::SeqCst) < PER_TASK {
         embassy_time::Timer::after_millis(1).await;
@@ -200,5 +200,71 @@ async fn main(spawner: Spawner) {
     );
     check!(end >= earliest, "{} permits by {} ms", taken, end - start);
     check!(RADIO.try_acquire().is_err(), "the limiter was not drained");
+    #[cfg(feature = "annotated")]
+    annotated::run().await;
     exit(true)
+}
+
+#[cfg(feature = "annotated")]
+mod annotated {
+    //! A `#[ritmo::limited]` wrapper on firmware: the generated async method sleeps on an
+    //! embassy-time `Timer` for its slot, the plain one rejects at once.
+    use embassy_time::Instant;
+    use ritmo::embassy::EmbassyClock;
+    use ritmo::{RateLimitExceeded, Registry};
+    use ritmo_firmware::{check, log};
+
+    #[derive(Debug)]
+    pub struct Busy;
+
+    impl From<RateLimitExceeded> for Busy {
+        fn from(_: RateLimitExceeded) -> Self {
+            Busy
+        }
+    }
+
+    #[ritmo::limited]
+    #[allow(async_fn_in_trait)]
+    pub trait Sensor {
+        /// 2 per 20 ms, waiting up to 1 s.
+        #[rate_limited(permits = 2, period = "20ms", max_wait = "1s")]
+        async fn sample(&self) -> Result<u16, Busy>;
+
+        /// 1 per hour, no waiting.
+        #[rate_limited(permits = 1, period = "1h")]
+        fn calibrate(&mut self) -> Result<(), Busy>;
+    }
+
+    pub struct Adc;
+
+    impl Sensor for Adc {
+        async fn sample(&self) -> Result<u16, Busy> {
+            Ok(512)
+        }
+        fn calibrate(&mut self) -> Result<(), Busy> {
+            Ok(())
+        }
+    }
+
+    static REGISTRY: Registry<EmbassyClock, 4> = Registry::new(EmbassyClock);
+
+    pub async fn run() {
+        let mut adc = SensorLimited::new(Adc, &REGISTRY).unwrap();
+        let start = Instant::now().as_ticks();
+        for _ in 0..6 {
+            check!(adc.sample().await.is_ok(), "annotated: sample failed");
+        }
+        let elapsed = Instant::now().as_ticks() - start;
+        // A burst of 2, then a permit every 10 ms: the 6th waits at least 4 intervals.
+        check!(elapsed >= 40, "annotated: 6 samples in {} ms", elapsed);
+        check!(adc.calibrate().is_ok(), "annotated: the first calibration");
+        check!(
+            adc.calibrate().is_err(),
+            "annotated: the second is rejected at once"
+        );
+        log!(
+            "annotated: 6 samples in {} ms (at least 40), calibration limited",
+            elapsed
+        );
+    }
 }

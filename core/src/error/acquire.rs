@@ -1,0 +1,365 @@
+//! Errors of the calls that take permits: [`RateLimitExceeded`] (refused for now),
+//! [`InvalidPermits`] (can never succeed), and [`AcquireError`] (either).
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::clock::TickRate;
+
+/// Why a call did not get its permit.
+///
+/// ```
+/// use ritmo_core::Reason;
+/// assert_eq!(Reason::Interrupted.as_str(), "interrupted");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Reason {
+    /// No permit would arrive within `max_wait` (0 by default: no permit right now).
+    NoPermitInTime,
+    /// The caller was waiting for its reserved permit and was interrupted.
+    Interrupted,
+    /// The caller gave up its reservation before its slot (a dropped future, a cancelled
+    /// reservation).
+    Cancelled,
+    /// The shared store that holds the quota (Redis, Valkey) did not answer in time, and the
+    /// limiter's declared policy for that case is to reject.
+    Unavailable,
+    /// A keyed limiter had no room for a key it has not seen yet: every slot holds a key that is
+    /// still being limited. `retry_after` is when the soonest of them is idle again and its slot
+    /// can be reused.
+    KeyCapacity,
+}
+
+impl Reason {
+    /// A short lowercase description.
+    ///
+    /// ```
+    /// # use ritmo_core::Reason;
+    /// assert_eq!(Reason::NoPermitInTime.as_str(), "no permit in time");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::NoPermitInTime => "no permit in time",
+            Reason::Interrupted => "interrupted",
+            Reason::Cancelled => "cancelled",
+            Reason::Unavailable => "store unavailable",
+            Reason::KeyCapacity => "no room for a new key",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A call was not let through: the limiter's id, why, and how long until its permit would arrive.
+///
+/// Small, `Copy` and allocation-free; the rejected path only fills in numbers, and
+/// [`retry_after`](RateLimitExceeded::retry_after) converts them to a duration when asked.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock, RateLimiter, Reason};
+///
+/// let clock = ManualClock::new();
+/// let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1)).unwrap(), &clock);
+/// limiter.try_acquire().unwrap();
+/// let err = limiter.try_acquire().unwrap_err();
+/// assert_eq!(err.id(), "api");
+/// assert_eq!(err.reason(), Reason::NoPermitInTime);
+/// assert_eq!(err.retry_after(), Duration::from_secs(1));
+/// assert_eq!(err.to_string(), "rate limiter 'api': no permit in time; retry after 1s");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitExceeded {
+    id: &'static str,
+    reason: Reason,
+    /// Readings are shifted left by this many bits into the units `wait` counts (see the
+    /// limiter's unit conversion); `retry_after` rounds `wait` up to whole ticks with it.
+    shift: u8,
+    wait: u64,
+    unit_hz: u64,
+}
+
+impl RateLimitExceeded {
+    #[inline(always)]
+    pub(crate) const fn new(
+        id: &'static str,
+        reason: Reason,
+        wait: u64,
+        unit_hz: u64,
+        shift: u8,
+    ) -> Self {
+        RateLimitExceeded {
+            id,
+            reason,
+            shift,
+            wait,
+            unit_hz,
+        }
+    }
+
+    /// A refusal decided outside a [`RateLimiter`](crate::RateLimiter): by a shared store, a
+    /// keyed table, an adapter. `retry_after` is kept to the nanosecond.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{RateLimitExceeded, Reason};
+    /// let err = RateLimitExceeded::from_parts("api", Reason::Unavailable, Duration::from_millis(50));
+    /// assert_eq!(err.reason(), Reason::Unavailable);
+    /// assert_eq!(err.retry_after(), Duration::from_millis(50));
+    /// assert_eq!(err.to_string(), "rate limiter 'api': store unavailable; retry after 50ms");
+    /// ```
+    pub const fn from_parts(id: &'static str, reason: Reason, retry_after: Duration) -> Self {
+        let nanos = retry_after.as_nanos();
+        let wait = if nanos > u64::MAX as u128 {
+            u64::MAX
+        } else {
+            nanos as u64
+        };
+        RateLimitExceeded::new(id, reason, wait, 1_000_000_000, 0)
+    }
+
+    /// The id of the limiter that refused the call.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("uart", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// assert_eq!(l.try_acquire().unwrap_err().id(), "uart");
+    /// ```
+    pub const fn id(&self) -> &'static str {
+        self.id
+    }
+
+    /// Why the call was refused.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter, Reason};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("uart", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// l.try_acquire().unwrap();
+    /// assert_eq!(l.try_acquire().unwrap_err().reason(), Reason::NoPermitInTime);
+    /// ```
+    pub const fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// How long from the refusal until the permit would arrive: waiting that long succeeds if
+    /// nobody else takes the permit first. It is rounded up to the whole clock tick at which the
+    /// permit is there (on a 32768 Hz clock, a multiple of 1/32768 s), then to the nanosecond, so
+    /// that a clock whose reading counts whole ticks has reached the permit by then. Values near
+    /// [`Duration::MAX`] mean it never would (the clock is at the end of its range).
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let l = RateLimiter::new("x", Config::new(3, Duration::from_secs(1)).unwrap(), &clock);
+    /// for _ in 0..3 { l.try_acquire().unwrap(); }
+    /// let wait = l.try_acquire().unwrap_err().retry_after();
+    /// assert_eq!(wait, Duration::from_nanos(333_333_334)); // 1 s / 3, rounded up
+    /// clock.advance(wait);
+    /// assert!(l.try_acquire().is_ok());
+    /// ```
+    pub const fn retry_after(&self) -> Duration {
+        wait_duration(self.wait, self.unit_hz, self.shift as u32)
+    }
+}
+
+impl fmt::Display for RateLimitExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rate limiter '{}': {}; retry after {:?}",
+            self.id,
+            self.reason,
+            self.retry_after()
+        )
+    }
+}
+
+impl core::error::Error for RateLimitExceeded {}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for RateLimitExceeded {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        let after = self.retry_after();
+        defmt::write!(
+            f,
+            "rate limiter '{=str}': {}; retry after {=u64}.{=u32:09}s",
+            self.id,
+            self.reason,
+            after.as_secs(),
+            after.subsec_nanos()
+        )
+    }
+}
+
+/// A call asked for a number of permits no limiter state can grant: `0`, or more than the
+/// limiter's `permits`. Retrying cannot help, so this is not a [`RateLimitExceeded`].
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+/// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
+/// let AcquireError::InvalidPermits(err) = l.try_acquire_n(9).unwrap_err() else { unreachable!() };
+/// assert_eq!((err.requested(), err.permits()), (9, 8));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct InvalidPermits {
+    id: &'static str,
+    requested: u32,
+    permits: u32,
+}
+
+impl InvalidPermits {
+    /// A request of `requested` permits to the limiter `id`, which has `permits` per period: for
+    /// adapters that check a request before it reaches a limiter.
+    ///
+    /// ```
+    /// # use ritmo_core::InvalidPermits;
+    /// let err = InvalidPermits::new("uart", 0, 8);
+    /// assert_eq!((err.requested(), err.permits()), (0, 8));
+    /// ```
+    pub const fn new(id: &'static str, requested: u32, permits: u32) -> Self {
+        InvalidPermits {
+            id,
+            requested,
+            permits,
+        }
+    }
+
+    /// The id of the limiter asked.
+    ///
+    /// ```
+    /// # use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
+    /// let AcquireError::InvalidPermits(e) = l.try_acquire_n(0).unwrap_err() else { unreachable!() };
+    /// assert_eq!(e.id(), "uart");
+    /// ```
+    pub const fn id(&self) -> &'static str {
+        self.id
+    }
+
+    /// How many permits the call asked for.
+    ///
+    /// ```
+    /// # use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
+    /// let AcquireError::InvalidPermits(e) = l.try_acquire_n(0).unwrap_err() else { unreachable!() };
+    /// assert_eq!(e.requested(), 0);
+    /// ```
+    pub const fn requested(&self) -> u32 {
+        self.requested
+    }
+
+    /// The limiter's `permits`: the most one call can take.
+    ///
+    /// ```
+    /// # use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
+    /// let AcquireError::InvalidPermits(e) = l.try_acquire_n(100).unwrap_err() else { unreachable!() };
+    /// assert_eq!(e.permits(), 8);
+    /// ```
+    pub const fn permits(&self) -> u32 {
+        self.permits
+    }
+}
+
+impl fmt::Display for InvalidPermits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rate limiter '{}': a call asked for {} permits, but calls may take 1 to {}; retrying cannot help",
+            self.id, self.requested, self.permits
+        )
+    }
+}
+
+impl core::error::Error for InvalidPermits {}
+
+/// The error of the calls that take `k` permits: refused for now, or impossible.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+/// let l = RateLimiter::new("frames", Config::new(4, Duration::from_secs(1)).unwrap(), ManualClock::new());
+/// assert!(l.try_acquire_n(4).is_ok());
+/// assert!(matches!(l.try_acquire_n(1), Err(AcquireError::RateLimited(_))));
+/// assert!(matches!(l.try_acquire_n(5), Err(AcquireError::InvalidPermits(_))));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum AcquireError {
+    /// Refused now; may succeed after [`RateLimitExceeded::retry_after`].
+    RateLimited(RateLimitExceeded),
+    /// `k = 0` or `k > permits`: can never succeed.
+    InvalidPermits(InvalidPermits),
+}
+
+impl AcquireError {
+    /// The rejection, if this is one.
+    ///
+    /// ```
+    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use core::time::Duration;
+    /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
+    /// assert!(l.try_acquire_n(2).unwrap_err().rate_limited().is_none());
+    /// ```
+    pub const fn rate_limited(&self) -> Option<&RateLimitExceeded> {
+        match self {
+            AcquireError::RateLimited(e) => Some(e),
+            AcquireError::InvalidPermits(_) => None,
+        }
+    }
+}
+
+impl From<RateLimitExceeded> for AcquireError {
+    fn from(e: RateLimitExceeded) -> Self {
+        AcquireError::RateLimited(e)
+    }
+}
+
+impl From<InvalidPermits> for AcquireError {
+    fn from(e: InvalidPermits) -> Self {
+        AcquireError::InvalidPermits(e)
+    }
+}
+
+impl fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AcquireError::RateLimited(e) => e.fmt(f),
+            AcquireError::InvalidPermits(e) => e.fmt(f),
+        }
+    }
+}
+
+impl core::error::Error for AcquireError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            AcquireError::RateLimited(e) => Some(e),
+            AcquireError::InvalidPermits(e) => Some(e),
+        }
+    }
+}
+
+/// `wait` units (`unit_hz` per second, `2^shift` per clock tick) as a duration: rounded up to a
+/// whole tick, then to the nanosecond. A waiter that starts at a reading (always a whole tick)
+/// and waits this long finds the clock at or past the instant `wait` units later.
+pub(crate) const fn wait_duration(wait: u64, unit_hz: u64, shift: u32) -> Duration {
+    let mask = (1u64 << shift) - 1;
+    let ticks = (wait >> shift) + if wait & mask != 0 { 1 } else { 0 };
+    TickRate::from_hz(unit_hz >> shift).duration_ceil(ticks)
+}

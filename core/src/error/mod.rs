@@ -1,0 +1,25 @@
+//! Errors, one small type per thing a caller does about them:
+//!
+//! - a call that was refused for now and may be retried ([`RateLimitExceeded`]), or asked for a
+//!   number of permits no limiter can grant ([`InvalidPermits`]); [`AcquireError`] is either;
+//! - an invalid configuration in code or text ([`ConfigError`]);
+//! - settings that do not resolve to a valid configuration ([`SettingsError`], naming the key);
+//! - a registry that cannot register or find a limiter ([`RegistryError`]).
+//!
+//! Configuration, settings and registry errors carry a stable [`ErrorCode`]; their `Display`
+//! starts with it.
+
+mod acquire;
+mod code;
+mod config;
+mod registry;
+mod settings;
+mod text;
+
+pub(crate) use acquire::wait_duration;
+pub use acquire::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
+pub use code::ErrorCode;
+pub use config::ConfigError;
+pub use registry::RegistryError;
+pub use settings::SettingsError;
+pub(crate) use text::InlineText;

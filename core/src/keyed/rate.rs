@@ -1,0 +1,595 @@
+//! The rules a keyed limiter applies to one key at a time, and one key's state.
+//!
+//! Every keyed store (the fixed table in this crate, the growable map of the std adapter, a
+//! store of your own) keeps one instant per key, `tat`, and asks a [`KeyRate`] what a call does to
+//! it. The GCRA itself lives in one place: the same functions the unkeyed limiter runs.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::clock::{Clock, FixedRateClock, TickRate};
+use crate::config::Config;
+use crate::error::{InvalidPermits, RateLimitExceeded, Reason};
+use crate::event::Listener;
+use crate::gcra::{self, Reserve};
+use crate::limiter::Rate;
+use crate::sync::U64Cell;
+
+/// What one call for one key does to that key's state.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock};
+/// use ritmo_core::keyed::{Decision, KeyRate};
+/// let rate = KeyRate::new("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
+/// // A key never seen (or idle again) has state 0: its full burst.
+/// assert_eq!(rate.decide(0, 0, 1, 0), Decision::Now { new_tat: 1_000_000_000 });
+/// assert_eq!(rate.decide(2_000_000_000, 0, 1, 0), Decision::Reject { wait: 1_000_000_000 });
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Decision {
+    /// The permits are there now; the key's state becomes `new_tat`.
+    Now {
+        /// The key's state after the call.
+        new_tat: u64,
+    },
+    /// The permits arrive in `wait` units, within the call's `max_wait`: they are reserved (the
+    /// state becomes `new_tat`) and the caller waits.
+    Wait {
+        /// The key's state after the call.
+        new_tat: u64,
+        /// Units until the permits arrive.
+        wait: u64,
+    },
+    /// The permits arrive later than `max_wait` (`u64::MAX`: never); nothing changes.
+    Reject {
+        /// Units until the permits would arrive.
+        wait: u64,
+    },
+}
+
+/// A config converted into a clock's units once, plus the limiter's id, clock and listener: what
+/// every key of a keyed limiter shares.
+///
+/// The operations take a key's state `tat` (an instant in the limiter's units; 0 for a key never
+/// seen) and the reading `now` from [`now`](KeyRate::now), and say what to do; they touch no
+/// state themselves. A key whose `tat <= now` ([`is_idle`](KeyRate::is_idle)) decides every call
+/// exactly like a key never seen, which is what lets a keyed store drop it at any moment.
+pub struct KeyRate<C> {
+    id: &'static str,
+    config: Config,
+    rate: Rate,
+    listener: Option<&'static dyn Listener>,
+    clock: C,
+}
+
+impl<C> fmt::Debug for KeyRate<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyRate")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .field("has_listener", &self.listener.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: FixedRateClock> KeyRate<C> {
+    /// The rules for `config` on `clock`, in a `const` context if need be.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{const_config, ManualClock};
+    /// use ritmo_core::keyed::KeyRate;
+    /// static CLOCK: ManualClock = ManualClock::new();
+    /// static RATE: KeyRate<&ManualClock> = KeyRate::new("peers", const_config!(4, Duration::from_secs(1)), &CLOCK);
+    /// assert_eq!(RATE.id(), "peers");
+    /// ```
+    pub const fn new(id: &'static str, config: Config, clock: C) -> Self {
+        Self::build(id, config, clock, C::TICK_RATE)
+    }
+}
+
+impl<C: Clock> KeyRate<C> {
+    /// The rules for `config` on a clock whose tick rate is known only at run time.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock};
+    /// use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.config().permits(), 4);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn with_clock(id: &'static str, config: Config, clock: C) -> Self {
+        let tick = clock.tick_rate();
+        Self::build(id, config, clock, tick)
+    }
+}
+
+impl<C> KeyRate<C> {
+    const fn build(id: &'static str, config: Config, clock: C, tick: TickRate) -> Self {
+        KeyRate {
+            id,
+            config,
+            rate: Rate::new(&config, tick),
+            listener: None,
+            clock,
+        }
+    }
+
+    /// The same rules, with `listener` to report to (see [`listener`](Self::listener)).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, Event, Listener, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// struct Quiet;
+    /// impl Listener for Quiet { fn on_event(&self, _: &Event) {} }
+    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new())
+    ///     .with_listener(&Quiet);
+    /// assert!(rate.listener().is_some());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
+        self.set_listener(listener);
+        self
+    }
+
+    pub(crate) const fn set_listener(&mut self, listener: &'static dyn Listener) {
+        self.listener = Some(listener);
+    }
+
+    /// The limiter's id.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.id(), "api");
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn id(&self) -> &'static str {
+        self.id
+    }
+
+    /// The config every key gets.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let c = Config::new(3, Duration::from_secs(1))?;
+    /// assert_eq!(*KeyRate::with_clock("api", c, ManualClock::new()).config(), c);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The clock it reads.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Clock, Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::starting_at(7));
+    /// assert_eq!(rate.clock().now(), 7);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The listener rejections and released reservations are reported to. It hears the limiter's
+    /// id, never the key: keys are often personal data (an IP address, a user name).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+    /// assert!(rate.listener().is_none());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn listener(&self) -> Option<&'static dyn Listener> {
+        self.listener
+    }
+
+    /// Whether the config is enabled (a disabled one lets every call through and keeps no keys).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let c = Config::new(1, Duration::from_secs(1))?.with_enabled(false);
+    /// assert!(!KeyRate::with_clock("api", c, ManualClock::new()).enabled());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn enabled(&self) -> bool {
+        self.config.enabled()
+    }
+
+    /// `Err` for `k = 0` or `k > permits`: no key's state can ever grant that.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert!(rate.check_permits(4).is_ok());
+    /// assert_eq!(rate.check_permits(5).unwrap_err().requested(), 5);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
+        if k == 0 || k > self.config.permits() {
+            Err(InvalidPermits::new(self.id, k, self.config.permits()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The config's `max_wait`, in units (rounded down).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(5));
+    /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).max_wait(), 5_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn max_wait(&self) -> u64 {
+        self.rate.max_wait
+    }
+
+    /// A duration in units, rounded down (a `max_wait` of a call's own).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.units(Duration::from_micros(3)), 3_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn units(&self, d: Duration) -> u64 {
+        self.rate.units_floor(d)
+    }
+
+    /// A number of units as a duration, rounded up to the nanosecond.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.duration(250), Duration::from_nanos(250));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn duration(&self, units: u64) -> Duration {
+        TickRate::from_hz(self.rate.unit_hz).duration_ceil(units)
+    }
+
+    /// An instant in units as a reading of the clock, rounded up to a whole tick (what a
+    /// [`Wait`](crate::Wait) waits for).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.reading(42), 42); // a 1 GHz clock: units are ticks
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn reading(&self, units: u64) -> u64 {
+        self.rate.reading_ceil(units)
+    }
+
+    /// `k * T`, the amount a call of `k` permits adds to its key's state.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.increment(2), 500_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn increment(&self, k: u32) -> u64 {
+        self.rate.increment(k)
+    }
+
+    /// Whether a key whose state is `tat` is idle at `now`: its burst is full again, so it decides
+    /// every call exactly like a key never seen, and may be dropped without changing anything.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert!(rate.is_idle(100, 100));
+    /// assert!(!rate.is_idle(101, 100));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn is_idle(&self, tat: u64, now: u64) -> bool {
+        tat <= now
+    }
+
+    /// What a call for `k` permits (already checked with [`check_permits`](Self::check_permits))
+    /// that may wait up to `max_wait` units does to a key whose state is `tat`, at `now`. On a
+    /// disabled config every call passes and the state stays as it is.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{Decision, KeyRate};
+    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(
+    ///     rate.decide(1_000_000_000, 0, 1, 2_000_000_000),
+    ///     Decision::Wait { new_tat: 2_000_000_000, wait: 1_000_000_000 }
+    /// );
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline]
+    pub const fn decide(&self, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
+        if !self.config.enabled() {
+            return Decision::Now { new_tat: tat };
+        }
+        match gcra::reserve(
+            tat,
+            now,
+            self.rate.increment(k),
+            self.rate.window(),
+            max_wait,
+        ) {
+            Reserve::Now { new_tat } => Decision::Now { new_tat },
+            Reserve::Wait { new_tat, wait } => Decision::Wait { new_tat, wait },
+            Reserve::Reject { wait } => Decision::Reject { wait },
+        }
+    }
+
+    /// Calls of one permit a key whose state is `tat` would pass at `now`, in `0..=permits`.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.available(0, 0), 4);
+    /// assert_eq!(rate.available(750_000_000, 0), 1);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn available(&self, tat: u64, now: u64) -> u32 {
+        if !self.config.enabled() {
+            return self.config.permits();
+        }
+        gcra::available(
+            tat,
+            now,
+            self.rate.interval,
+            self.rate.window(),
+            self.config.permits(),
+        )
+    }
+
+    /// Units until `k` permits (already checked) would pass at once for a key whose state is
+    /// `tat`: 0 if they are there now.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.wait(1_000_000_000, 0, 1), 250_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
+        if !self.config.enabled() {
+            return 0;
+        }
+        match gcra::check(tat, now, self.rate.increment(k), self.rate.window()) {
+            Ok(_) => 0,
+            Err(wait) => wait,
+        }
+    }
+
+    /// The state after a reservation that wrote `written` and added `increment` is given back, or
+    /// `None` if its permits cannot go back (a later call changed the key since: its slot is left
+    /// unused, so that two calls never share one).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// assert_eq!(rate.refund(500, 500, 250), Some(250));
+    /// assert_eq!(rate.refund(750, 500, 250), None);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn refund(&self, tat: u64, written: u64, increment: u64) -> Option<u64> {
+        gcra::refund(tat, written, increment)
+    }
+
+    /// The error for a call refused for `reason`, `wait` units before it could pass. It is not
+    /// published: the keyed store reports it once its own lock is released.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock, Reason};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
+    /// let e = rate.rejected(Reason::KeyCapacity, 1_000);
+    /// assert_eq!((e.reason(), e.retry_after()), (Reason::KeyCapacity, Duration::from_micros(1)));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub const fn rejected(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
+        RateLimitExceeded::new(self.id, reason, wait, self.rate.unit_hz, self.rate.shift)
+    }
+}
+
+impl<C: Clock> KeyRate<C> {
+    /// The clock's reading, in the units every state and wait is expressed in.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::starting_at(9));
+    /// assert_eq!(rate.now(), 9);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn now(&self) -> u64 {
+        let reading = self.clock.now();
+        // Clocks of 1 GHz and more need no shift: one predictable branch skips it.
+        if self.rate.shift == 0 {
+            reading
+        } else {
+            self.rate.units(reading)
+        }
+    }
+}
+
+/// One key's state, for a keyed store that shares it between threads: the instant its next
+/// permit arrives, in one atomic word (a short critical section on targets without 64-bit
+/// atomics). 8 bytes.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock};
+/// use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+/// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+/// let state = KeyState::new();
+/// assert!(matches!(state.apply(&rate, 0, 1, 0), Decision::Now { .. }));
+/// assert!(matches!(state.apply(&rate, 0, 1, 0), Decision::Reject { .. }));
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug)]
+pub struct KeyState(U64Cell);
+
+impl Default for KeyState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl KeyState {
+    /// The state of a key never seen: its full burst.
+    ///
+    /// ```
+    /// # use ritmo_core::keyed::KeyState;
+    /// assert_eq!(KeyState::new().tat(), 0);
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        KeyState(U64Cell::new(0))
+    }
+
+    /// The state of a key never seen: its full burst.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        KeyState(U64Cell::new(0))
+    }
+
+    /// The instant (in its limiter's units) at which the key's next permit arrives; the key is
+    /// idle from then on.
+    ///
+    /// ```
+    /// # use ritmo_core::keyed::KeyState;
+    /// assert_eq!(KeyState::new().tat(), 0);
+    /// ```
+    #[inline]
+    pub fn tat(&self) -> u64 {
+        self.0.load()
+    }
+
+    /// Decides a call with [`KeyRate::decide`] and applies it with one compare-and-swap,
+    /// deciding again with the value found if another thread changed the key first. A rejection
+    /// changes nothing.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
+    /// let state = KeyState::new();
+    /// assert_eq!(state.apply(&rate, 0, 2, 0), Decision::Now { new_tat: 2_000_000_000 });
+    /// assert_eq!(state.tat(), 2_000_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn apply<C>(&self, rate: &KeyRate<C>, now: u64, k: u32, max_wait: u64) -> Decision {
+        let mut tat = self.0.load();
+        loop {
+            let decision = rate.decide(tat, now, k, max_wait);
+            let new_tat = match decision {
+                Decision::Now { new_tat } | Decision::Wait { new_tat, .. } => new_tat,
+                Decision::Reject { .. } => return decision,
+            };
+            if new_tat == tat {
+                return decision; // a disabled config: nothing to write
+            }
+            match self.0.compare_exchange_weak(tat, new_tat) {
+                Ok(_) => return decision,
+                Err(found) => tat = found,
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Takes one permit now if it is there, with one load and one compare-and-swap (the hot path
+    /// of `try_acquire`, the same test the unkeyed limiter runs); `Err(wait)` with the units until
+    /// it arrives otherwise. On a disabled config it refuses: check
+    /// [`KeyRate::enabled`] first.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{KeyRate, KeyState};
+    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
+    /// let state = KeyState::new();
+    /// assert_eq!(state.try_take(&rate, 0), Ok(()));
+    /// assert_eq!(state.try_take(&rate, 0), Ok(()));
+    /// assert_eq!(state.try_take(&rate, 0), Err(1_000_000_000));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_take<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
+        let mut tat = self.0.load();
+        loop {
+            match gcra::check_limit(tat, now, rate.rate.interval, rate.rate.limit) {
+                Ok(new_tat) => match self.0.compare_exchange_weak(tat, new_tat) {
+                    Ok(_) => return Ok(()),
+                    Err(found) => tat = found,
+                },
+                Err(refused) => return Err(refused.wait()),
+            }
+        }
+    }
+
+    /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed the
+    /// key since (see [`KeyRate::refund`]). Returns whether the permits went back.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
+    /// let state = KeyState::new();
+    /// let Decision::Now { new_tat } = state.apply(&rate, 0, 1, 0) else { unreachable!() };
+    /// assert!(state.refund(&rate, new_tat, rate.increment(1)));
+    /// assert_eq!(state.tat(), 0);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn refund<C>(&self, rate: &KeyRate<C>, written: u64, increment: u64) -> bool {
+        let tat = self.0.load();
+        match rate.refund(tat, written, increment) {
+            Some(back) => self.0.compare_exchange(tat, back).is_ok(),
+            None => false,
+        }
+    }
+}

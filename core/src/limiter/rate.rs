@@ -1,0 +1,208 @@
+//! The unit conversion: a [`Config`] turned into the limiter's time unit once, when the limiter is
+//! built, so that the hot path never multiplies or divides.
+
+use core::time::Duration;
+
+use crate::clock::TickRate;
+use crate::config::Config;
+use crate::error::wait_duration;
+
+/// A config converted into the limiter's time unit: everything a call needs, and nothing else
+/// (the limiter keeps no copy of its [`Config`]; [`config`](Rate::config) rebuilds one).
+///
+/// The unit is the clock's tick, or a fixed-point fraction of it on clocks slower than 1 GHz: a
+/// reading is shifted left by `shift` bits so that one unit is at most a nanosecond. On a 32768 Hz
+/// clock, rounding the emission interval up to whole ticks would cost up to 30 µs per permit
+/// (3% at 1000 permits per second); in units of 1/32768 of a tick it costs under a nanosecond.
+/// Shifting is the only operation the hot path applies to a reading: no multiply, no divide.
+///
+/// Disabled has one encoding: `limit == 0`. Every path asks [`enabled`](Rate::enabled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rate {
+    /// Emission interval `T`, rounded up: the units one permit adds to the state.
+    pub(crate) interval: u64,
+    /// `window - interval + 1`, where `window = n * T` (saturating): a single permit is admitted
+    /// if the state is less than `limit` units ahead of now. 0 on a disabled limiter, so that the
+    /// hot path never admits there and the slow path lets the call through without counting it.
+    pub(crate) limit: u64,
+    /// `max_wait`, rounded down.
+    pub(crate) max_wait: u64,
+    /// Units per second (`hz << shift`).
+    pub(crate) unit_hz: u64,
+    /// Permits per period (`n`).
+    pub(crate) permits: u32,
+    /// Readings are shifted left by this many bits into units.
+    pub(crate) shift: u8,
+    /// Enabled and without a listener: a refusal only returns its wait. One flag, so that the
+    /// refused path tests one byte instead of two things. (Kept here rather than beside the
+    /// listener so that it shares this struct's padding: a limiter on a 32-bit microcontroller
+    /// then fits 64 bytes.) Installing a listener clears it.
+    pub(crate) plain_reject: bool,
+}
+
+impl Rate {
+    pub(crate) const fn new(config: &Config, tick: TickRate) -> Rate {
+        let hz = tick.hz() as u128;
+        let mut shift = 0;
+        while shift < 32 && (hz << shift) < 1_000_000_000 {
+            shift += 1;
+        }
+        let unit_hz = hz << shift;
+        let per_second = 1_000_000_000u128;
+        let n = config.permits() as u128;
+        // Saturating: a period near `Duration::MAX` on a clock near `u64::MAX` Hz overflows
+        // even `u128`, and anything that large is `u64::MAX` units after the division anyway.
+        let interval = config
+            .period()
+            .as_nanos()
+            .saturating_mul(unit_hz)
+            .div_ceil(per_second * n);
+        let interval = saturate(if interval == 0 { 1 } else { interval });
+        // `window >= interval >= 1`, so `limit >= 1` on an enabled limiter.
+        let window = saturate(interval as u128 * n);
+        let max_wait = config.max_wait().as_nanos().saturating_mul(unit_hz) / per_second;
+        Rate {
+            interval,
+            limit: if config.enabled() {
+                window - interval + 1
+            } else {
+                0
+            },
+            max_wait: saturate(max_wait),
+            unit_hz: saturate(unit_hz),
+            permits: config.permits(),
+            shift: shift as u8,
+            plain_reject: config.enabled(),
+        }
+    }
+
+    /// Whether the limiter limits at all.
+    #[inline(always)]
+    pub(crate) const fn enabled(&self) -> bool {
+        self.limit != 0
+    }
+
+    /// `n * T` (saturating), the state's greatest lead over now. Only meaningful when enabled.
+    #[inline(always)]
+    pub(crate) const fn window(&self) -> u64 {
+        self.limit.wrapping_add(self.interval).wrapping_sub(1)
+    }
+
+    /// A clock reading in units (saturating).
+    ///
+    /// Written with 32-bit halves and constant 64-bit shifts only: on a Cortex-M0 a 64-bit shift
+    /// by a variable amount is a library call (two of them, over 100 bytes of flash), while
+    /// 32-bit shifts are single instructions. `shift` is at most 30.
+    #[inline(always)]
+    pub(crate) const fn units(&self, reading: u64) -> u64 {
+        let shift = self.shift as u32;
+        if shift == 0 {
+            return reading;
+        }
+        let (hi, lo) = ((reading >> 32) as u32, reading as u32);
+        if hi >> (32 - shift) != 0 {
+            return u64::MAX; // the reading's top `shift` bits would be lost
+        }
+        let hi = (hi << shift) | (lo >> (32 - shift));
+        ((hi as u64) << 32) | (lo << shift) as u64
+    }
+
+    /// An instant in units as a clock reading, rounded up.
+    pub(crate) const fn reading_ceil(&self, units: u64) -> u64 {
+        let ticks = units >> self.shift;
+        if ticks << self.shift == units {
+            ticks
+        } else {
+            ticks + 1
+        }
+    }
+
+    /// `k * T`, saturating.
+    #[inline(always)]
+    pub(crate) const fn increment(&self, k: u32) -> u64 {
+        saturate(self.interval as u128 * k as u128)
+    }
+
+    /// A duration in units, rounded down (saturating).
+    pub(crate) const fn units_floor(&self, d: Duration) -> u64 {
+        saturate(d.as_nanos().saturating_mul(self.unit_hz as u128) / 1_000_000_000)
+    }
+
+    /// A wait of `units` from a clock reading, as the duration after which the clock reads at
+    /// least that far: rounded up to a whole tick, then to the nanosecond.
+    pub(crate) const fn wait_duration(&self, units: u64) -> Duration {
+        wait_duration(units, self.unit_hz, self.shift as u32)
+    }
+
+    /// The config this rate applies: `permits` and `enabled` as given, `period` and `max_wait`
+    /// as the limiter's unit expresses them (`n * T` rounded up, `max_wait` rounded down, each
+    /// back to the nanosecond). On a clock of 1 GHz or more they are the ones given whenever the
+    /// period is a whole number of nanoseconds per permit.
+    pub(crate) const fn config(&self) -> Config {
+        let window = saturate(self.interval as u128 * self.permits as u128);
+        let per_unit = TickRate::from_hz(self.unit_hz);
+        let max_wait = per_unit.duration_ceil(self.max_wait);
+        Config::from_parts(
+            self.permits,
+            per_unit.duration_ceil(window),
+            max_wait,
+            self.enabled(),
+        )
+    }
+}
+
+const fn saturate(x: u128) -> u64 {
+    if x > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        x as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_shift_and_saturate_like_the_plain_arithmetic() {
+        let config = Config::new(1, Duration::from_secs(1)).unwrap();
+        let readings = [
+            0,
+            1,
+            u32::MAX as u64,
+            u32::MAX as u64 + 1,
+            0x0000_0001_8000_0001,
+            0x0003_ffff_ffff_ffff,
+            u64::MAX >> 30,
+            (u64::MAX >> 30) + 1,
+            u64::MAX >> 1,
+            u64::MAX,
+        ];
+        for hz in [
+            1,
+            3,
+            1000,
+            32_768,
+            1_000_000,
+            999_999_999,
+            1_000_000_000,
+            u64::MAX,
+        ] {
+            let rate = Rate::new(&config, TickRate::from_hz(hz));
+            assert!(rate.shift <= 30);
+            for reading in readings.into_iter().chain((0..64).map(|b| 1u64 << b)) {
+                let expected = (reading as u128) << rate.shift;
+                let expected = if expected > u64::MAX as u128 {
+                    u64::MAX
+                } else {
+                    expected as u64
+                };
+                assert_eq!(
+                    rate.units(reading),
+                    expected,
+                    "{hz} Hz, reading {reading:#x}"
+                );
+            }
+        }
+    }
+}

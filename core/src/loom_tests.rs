@@ -1,0 +1,356 @@
+//! Model checks of the limiter's one-word state under every interleaving of 2–3 threads.
+//!
+//! Built only in this crate's tests with `RUSTFLAGS="--cfg loom"` (`cfg(all(test, loom))`):
+//! then `src/sync.rs` backs the state (and `ManualClock`) with loom's atomics, and loom runs each
+//! model once per interleaving of its threads' atomic operations (bounded by
+//! `LOOM_MAX_PREEMPTIONS`). Run:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p ritmo-core --lib --release --target-dir target/loom loom_tests
+//! ```
+//!
+//! The clock is a `ManualClock` that never moves, so every admission happens at one instant: the
+//! bound (at most `permits` plus one per emission interval elapsed) is then exactly `permits` permits held at once, and every change of the
+//! state is a whole number of emission intervals that the tests can account for.
+use core::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering as StdOrdering};
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::thread;
+extern crate std;
+
+use std::vec::Vec;
+
+use crate::{Clock, Config, ManualClock, RateLimiter};
+
+/// One permit per second: `T` = 1 s on the nanosecond clock.
+const T: Duration = Duration::from_secs(1);
+
+fn limiter(permits: u32, max_wait: Duration) -> Arc<RateLimiter<ManualClock>> {
+    let config = Config::new(permits, T * permits)
+        .expect("valid config")
+        .with_max_wait(max_wait);
+    // Far from 0, so that `max(tat, now)` matters.
+    Arc::new(RateLimiter::new(
+        "loom",
+        config,
+        ManualClock::starting_at(1_000_000_000_000),
+    ))
+}
+
+/// Runs `model` in every interleaving and returns how many it explored (so a test can show the
+/// model checker really explored more than one schedule).
+fn explore(model: impl Fn() + Sync + Send + 'static) -> usize {
+    let runs = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = runs.clone();
+    loom::model(move || {
+        counter.fetch_add(1, StdOrdering::Relaxed);
+        model();
+    });
+    let runs = runs.load(StdOrdering::Relaxed);
+    std::eprintln!("loom explored {runs} interleavings");
+    runs
+}
+
+/// Three threads race `try_acquire` for two permits: in every interleaving exactly two win, the
+/// third is rejected with the time to the next permit, and nothing is left.
+#[test]
+fn racing_try_acquire_admits_exactly_the_burst() {
+    let runs = explore(|| {
+        let l = limiter(2, Duration::ZERO);
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let l = l.clone();
+                thread::spawn(move || l.try_acquire())
+            })
+            .collect();
+        let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let admitted = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(admitted, 2, "{results:?}");
+        for e in results.iter().filter_map(|r| r.as_ref().err()) {
+            assert_eq!(e.retry_after(), T);
+        }
+        assert_eq!(l.available_permits(), 0);
+        assert_eq!(l.retry_after(), T);
+    });
+    assert!(runs > 1, "loom explored {runs} interleavings");
+}
+
+/// Two threads take several permits at once (`try_acquire_n`) while a third peeks: the batches
+/// never together exceed the burst, and a peek never reports more than is there.
+#[test]
+fn racing_batches_never_exceed_the_burst() {
+    let runs = explore(|| {
+        let l = limiter(4, Duration::ZERO);
+        let a = {
+            let l = l.clone();
+            thread::spawn(move || l.try_acquire_n(3).is_ok())
+        };
+        let b = {
+            let l = l.clone();
+            thread::spawn(move || l.try_acquire_n(2).is_ok())
+        };
+        let peek = {
+            let l = l.clone();
+            thread::spawn(move || l.snapshot().available_permits)
+        };
+        let (a, b, seen) = (a.join().unwrap(), b.join().unwrap(), peek.join().unwrap());
+        // 3 + 2 > 4: exactly one batch fits, whichever came first.
+        assert!(a ^ b, "a = {a}, b = {b}");
+        let taken = if a { 3 } else { 2 };
+        assert!([4, 4 - taken].contains(&seen), "peek saw {seen}");
+        assert_eq!(l.available_permits(), 4 - taken);
+    });
+    assert!(runs > 1);
+}
+
+/// Two threads each reserve a permit, and one of them gives it back, while a third calls
+/// `try_acquire`. With `permits = 2` and no waiting, the permits in use at any moment (counted by
+/// each thread between getting a permit and giving it up) never exceed 2, and at the end the
+/// state holds exactly the permits that were not given back.
+#[test]
+fn permits_in_use_never_exceed_the_bound() {
+    let runs = explore(|| {
+        let l = limiter(2, Duration::ZERO);
+        let in_use = Arc::new(AtomicU32::new(0));
+        let take = |in_use: &AtomicU32| {
+            let held = in_use.fetch_add(1, Ordering::AcqRel) + 1;
+            assert!(held <= 2, "{held} permits in use at once");
+        };
+        // Each thread reports (granted, cancelled, returned).
+        let reserver = |cancel: bool| {
+            let (l, in_use) = (l.clone(), in_use.clone());
+            thread::spawn(move || match l.reserve() {
+                Ok(r) => {
+                    take(&in_use);
+                    if cancel {
+                        in_use.fetch_sub(1, Ordering::AcqRel);
+                        (1, 1, u32::from(r.cancel()))
+                    } else {
+                        r.commit();
+                        (1, 0, 0)
+                    }
+                }
+                Err(_) => (0, 0, 0),
+            })
+        };
+        let a = reserver(true);
+        let b = reserver(false);
+        let c = {
+            let (l, in_use) = (l.clone(), in_use.clone());
+            thread::spawn(move || match l.try_acquire() {
+                Ok(()) => {
+                    take(&in_use);
+                    (1, 0, 0)
+                }
+                Err(_) => (0, 0, 0),
+            })
+        };
+        let outcomes = [a.join().unwrap(), b.join().unwrap(), c.join().unwrap()];
+        let granted: u32 = outcomes.iter().map(|o| o.0).sum();
+        let cancelled: u32 = outcomes.iter().map(|o| o.1).sum();
+        let returned: u32 = outcomes.iter().map(|o| o.2).sum();
+        assert!(returned <= cancelled);
+        assert_eq!(in_use.load(Ordering::Acquire), granted - cancelled);
+        // A permit given up but not returned (someone took one after it) stays spent.
+        assert_eq!(l.available_permits(), 2 - (granted - returned));
+        // A takes at most one of the two permits, so B and C are never both refused.
+        assert!(outcomes[1].0 + outcomes[2].0 >= 1);
+    });
+    assert!(runs > 1);
+}
+
+/// The tail rule of refunds, with waiting. The burst (one permit) is spent before the threads start;
+/// A reserves the next slot and cancels, B reserves and commits. In every interleaving:
+/// - A's permit goes back exactly when no reservation was made after it (B's slot is not later
+///   than A's), so a cancelled reservation in the middle of the queue is never refunded;
+/// - the committed permits have distinct slots, one emission interval apart: two calls never
+///   share a slot;
+/// - the state afterwards is exactly "1 + kept" intervals past the start.
+#[test]
+fn a_cancelled_reservation_goes_back_only_from_the_tail() {
+    let runs = explore(|| {
+        let l = limiter(1, T * 10);
+        let start = l.clock().now();
+        l.try_acquire().unwrap(); // the burst: slot `start`
+        let a = {
+            let l = l.clone();
+            thread::spawn(move || {
+                let r = l.reserve().expect("within max_wait");
+                let slot = r.slot();
+                (slot, r.cancel())
+            })
+        };
+        let b = {
+            let l = l.clone();
+            thread::spawn(move || {
+                let r = l.reserve().expect("within max_wait");
+                let slot = r.slot();
+                r.commit();
+                slot
+            })
+        };
+        let ((a_slot, a_returned), b_slot) = (a.join().unwrap(), b.join().unwrap());
+        let t = T.as_nanos() as u64;
+        assert_eq!(a_returned, b_slot <= a_slot, "A at {a_slot}, B at {b_slot}");
+        // B's slot is the first free one after the burst if A gave its slot back before B came,
+        // or whichever of the two A left it.
+        assert!(b_slot == start + t || b_slot == start + 2 * t);
+        // The state: the burst, B, and A unless it went back.
+        let kept = 2 + u64::from(!a_returned);
+        assert_eq!(l.retry_after(), T * kept as u32);
+    });
+    assert!(runs > 1);
+}
+
+/// Three reservations race, two are cancelled, one is committed. In every interleaving the
+/// state afterwards equals exactly the burst plus the reservations not given back, and the next
+/// reservation gets a slot after the committed one: a refund never hands out a slot that a kept
+/// permit already owns (a refund from the middle of the queue would).
+#[test]
+fn three_threads_reserve_cancel_and_commit() {
+    let runs = explore(|| {
+        let l = limiter(1, T * 10);
+        let start = l.clock().now();
+        l.try_acquire().unwrap();
+        let spawn = |cancel: bool| {
+            let l = l.clone();
+            thread::spawn(move || {
+                let r = l.reserve().expect("within max_wait");
+                let slot = r.slot();
+                if cancel {
+                    (slot, r.cancel())
+                } else {
+                    r.commit();
+                    (slot, false)
+                }
+            })
+        };
+        let threads = [spawn(true), spawn(true), spawn(false)];
+        let out: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let t = T.as_nanos() as u64;
+        let returned = out.iter().filter(|o| o.1).count() as u64;
+        let committed = out[2].0;
+        // The committed slot is a whole number of intervals after the burst, within the three
+        // reservations made.
+        assert!(committed > start && committed <= start + 3 * t);
+        assert_eq!((committed - start) % t, 0);
+        // The state: the burst plus every reservation that was not given back.
+        let kept = 1 + 3 - returned;
+        assert_eq!(l.retry_after(), T * kept as u32);
+        // ... which lies past the committed permit: the next caller never shares its slot.
+        let next = l.reserve_n_within(1, T * 10).expect("within max_wait");
+        assert!(next.slot() > committed, "{} after {committed}", next.slot());
+        next.commit();
+    });
+    assert!(runs > 1);
+}
+
+/// The registry's claim protocol (`Registry::get_or_create`), modelled with loom's primitives:
+/// look for the id in the filled slots without a lock; if it is not there, take the critical
+/// section (here a loom `Mutex`), look again, and fill the first empty slot. Slots are filled in
+/// order and never emptied; a filled slot is published with `Release` and read with `Acquire`,
+/// as `once_cell` does.
+///
+/// The real `Registry` cannot run under loom: its critical section (the `critical-section`
+/// crate's std implementation) is a process-wide mutex plus a thread-local "already inside" flag,
+/// and loom runs every model thread on one OS thread, so the flag would make each critical
+/// section look nested (no exclusion at all); and its slots are `once_cell` cells on std atomics,
+/// which loom cannot see, so it would find no interleavings to explore. RELIABILITY.md says the
+/// same; `tests/registry.rs` races the real one on real threads.
+mod registry_protocol {
+    use super::*;
+    use loom::sync::Mutex;
+    use loom::sync::atomic::AtomicUsize;
+
+    const EMPTY: usize = 0;
+
+    pub struct Model<const N: usize> {
+        slots: [AtomicUsize; N],
+        claim: Mutex<()>,
+    }
+
+    impl<const N: usize> Model<N> {
+        pub fn new() -> Self {
+            Model {
+                slots: core::array::from_fn(|_| AtomicUsize::new(EMPTY)),
+                claim: Mutex::new(()),
+            }
+        }
+
+        /// The slot holding `id` (non-zero), created if need be; `Err(())` when full.
+        pub fn get_or_create(&self, id: usize) -> Result<usize, ()> {
+            for (i, slot) in self.slots.iter().enumerate() {
+                match slot.load(Ordering::Acquire) {
+                    EMPTY => break,
+                    found if found == id => return Ok(i),
+                    _ => {}
+                }
+            }
+            let _section = self.claim.lock().unwrap();
+            for (i, slot) in self.slots.iter().enumerate() {
+                match slot.load(Ordering::Acquire) {
+                    EMPTY => {
+                        slot.store(id, Ordering::Release);
+                        return Ok(i);
+                    }
+                    found if found == id => return Ok(i),
+                    _ => {}
+                }
+            }
+            Err(())
+        }
+
+        pub fn filled(&self) -> Vec<usize> {
+            self.slots
+                .iter()
+                .map(|s| s.load(Ordering::Acquire))
+                .filter(|&v| v != EMPTY)
+                .collect()
+        }
+    }
+}
+
+/// Three threads register one id at once: every one gets the same slot, and exactly one slot
+/// is filled.
+#[test]
+fn racing_registrations_of_one_id_yield_one_limiter() {
+    let runs = explore(|| {
+        let registry = Arc::new(registry_protocol::Model::<2>::new());
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let registry = registry.clone();
+                thread::spawn(move || registry.get_or_create(7))
+            })
+            .collect();
+        let got: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(got, [Ok(0), Ok(0), Ok(0)]);
+        assert_eq!(registry.filled(), [7]);
+    });
+    assert!(runs > 1);
+}
+
+/// Two ids race for the last slot while a third thread registers one of them again: one id
+/// wins the slot, the other is told the registry is full, and the repeat gets the winner's slot
+/// if it repeated the winner.
+#[test]
+fn racing_registrations_never_overfill_the_registry() {
+    let runs = explore(|| {
+        let registry = Arc::new(registry_protocol::Model::<1>::new());
+        let spawn = |id| {
+            let registry = registry.clone();
+            thread::spawn(move || registry.get_or_create(id))
+        };
+        let (a, b, again) = (spawn(1), spawn(2), spawn(1));
+        let (a, b, again) = (a.join().unwrap(), b.join().unwrap(), again.join().unwrap());
+        let filled = registry.filled();
+        assert_eq!(filled.len(), 1);
+        match filled[0] {
+            1 => assert_eq!((a, b, again), (Ok(0), Err(()), Ok(0))),
+            _ => assert_eq!((a, b, again), (Err(()), Ok(0), Err(()))),
+        }
+    });
+    assert!(runs > 1);
+}

@@ -1,0 +1,156 @@
+//! Pieces shared by the trait wrapper and the limited functions: finding the attribute, checking
+//! what a method returns, the limited call's prologue.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::{Attribute, ReturnType, Signature, Type};
+
+use crate::args::{Limit, parse_limit};
+
+/// Whether `attr` is `#[rate_limited(...)]` (under any path: `ritmo::rate_limited` too).
+pub fn is_rate_limited(attr: &Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "rate_limited")
+}
+
+/// Takes the `#[rate_limited(...)]` attribute off `attrs` and parses it; two are an error.
+pub fn take_limit(attrs: &mut Vec<Attribute>) -> syn::Result<Option<Limit>> {
+    let mut found = None;
+    let mut kept = Vec::with_capacity(attrs.len());
+    for attr in attrs.drain(..) {
+        if !is_rate_limited(&attr) {
+            kept.push(attr);
+            continue;
+        }
+        if found.is_some() {
+            return Err(syn::Error::new_spanned(
+                &attr,
+                "a function takes one #[rate_limited(...)]: share a limiter with `name = \"...\"` instead",
+            ));
+        }
+        let tokens = match &attr.meta {
+            syn::Meta::List(list) => list.tokens.clone(),
+            _ => TokenStream::new(),
+        };
+        found = Some(parse_limit(tokens, &attr.to_token_stream())?);
+    }
+    *attrs = kept;
+    Ok(found)
+}
+
+/// The span errors about the return type point at.
+pub fn return_span(sig: &Signature) -> Span {
+    match &sig.output {
+        ReturnType::Default => sig.ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
+    }
+}
+
+/// A limited function must return a `Result` (any `...::Result<..>`, aliases such as
+/// `io::Result<T>` too) so that a rejection can be returned as its `Err`.
+pub fn check_returns_result(sig: &Signature) -> syn::Result<()> {
+    let ok = match &sig.output {
+        ReturnType::Type(_, ty) => match &**ty {
+            Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Result"),
+            _ => false,
+        },
+        ReturnType::Default => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    let found = match &sig.output {
+        ReturnType::Default => "nothing (`()`)".to_string(),
+        ReturnType::Type(_, ty) => format!("`{}`", crate::ids::tidy(ty.to_token_stream())),
+    };
+    let hint = match &sig.output {
+        ReturnType::Type(_, ty) if matches!(&**ty, Type::ImplTrait(_)) => {
+            "; a method returning `impl Future` is limited as an `async fn`: write it as one"
+        }
+        _ => "",
+    };
+    Err(syn::Error::new(
+        return_span(sig),
+        format!(
+            "a #[rate_limited] function must return `Result<_, E>` with `E: From<ritmo::RateLimitExceeded>`, so that a rejected call can return `Err`; `{}` returns {found}{hint}",
+            sig.ident
+        ),
+    ))
+}
+
+/// The statements a limited call starts with: take a permit from `limiter` (an expression of
+/// type `&RateLimiter<C>`), waiting the clock's way within `max_wait`, or return the rejection as
+/// the function's own error.
+pub fn acquire_prologue(krate: &TokenStream, limiter: TokenStream, sig: &Signature) -> TokenStream {
+    // Spanned at the return type, so that an error type without `From<RateLimitExceeded>` is
+    // reported there.
+    let span = return_span(sig);
+    let krate = respan(krate.clone(), span);
+    let rejection = quote_spanned! {span=>
+        ::core::result::Result::Err(#krate::__private::rejection(__ritmo_rejected))
+    };
+    if sig.asyncness.is_some() {
+        quote! {
+            if let ::core::result::Result::Err(__ritmo_rejected) = (#limiter).__acquire_async().await {
+                return #rejection;
+            }
+        }
+    } else {
+        quote! {
+            if let ::core::result::Result::Err(__ritmo_rejected) = (#limiter).__acquire_blocking() {
+                return #rejection;
+            }
+        }
+    }
+}
+
+/// Finds a bare `Self` type (not `Self::Assoc`).
+#[derive(Default)]
+pub struct BareSelf(pub Option<Span>);
+
+impl<'ast> Visit<'ast> for BareSelf {
+    fn visit_type_path(&mut self, p: &'ast syn::TypePath) {
+        if p.qself.is_none() && p.path.segments.len() == 1 && p.path.segments[0].ident == "Self" {
+            self.0.get_or_insert(p.span());
+        }
+        syn::visit::visit_type_path(self, p);
+    }
+}
+
+/// Finds whether a type names any of the given identifiers (generic parameters) or `Self`.
+pub struct Mentions<'a> {
+    pub names: &'a [syn::Ident],
+    pub found: bool,
+}
+
+impl<'ast> Visit<'ast> for Mentions<'_> {
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        if let Some(first) = p.segments.first()
+            && (first.ident == "Self" || self.names.contains(&first.ident))
+        {
+            self.found = true;
+        }
+        syn::visit::visit_path(self, p);
+    }
+}
+
+/// The same tokens, every one at `span`.
+pub fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(g) = &tree {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tree = proc_macro2::TokenTree::Group(group);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
+}

@@ -1,0 +1,520 @@
+//! `#[ritmo::limited]` on a trait: the trait as written (less its `#[rate_limited]` attributes),
+//! and `<Trait>Limited`, a wrapper that implements the trait by delegation, taking a permit first
+//! in every limited method.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, format_ident, quote};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+use syn::{
+    FnArg, GenericParam, Generics, Ident, ItemTrait, Lifetime, ReturnType, TraitItem, TraitItemFn,
+    Type, parse_quote,
+};
+
+use crate::args::{Limit, Options, krate};
+use crate::common::{BareSelf, Mentions, acquire_prologue, check_returns_result, take_limit};
+use crate::ids::{id_tokens, parameter_types};
+
+struct Method {
+    item: TraitItemFn,
+    limit: Option<Limit>,
+}
+
+/// Rewrites `Self::X` as `<T as Trait<..>>::X`, for where-clauses on the wrapper's impl.
+struct SelfAsInner<'a> {
+    inner: &'a Type,
+    trait_path: &'a TokenStream,
+}
+
+impl VisitMut for SelfAsInner<'_> {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        if let Type::Path(p) = ty
+            && p.qself.is_none()
+            && p.path.segments.len() > 1
+            && p.path.segments[0].ident == "Self"
+        {
+            let rest: Vec<_> = p.path.segments.iter().skip(1).collect();
+            let (inner, trait_path) = (self.inner, self.trait_path);
+            *ty = parse_quote!(<#inner as #trait_path>::#(#rest)::*);
+            return;
+        }
+        syn::visit_mut::visit_type_mut(self, ty);
+    }
+}
+
+fn pick_ident(generics: &Generics, wanted: &str, fallback: &str) -> Ident {
+    let taken = generics.params.iter().any(|p| match p {
+        GenericParam::Type(t) => t.ident == wanted,
+        GenericParam::Const(c) => c.ident == wanted,
+        GenericParam::Lifetime(_) => false,
+    });
+    format_ident!("{}", if taken { fallback } else { wanted })
+}
+
+pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream> {
+    let krate = krate(&options);
+    let trait_ident = item.ident.clone();
+    let trait_name = trait_ident.to_string();
+    let wrapper = format_ident!("{}Limited", trait_ident);
+    let vis = item.vis.clone();
+
+    let mut methods = Vec::new();
+    let mut errors: Option<syn::Error> = None;
+    let mut push_error = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    for trait_item in &mut item.items {
+        if let TraitItem::Fn(f) = trait_item {
+            match take_limit(&mut f.attrs) {
+                Ok(limit) => methods.push(Method {
+                    item: f.clone(),
+                    limit,
+                }),
+                Err(e) => push_error(e),
+            }
+        }
+    }
+    if let Some(e) = errors {
+        // The trait still expands, so that the attribute's errors come alone.
+        let e = e.to_compile_error();
+        return Ok(quote!(#item #e));
+    }
+
+    let lifetime_taken = item.generics.lifetimes().any(|l| l.lifetime.ident == "r");
+    let r = Lifetime::new(
+        if lifetime_taken { "'__ritmo" } else { "'r" },
+        Span::call_site(),
+    );
+    let inner_ty = pick_ident(&item.generics, "T", "__RitmoInner");
+    let clock = pick_ident(&item.generics, "C", "__RitmoClock");
+
+    let (_, trait_ty_generics, _) = item.generics.split_for_impl();
+    let trait_path = quote!(#trait_ident #trait_ty_generics);
+    let inner_type: Type = parse_quote!(#inner_ty);
+    let generic_names: Vec<Ident> = item
+        .generics
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            GenericParam::Type(t) => Some(t.ident.clone()),
+            GenericParam::Const(c) => Some(c.ident.clone()),
+            GenericParam::Lifetime(_) => None,
+        })
+        .collect();
+
+    let mut impl_items = Vec::new();
+    let mut extra_where = Vec::new();
+    let mut fields = Vec::new();
+    let mut inits = Vec::new();
+    let mut inits_with = Vec::new();
+    let mut lookups = Vec::new();
+    let mut doc_rows = Vec::new();
+    let mut debug_fields = Vec::new();
+    let mut fields_copy = Vec::new();
+    let mut needs_blocking = false;
+    let mut needs_async = false;
+
+    for trait_item in &item.items {
+        match trait_item {
+            TraitItem::Type(t) => {
+                let ident = &t.ident;
+                let mut generics = t.generics.clone();
+                let where_clause = generics.where_clause.take();
+                let (_, ty_generics, _) = generics.split_for_impl();
+                let attrs = cfg_attrs(&t.attrs);
+                let params = &generics.params;
+                let params = if params.is_empty() {
+                    quote!()
+                } else {
+                    quote!(<#params>)
+                };
+                impl_items.push(quote! {
+                    #(#attrs)*
+                    type #ident #params = <#inner_ty as #trait_path>::#ident #ty_generics #where_clause;
+                });
+            }
+            TraitItem::Const(c) => {
+                let ident = &c.ident;
+                let ty = &c.ty;
+                let attrs = cfg_attrs(&c.attrs);
+                impl_items.push(quote! {
+                    #(#attrs)*
+                    const #ident: #ty = <#inner_ty as #trait_path>::#ident;
+                });
+            }
+            TraitItem::Fn(_) => {}
+            other => {
+                return Err(syn::Error::new(
+                    other.span(),
+                    "#[ritmo::limited] cannot delegate this trait item",
+                ));
+            }
+        }
+    }
+
+    for Method { item: f, limit } in &methods {
+        let sig = &f.sig;
+        let ident = &sig.ident;
+        // Parameters: the receiver as written, the others renamed (patterns are the trait's).
+        let mut receiver = None;
+        let mut inputs = Vec::new();
+        let mut args = Vec::new();
+        for (i, input) in sig.inputs.iter().enumerate() {
+            match input {
+                FnArg::Receiver(rcv) => receiver = Some(rcv.clone()),
+                FnArg::Typed(t) => {
+                    let mut bare = BareSelf::default();
+                    bare.visit_type(&t.ty);
+                    if let Some(span) = bare.0 {
+                        return Err(self_error(span, ident));
+                    }
+                    let name = format_ident!("__ritmo_arg{}", i);
+                    let ty = &t.ty;
+                    inputs.push(quote!(#name: #ty));
+                    args.push(quote!(#name));
+                }
+            }
+        }
+        if let ReturnType::Type(_, ty) = &sig.output {
+            let mut bare = BareSelf::default();
+            bare.visit_type(ty);
+            if let Some(span) = bare.0 {
+                return Err(self_error(span, ident));
+            }
+        }
+        let inner_arg = match &receiver {
+            None => None,
+            Some(rcv) => Some(receiver_access(rcv, ident)?),
+        };
+        let call_args = match &inner_arg {
+            Some(inner) => quote!(#inner, #(#args),*),
+            None => quote!(#(#args),*),
+        };
+        let awaiting = sig.asyncness.map(|_| quote!(.await));
+        let mut delegate = quote!(<#inner_ty as #trait_path>::#ident(#call_args) #awaiting);
+        if sig.unsafety.is_some() {
+            delegate = quote!(unsafe { #delegate });
+        }
+        let field = format_ident!("__ritmo_{}", ident);
+        let prologue = match limit {
+            None => quote!(),
+            Some(limit) => {
+                if receiver.is_none() {
+                    return Err(syn::Error::new(
+                        ident.span(),
+                        format!(
+                            "#[rate_limited] on `{ident}`, which takes no `self`: the wrapper keeps the limiter, so only methods can be limited"
+                        ),
+                    ));
+                }
+                check_returns_result(sig)?;
+                if sig.asyncness.is_some() {
+                    needs_async = true;
+                } else {
+                    needs_blocking = true;
+                }
+                // An error type that depends on the implementation (`Self::Error`) or on the
+                // trait's parameters is checked on the impl.
+                if let ReturnType::Type(_, ty) = &sig.output
+                    && let Some(error) = result_error_type(ty)
+                {
+                    let mut mentions = Mentions {
+                        names: &generic_names,
+                        found: false,
+                    };
+                    mentions.visit_type(&error);
+                    if mentions.found {
+                        let mut error = error.clone();
+                        SelfAsInner {
+                            inner: &inner_type,
+                            trait_path: &trait_path,
+                        }
+                        .visit_type_mut(&mut error);
+                        extra_where
+                            .push(quote!(#error: #krate::__private::CarriesRateLimitExceeded));
+                    }
+                }
+                let id = id_tokens(limit, Some(&trait_name), sig);
+                let config = limit.config_tokens(&krate);
+                let shared = limit.shared_tokens();
+                fields.push(quote! {
+                    #field: &#r #krate::__private::RateLimiter<#clock>
+                });
+                inits.push(quote! {
+                    #field: #krate::__private::register(registry, #id, #config)?
+                });
+                inits_with.push(quote! {
+                    #field: #krate::__private::register_with(registry, settings, #id, #shared, #config)?
+                });
+                let method_name = ident.to_string();
+                lookups.push(quote!(#method_name => ::core::option::Option::Some(self.#field)));
+                debug_fields.push(quote!(.field(#method_name, &self.#field.id())));
+                fields_copy.push(quote!(#field: self.#field,));
+                let id_doc = match &limit.name {
+                    Some(name) => quote!(#name),
+                    None => {
+                        let rest = format!("::{trait_name}::{ident}({})", parameter_types(sig));
+                        quote!(::core::concat!(::core::module_path!(), #rest))
+                    }
+                };
+                let row = format!("| `{ident}` | ");
+                let rest = format!("` | {} |\n", limit.described);
+                doc_rows.push(quote!(#row, "`", #id_doc, #rest));
+                acquire_prologue(&krate, quote!(self.#field), sig)
+            }
+        };
+        let constness = &sig.constness;
+        let asyncness = &sig.asyncness;
+        let unsafety = &sig.unsafety;
+        let abi = &sig.abi;
+        let generics = &sig.generics;
+        let where_clause = &sig.generics.where_clause;
+        let output = &sig.output;
+        let params = match &receiver {
+            Some(rcv) => quote!(#rcv, #(#inputs),*),
+            None => quote!(#(#inputs),*),
+        };
+        let attrs = cfg_attrs(&f.attrs);
+        impl_items.push(quote! {
+            #(#attrs)*
+            #[inline]
+            #constness #asyncness #unsafety #abi fn #ident #generics (#params) #output #where_clause {
+                #prologue
+                #delegate
+            }
+        });
+    }
+
+    let no_limiters = fields.is_empty();
+    let phantom = quote!(__ritmo_limiters: ::core::marker::PhantomData<&#r #krate::__private::RateLimiter<#clock>>);
+    let phantom_init = quote!(__ritmo_limiters: ::core::marker::PhantomData);
+
+    // The impl's generics: 'r, the trait's own (without defaults), T, C.
+    let mut impl_generics = item.generics.clone();
+    for param in impl_generics.params.iter_mut() {
+        match param {
+            GenericParam::Type(t) => {
+                t.eq_token = None;
+                t.default = None;
+            }
+            GenericParam::Const(c) => {
+                c.eq_token = None;
+                c.default = None;
+            }
+            GenericParam::Lifetime(_) => {}
+        }
+    }
+    impl_generics.params.insert(
+        0,
+        GenericParam::Lifetime(syn::LifetimeParam::new(r.clone())),
+    );
+    let mut clock_bounds = quote!(#krate::__private::Clock);
+    if needs_blocking {
+        clock_bounds.extend(quote!(+ #krate::__private::BlockingClock));
+    }
+    if needs_async {
+        clock_bounds.extend(quote!(+ #krate::__private::AsyncClock));
+    }
+    impl_generics
+        .params
+        .push(parse_quote!(#inner_ty: #trait_path));
+    impl_generics
+        .params
+        .push(parse_quote!(#clock: #clock_bounds));
+    {
+        let where_clause = impl_generics.make_where_clause();
+        for predicate in &extra_where {
+            where_clause.predicates.push(parse_quote!(#predicate));
+        }
+    }
+    let (impl_params, _, impl_where) = impl_generics.split_for_impl();
+    let unsafety = &item.unsafety;
+
+    let doc_head = format!(
+        "Wraps any [`{trait_name}`]: each limited method takes a permit from its rate limiter before it calls the wrapped value's method; the others call it directly. Generated by `#[ritmo::limited]`.\n\n\
+         A rejected call never reaches the wrapped value: the method returns `Err(RateLimitExceeded.into())`. \
+         A call whose permit arrives within `max_wait` waits for it the way the registry's clock waits \
+         (a `ManualClock` advances, the std clocks park the thread or sleep on tokio, Embassy's awaits a timer).\n\n\
+         Build it with [`new`]({wrapper}::new) (the limits as written) or [`with_settings`]({wrapper}::with_settings) \
+         (settings layered over them). Methods that share a `name` share one limiter.\n\n"
+    );
+    let table = if doc_rows.is_empty() {
+        quote!("No method carries `#[rate_limited]`: every call is delegated as is.\n")
+    } else {
+        quote!("| method | limiter id | limit |\n| --- | --- | --- |\n", #(#doc_rows,)*)
+    };
+    let struct_fields = if no_limiters {
+        quote!(#phantom)
+    } else {
+        quote!(#(#fields,)* #phantom)
+    };
+
+    let expanded = quote! {
+        #item
+
+        #[doc = ::core::concat!(#doc_head, #table)]
+        #vis struct #wrapper<#r, #inner_ty, #clock = #krate::__private::DefaultClock> {
+            inner: #inner_ty,
+            #struct_fields
+        }
+
+        impl<#r, #inner_ty, #clock: #krate::__private::Clock + ::core::clone::Clone> #wrapper<#r, #inner_ty, #clock> {
+            /// Wraps `inner`, each limited method with its limiter from `registry`: created there
+            /// the first time with the limits written on the method, shared afterwards.
+            ///
+            /// # Errors
+            ///
+            /// A `RegistryError` with its code: `RITMO-REG-008` when an id (a shared `name`) is
+            /// already registered with a different config, `RITMO-REG-010` when the registry is
+            /// full, or the code of a limit given as an expression that is not valid.
+            #[allow(clippy::needless_question_mark)]
+            pub fn new<const N: usize>(
+                inner: #inner_ty,
+                registry: &#r #krate::__private::Registry<#clock, N>,
+            ) -> ::core::result::Result<Self, #krate::__private::RegistryError> {
+                let _ = registry;
+                ::core::result::Result::Ok(Self { inner, #(#inits,)* #phantom_init })
+            }
+
+            /// Wraps `inner` as [`new`](Self::new) does, with `settings` layered over the limits
+            /// written on the methods: `configs.<name>.*` (for a method with a `name`, or the
+            /// config its instance names, or `configs.default`), then `instances.<id>.*`, override
+            /// them attribute by attribute. Settings loaded from TOML or the environment
+            /// (`ritmo::server::settings::OwnedSettings`) give theirs with `.settings()`.
+            ///
+            /// # Errors
+            ///
+            /// As [`new`](Self::new), and the settings' own: `RITMO-REG-003` (a value that makes
+            /// no valid config, naming its key), `RITMO-REG-004` (an unknown base config), or the
+            /// attribute's code for a value that does not read.
+            #[allow(clippy::needless_question_mark)]
+            pub fn with_settings<const N: usize, I>(
+                inner: #inner_ty,
+                registry: &#r #krate::__private::Registry<#clock, N>,
+                settings: &#krate::__private::Settings<I>,
+            ) -> ::core::result::Result<Self, #krate::__private::RegistryError>
+            where
+                I: ::core::iter::IntoIterator + ::core::clone::Clone,
+                I::Item: #krate::__private::Setting,
+            {
+                let _ = (registry, settings);
+                ::core::result::Result::Ok(Self { inner, #(#inits_with,)* #phantom_init })
+            }
+        }
+
+        impl<#r, #inner_ty, #clock> #wrapper<#r, #inner_ty, #clock> {
+            /// The wrapped value.
+            pub fn inner(&self) -> &#inner_ty {
+                &self.inner
+            }
+
+            /// The wrapped value, mutably.
+            pub fn inner_mut(&mut self) -> &mut #inner_ty {
+                &mut self.inner
+            }
+
+            /// Unwraps the value; the limiters stay in their registry.
+            pub fn into_inner(self) -> #inner_ty {
+                self.inner
+            }
+
+            /// The limiter of the limited method named `method` (`None` for any other name).
+            pub fn limiter(&self, method: &str) -> ::core::option::Option<&#r #krate::__private::RateLimiter<#clock>> {
+                match method {
+                    #(#lookups,)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+        }
+
+        impl<#r, #inner_ty: ::core::fmt::Debug, #clock> ::core::fmt::Debug for #wrapper<#r, #inner_ty, #clock> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(::core::stringify!(#wrapper))
+                    .field("inner", &self.inner)
+                    #(#debug_fields)*
+                    .finish()
+            }
+        }
+
+        impl<#r, #inner_ty: ::core::clone::Clone, #clock> ::core::clone::Clone for #wrapper<#r, #inner_ty, #clock> {
+            fn clone(&self) -> Self {
+                Self {
+                    inner: ::core::clone::Clone::clone(&self.inner),
+                    #(#fields_copy)*
+                    __ritmo_limiters: ::core::marker::PhantomData,
+                }
+            }
+        }
+
+        #unsafety impl #impl_params #trait_path for #wrapper<#r, #inner_ty, #clock> #impl_where {
+            #(#impl_items)*
+        }
+    };
+    let _ = no_limiters;
+    Ok(expanded)
+}
+
+/// `cfg` attributes carry over to the generated items; others stay on the trait.
+fn cfg_attrs(attrs: &[syn::Attribute]) -> Vec<&syn::Attribute> {
+    attrs.iter().filter(|a| a.path().is_ident("cfg")).collect()
+}
+
+fn self_error(span: Span, method: &Ident) -> syn::Error {
+    syn::Error::new(
+        span,
+        format!(
+            "#[ritmo::limited] cannot delegate `{method}`: it takes or returns `Self`, which the wrapper cannot turn into the wrapped type"
+        ),
+    )
+}
+
+/// How the wrapper passes its wrapped value for a receiver: `&self`, `&mut self`, `self`.
+fn receiver_access(rcv: &syn::Receiver, method: &Ident) -> syn::Result<TokenStream> {
+    let shape = match &*rcv.ty {
+        Type::Reference(r) => match &*r.elem {
+            Type::Path(p) if p.path.is_ident("Self") => Some(r.mutability.is_some()),
+            _ => None,
+        }
+        .map(|m| {
+            if m {
+                quote!(&mut self.inner)
+            } else {
+                quote!(&self.inner)
+            }
+        }),
+        Type::Path(p) if p.path.is_ident("Self") => Some(quote!(self.inner)),
+        _ => None,
+    };
+    shape.ok_or_else(|| {
+        syn::Error::new(
+            rcv.span(),
+            format!(
+                "#[ritmo::limited] delegates methods taking `self`, `&self` or `&mut self`; `{method}` takes `{}`",
+                crate::ids::tidy(rcv.ty.to_token_stream())
+            ),
+        )
+    })
+}
+
+/// `E` of `Result<T, E>` (two arguments; an alias with one hides it).
+fn result_error_type(ty: &Type) -> Option<Type> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let types: Vec<&Type> = args
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    match types.as_slice() {
+        [_, error] => Some((*error).clone()),
+        _ => None,
+    }
+}

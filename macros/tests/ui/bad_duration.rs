@@ -1,0 +1,16 @@
+use ritmo::{RateLimitExceeded};
+
+#[derive(Debug)]
+pub struct ApiError;
+impl From<RateLimitExceeded> for ApiError {
+    fn from(_: RateLimitExceeded) -> Self {
+        ApiError
+    }
+}
+
+#[ritmo::limited]
+pub trait Api {
+    #[rate_limited(permits = 10, period = "1 sec")]
+    fn search(&self) -> Result<(), ApiError>;
+}
+fn main() {}

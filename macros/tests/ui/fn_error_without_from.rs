@@ -1,0 +1,15 @@
+use ritmo::{RateLimitExceeded};
+
+#[derive(Debug)]
+pub struct ApiError;
+impl From<RateLimitExceeded> for ApiError {
+    fn from(_: RateLimitExceeded) -> Self {
+        ApiError
+    }
+}
+
+#[ritmo::rate_limited(permits = 10, period = "1s")]
+fn fetch() -> Result<u32, std::fmt::Error> {
+    Ok(1)
+}
+fn main() {}

@@ -1,0 +1,17 @@
+use ritmo::{RateLimitExceeded};
+
+#[derive(Debug)]
+pub struct ApiError;
+impl From<RateLimitExceeded> for ApiError {
+    fn from(_: RateLimitExceeded) -> Self {
+        ApiError
+    }
+}
+
+#[ritmo::limited]
+pub trait Api {
+    #[rate_limited(permits = 10, period = "1s")]
+    #[rate_limited(permits = 5, period = "1s")]
+    fn search(&self) -> Result<(), ApiError>;
+}
+fn main() {}

@@ -1,0 +1,740 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod aio;
+pub mod blocking;
+mod error;
+mod key;
+mod local;
+mod rate;
+mod script;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+mod tower;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::IntoConnectionInfo;
+use ritmo_core::{Clock, InvalidPermits};
+
+pub use aio::{AsyncConnection, RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
+pub use error::{AcquireOrStoreError, Error, StoreError};
+pub use key::StoreKey;
+/// The Redis client crate this one is built on, for its `Client` and connection settings.
+pub use redis;
+pub use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};
+
+use error::Cause;
+use local::Local;
+use rate::{MAX, StoreRate, micros};
+
+/// The timeout a limiter gives the store unless told otherwise: 100 ms.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// How much longer keys live in Redis when the time comes from a caller's clock
+/// ([`Builder::clock`]): 10 s.
+pub const DEFAULT_CLOCK_MARGIN: Duration = Duration::from_secs(10);
+
+/// The most keys the in-process fallback keeps unless told otherwise.
+pub const DEFAULT_FALLBACK_KEYS: usize = 65_536;
+
+/// What a limiter does when the store does not answer within its timeout (or answers with an
+/// error): declared once, when it is built.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_core::Config;
+/// use ritmo_redis::FailurePolicy;
+///
+/// // Four instances share 100 per second: each keeps a quarter to itself while Redis is away.
+/// let fallback = FailurePolicy::Local(Config::new(25, Duration::from_secs(1))?);
+/// assert_ne!(fallback, FailurePolicy::Reject);
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FailurePolicy {
+    /// Refuse the call with [`Reason::Unavailable`] and a `retry_after` of the timeout: nothing
+    /// gets through that the shared quota did not grant (fail closed). The default.
+    #[default]
+    Reject,
+    /// Let the call through, uncounted (fail open): the service stays up, unprotected.
+    Admit,
+    /// Decide in this process with its own limiter on this config (per key, for a keyed limiter).
+    /// With `N` processes sharing the quota, give each `permits / N`: all of them together then
+    /// stay within the shared quota. While the store answers, every permit it grants is charged
+    /// to the local limiter too, so a failover starts from this process's recent use, not from a
+    /// fresh burst. Reservations wait within this config's own `max_wait`, and are not given
+    /// back when cancelled (a slot left unused never lets more through).
+    Local(Config),
+}
+
+/// Where an admitted call's permit came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Source {
+    /// The shared quota in the store.
+    Store,
+    /// The in-process fallback limiter ([`FailurePolicy::Local`]), the store being unavailable.
+    Fallback,
+    /// Let through uncounted by [`FailurePolicy::Admit`], the store being unavailable.
+    Open,
+    /// The limiter's config is disabled: every call passes, nothing is counted.
+    Disabled,
+}
+
+/// An admitted call: where its permit came from, the store's clock when it was granted, and how
+/// long the call had to wait for it.
+///
+/// ```
+/// # use std::time::Duration;
+/// use ritmo_redis::{Permit, Source};
+/// fn log(p: Permit) {
+///     if p.source() == Source::Store {
+///         println!("granted at {} us on the store's clock", p.store_time_micros().unwrap());
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Permit {
+    source: Source,
+    at: Option<u64>,
+    wait: Duration,
+    status: Option<KeyStatus>,
+}
+
+impl Permit {
+    pub(crate) fn new(source: Source, at: Option<u64>, wait: Duration) -> Self {
+        Permit {
+            source,
+            at,
+            wait,
+            status: None,
+        }
+    }
+
+    /// The key's quota right after this permit was granted, read in the same script call (no
+    /// extra round trip); `None` when the store did not decide.
+    pub fn status(&self) -> Option<KeyStatus> {
+        self.status
+    }
+
+    /// Where the permit came from.
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
+    /// The store's clock (microseconds: Redis `TIME`, or the caller's clock when one was given)
+    /// at the moment the script granted the permit; `None` when the store did not decide.
+    /// A reserved permit's slot is this plus [`wait`](Permit::wait).
+    pub fn store_time_micros(&self) -> Option<u64> {
+        self.at
+    }
+
+    /// How long from the decision until the permit arrived (zero: at once).
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+}
+
+/// One key's quota at one moment, as the store saw it: the permits that would pass right then
+/// without waiting, and how long until one more comes back (zero when the quota is full). With
+/// GCRA nothing resets at once: permits come back one every `period / permits`.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_redis::KeyStatus;
+/// let s = KeyStatus::new(3, Duration::from_millis(100));
+/// assert_eq!((s.remaining(), s.reset()), (3, Duration::from_millis(100)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyStatus {
+    remaining: u32,
+    reset: Duration,
+}
+
+impl KeyStatus {
+    /// `remaining` permits now, one more back after `reset`.
+    pub const fn new(remaining: u32, reset: Duration) -> Self {
+        KeyStatus { remaining, reset }
+    }
+
+    /// Permits that would pass right now without waiting.
+    pub const fn remaining(&self) -> u32 {
+        self.remaining
+    }
+
+    /// How long until one more permit is available (zero when the quota is full).
+    pub const fn reset(&self) -> Duration {
+        self.reset
+    }
+}
+
+/// A refusal from [`RedisKeyedRateLimiter::reserve_n_within`]: the error, and the key's status
+/// read by the same script call (`None` when the store did not decide: the failure policy did, or
+/// the request was invalid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// Why: rate limited (with `retry_after`), the store unavailable, or an invalid `k`.
+    pub error: ritmo_core::AcquireError,
+    /// The key's quota when the request was refused.
+    pub status: Option<KeyStatus>,
+}
+
+/// Settings for a limiter named `id` on `config`, shared through Redis; finish with one of the
+/// [`Builder`]'s `connect` methods (async or blocking, one quota or one per key).
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_core::Config;
+/// let builder = ritmo_redis::builder("api", Config::new(10, Duration::from_secs(1))?)
+///     .timeout(Duration::from_millis(20));
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+pub fn builder(id: &'static str, config: Config) -> Builder {
+    Builder::new(id, config)
+}
+
+/// Settings for a Redis-backed limiter: id, config, key prefix, timeout, failure policy, clock.
+/// Finish with one of the `connect` methods.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use ritmo_core::Config;
+/// use ritmo_redis::{FailurePolicy, RedisKeyedRateLimiter};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let per_user = RedisKeyedRateLimiter::<str>::builder("api", Config::new(10, Duration::from_secs(1))?)
+///     .timeout(Duration::from_millis(50))
+///     .on_unavailable(FailurePolicy::Local(Config::new(3, Duration::from_secs(1))?))
+///     .connect_keyed::<str>("redis://127.0.0.1/")?;
+/// per_user.try_acquire("alice").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct Builder {
+    id: &'static str,
+    config: Config,
+    prefix: String,
+    timeout: Duration,
+    policy: FailurePolicy,
+    fallback_keys: usize,
+    clock: Option<Arc<dyn Clock + Send + Sync>>,
+    margin: Option<Duration>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .field("caller_clock", &self.clock.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Builder {
+    /// A limiter named `id` (its keys in Redis start with `{ritmo:<id>}`) on `config`, with the
+    /// default timeout ([`DEFAULT_TIMEOUT`]), the [`FailurePolicy::Reject`] policy and Redis's
+    /// own clock.
+    pub fn new(id: &'static str, config: Config) -> Self {
+        Builder {
+            id,
+            config,
+            prefix: "ritmo".into(),
+            timeout: DEFAULT_TIMEOUT,
+            policy: FailurePolicy::Reject,
+            fallback_keys: DEFAULT_FALLBACK_KEYS,
+            clock: None,
+            margin: None,
+        }
+    }
+
+    /// The first part of every Redis key (default `ritmo`): keys are `{<prefix>:<id>}` and
+    /// `{<prefix>:<id>}:<key>`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long a call waits for the store's answer (connecting included) before the failure
+    /// policy decides instead.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// What to do when the store does not answer in time.
+    pub fn on_unavailable(mut self, policy: FailurePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The most keys the in-process fallback keeps at once (default [`DEFAULT_FALLBACK_KEYS`]);
+    /// beyond that, a new key is refused with [`Reason::Unavailable`] while the store is away.
+    pub fn fallback_capacity(mut self, keys: usize) -> Self {
+        self.fallback_keys = keys;
+        self
+    }
+
+    /// Reads the time from `clock` and sends it with every call, instead of the script reading
+    /// Redis's `TIME`: for managed services that forbid `TIME` in scripts, and for tests on a
+    /// `ManualClock`. Every process sharing a quota must then read the same clock (the same
+    /// epoch): a process whose clock runs behind gets permits early. Keys still expire on Redis's
+    /// own clock, after the time the caller's clock says they are needed; a caller's clock
+    /// running slower than real time could see a key expire early (a fresh burst), so with a
+    /// caller's clock keys live [`DEFAULT_CLOCK_MARGIN`] longer unless
+    /// [`expiry_margin`](Builder::expiry_margin) says otherwise.
+    pub fn clock(mut self, clock: impl Clock + Send + Sync + 'static) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// How much longer than needed a key lives in Redis (rounded up to the millisecond): zero on
+    /// Redis's own clock, where a key expires exactly when its burst is full again;
+    /// [`DEFAULT_CLOCK_MARGIN`] with a caller's clock. A longer life costs memory, never a
+    /// decision (a key whose burst is full behaves as an absent one).
+    pub fn expiry_margin(mut self, margin: Duration) -> Self {
+        self.margin = Some(margin);
+        self
+    }
+
+    fn inner(self, keyed: bool) -> Result<(Inner, Duration), Error> {
+        if self.timeout.is_zero() {
+            return Err(Error::ZeroTimeout);
+        }
+        let rate = StoreRate::new(&self.config)?;
+        let policy = match self.policy {
+            FailurePolicy::Reject => Policy::Reject,
+            FailurePolicy::Admit => Policy::Admit,
+            FailurePolicy::Local(config) => {
+                Policy::Local(Local::new(self.id, config, self.fallback_keys))
+            }
+        };
+        let timeout = self.timeout;
+        let margin = self.margin.unwrap_or(if self.clock.is_some() {
+            DEFAULT_CLOCK_MARGIN
+        } else {
+            Duration::ZERO
+        });
+        let margin_ms = saturate_u64(margin.as_nanos().div_ceil(1_000_000))
+            .min(MAX)
+            .to_string();
+        Ok((
+            Inner {
+                id: self.id,
+                config: self.config,
+                rate,
+                base: key::base_key(&self.prefix, self.id),
+                keyed,
+                timeout,
+                policy,
+                clock: self.clock,
+                margin_ms,
+            },
+            timeout,
+        ))
+    }
+
+    fn client(info: impl IntoConnectionInfo) -> Result<redis::Client, Error> {
+        redis::Client::open(info).map_err(Error::Connection)
+    }
+
+    /// An async limiter with one quota, on tokio. Connects lazily (a store that is down now is
+    /// handled by the failure policy at each call) and reconnects by itself. Must be called inside
+    /// a tokio runtime with its timer enabled.
+    pub fn connect(self, info: impl IntoConnectionInfo) -> Result<RedisRateLimiter, Error> {
+        let client = Self::client(info)?;
+        let (inner, timeout) = self.inner(false)?;
+        aio::RedisKeyedRateLimiter::<()>::open(inner, client, timeout).map(RedisRateLimiter::from)
+    }
+
+    /// An async limiter with one quota per key, on tokio (see [`connect`](Builder::connect)).
+    pub fn connect_keyed<K: StoreKey + ?Sized>(
+        self,
+        info: impl IntoConnectionInfo,
+    ) -> Result<RedisKeyedRateLimiter<K>, Error> {
+        let client = Self::client(info)?;
+        let (inner, timeout) = self.inner(true)?;
+        aio::RedisKeyedRateLimiter::open(inner, client, timeout)
+    }
+
+    /// An async limiter with one quota, on a connection the caller opened: a
+    /// `MultiplexedConnection`, a Redis Cluster connection (see [`AsyncConnection`]). The
+    /// timeout still bounds every call; reconnecting is the connection's business.
+    pub fn connect_with<C: AsyncConnection>(self, conn: C) -> Result<RedisRateLimiter<C>, Error> {
+        let (inner, _) = self.inner(false)?;
+        Ok(aio::RedisKeyedRateLimiter::<(), C>::with_connection(inner, conn).into())
+    }
+
+    /// An async limiter with one quota per key, on a connection the caller opened (see
+    /// [`connect_with`](Builder::connect_with)).
+    pub fn connect_keyed_with<K: StoreKey + ?Sized, C: AsyncConnection>(
+        self,
+        conn: C,
+    ) -> Result<RedisKeyedRateLimiter<K, C>, Error> {
+        let (inner, _) = self.inner(true)?;
+        Ok(aio::RedisKeyedRateLimiter::with_connection(inner, conn))
+    }
+
+    /// A blocking limiter with one quota. Connects at its first call, and again after an error.
+    pub fn connect_blocking(
+        self,
+        info: impl IntoConnectionInfo,
+    ) -> Result<blocking::RedisRateLimiter, Error> {
+        let client = Self::client(info)?;
+        let (inner, _) = self.inner(false)?;
+        Ok(blocking::RedisKeyedRateLimiter::<()>::open(inner, client).into())
+    }
+
+    /// A blocking limiter with one quota per key.
+    pub fn connect_blocking_keyed<K: StoreKey + ?Sized>(
+        self,
+        info: impl IntoConnectionInfo,
+    ) -> Result<blocking::RedisKeyedRateLimiter<K>, Error> {
+        let client = Self::client(info)?;
+        let (inner, _) = self.inner(true)?;
+        Ok(blocking::RedisKeyedRateLimiter::open(inner, client))
+    }
+}
+
+#[derive(Debug)]
+enum Policy {
+    Reject,
+    Admit,
+    Local(Local),
+}
+
+/// What every client shares: the config in microseconds, the key layout, the policy.
+pub(crate) struct Inner {
+    id: &'static str,
+    config: Config,
+    rate: StoreRate,
+    base: Vec<u8>,
+    keyed: bool,
+    timeout: Duration,
+    policy: Policy,
+    clock: Option<Arc<dyn Clock + Send + Sync>>,
+    /// The expiry margin in milliseconds, as the scripts take it.
+    margin_ms: String,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLimiter")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .field("key", &String::from_utf8_lossy(&self.base))
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the acquire script decided (or the policy, when it could not be asked).
+pub(crate) enum Decision {
+    /// Granted, at once or after `permit.wait()`. `written` and `increment` let the refund script
+    /// give it back (`written` 0: not granted by the store, never given back).
+    Granted {
+        permit: Permit,
+        written: u64,
+        increment: u64,
+    },
+    Rejected(RateLimitExceeded, Option<KeyStatus>),
+}
+
+impl Decision {
+    fn granted(permit: Permit) -> Decision {
+        Decision::Granted {
+            permit,
+            written: 0,
+            increment: 0,
+        }
+    }
+}
+
+/// Arguments of one script call.
+pub(crate) struct Call {
+    pub(crate) key: Vec<u8>,
+    pub(crate) k: u32,
+    /// The call may wait (a reservation).
+    pub(crate) reserve: bool,
+    /// How long it may wait, in microseconds (0 unless `reserve`).
+    pub(crate) max_wait: u64,
+}
+
+impl Inner {
+    fn redis_key<K: StoreKey + ?Sized>(&self, key: &K) -> Vec<u8> {
+        let mut out = self.base.clone();
+        if self.keyed {
+            out.push(b':');
+            key.write_key(&mut out);
+        }
+        out
+    }
+
+    /// The `now` argument: the caller's clock in microseconds, or "" for Redis's `TIME`.
+    fn now_arg(&self) -> String {
+        match &self.clock {
+            Some(clock) => rate::clock_micros(clock.as_ref()).to_string(),
+            None => String::new(),
+        }
+    }
+
+    fn call<K: StoreKey + ?Sized>(
+        &self,
+        key: &K,
+        k: u32,
+        reserve: bool,
+    ) -> Result<Call, InvalidPermits> {
+        if k == 0 || k > self.config.permits() {
+            return Err(InvalidPermits::new(self.id, k, self.config.permits()));
+        }
+        Ok(self.call_one(key, reserve, k))
+    }
+
+    /// A call for `k` permits, `k` already checked (1 always is: permits >= 1).
+    fn call_one<K: StoreKey + ?Sized>(&self, key: &K, reserve: bool, k: u32) -> Call {
+        Call {
+            key: self.redis_key(key),
+            k,
+            reserve,
+            max_wait: if reserve { self.rate.max_wait } else { 0 },
+        }
+    }
+
+    /// The acquire script's arguments after the key: now, increment, window, max_wait.
+    fn acquire_args(&self, call: &Call) -> [String; 5] {
+        [
+            self.now_arg(),
+            self.rate.increment(call.k).to_string(),
+            self.rate.window.to_string(),
+            call.max_wait.to_string(),
+            self.margin_ms.clone(),
+        ]
+    }
+
+    fn unavailable(&self) -> RateLimitExceeded {
+        RateLimitExceeded::from_parts(self.id, Reason::Unavailable, self.timeout)
+    }
+
+    /// A call on a disabled config: passes without asking the store.
+    fn disabled(&self) -> Option<Decision> {
+        (!self.config.enabled())
+            .then(|| Decision::granted(Permit::new(Source::Disabled, None, Duration::ZERO)))
+    }
+
+    fn decide(&self, call: &Call, reply: Result<Vec<i64>, Cause>) -> Decision {
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(_) => return self.policy_decides(call),
+        };
+        let get = |i: usize| reply.get(i).map_or(0, |&v| (v.max(0) as u64).min(MAX));
+        let (status, now, a, b) = (get(0), get(1), get(2), get(3));
+        match status {
+            1 | 2 => {
+                if let Policy::Local(local) = &self.policy {
+                    local.warm(&call.key, call.k);
+                }
+                let mut permit = Permit::new(Source::Store, Some(now), micros(b));
+                permit.status = Some(self.status(a, now));
+                Decision::Granted {
+                    permit,
+                    written: a,
+                    increment: self.rate.increment(call.k),
+                }
+            }
+            _ => Decision::Rejected(
+                RateLimitExceeded::from_parts(self.id, Reason::NoPermitInTime, micros(a)),
+                Some(self.status(b, now)),
+            ),
+        }
+    }
+
+    /// A key's status from its state `tat` at `now`.
+    fn status(&self, tat: u64, now: u64) -> KeyStatus {
+        let remaining = self.rate.available(tat, now);
+        if remaining >= self.rate.permits {
+            return KeyStatus::new(remaining, Duration::ZERO);
+        }
+        KeyStatus::new(remaining, micros(self.rate.wait(tat, now, remaining + 1)))
+    }
+
+    fn policy_decides(&self, call: &Call) -> Decision {
+        match &self.policy {
+            Policy::Reject => Decision::Rejected(self.unavailable(), None),
+            Policy::Admit => Decision::granted(Permit::new(Source::Open, None, Duration::ZERO)),
+            Policy::Local(local) => {
+                match local.take(&call.key, call.k, call.reserve, self.unavailable()) {
+                    Ok(wait) => Decision::granted(Permit::new(Source::Fallback, None, wait)),
+                    Err(e) => Decision::Rejected(e, None),
+                }
+            }
+        }
+    }
+
+    /// `available_permits` from the peek script's reply `[now, tat]`.
+    fn available(&self, key: &[u8], reply: Result<Vec<i64>, Cause>) -> Result<u32, StoreError> {
+        if !self.config.enabled() {
+            return Ok(self.config.permits());
+        }
+        match reply {
+            Ok(r) if r.len() == 2 => {
+                Ok(self.rate.available(r[1].max(0) as u64, r[0].max(0) as u64))
+            }
+            other => self.peek_fallback(other, |local| local.available(key)),
+        }
+    }
+
+    /// `retry_after` (for one permit) from the peek script's reply `[now, tat]`.
+    fn retry_after(
+        &self,
+        key: &[u8],
+        reply: Result<Vec<i64>, Cause>,
+    ) -> Result<Duration, StoreError> {
+        self.retry_after_n(key, 1, reply)
+    }
+
+    /// How long until `k` permits would pass at once, from the peek script's reply `[now, tat]`.
+    fn retry_after_n(
+        &self,
+        key: &[u8],
+        k: u32,
+        reply: Result<Vec<i64>, Cause>,
+    ) -> Result<Duration, StoreError> {
+        if !self.config.enabled() {
+            return Ok(Duration::ZERO);
+        }
+        match reply {
+            Ok(r) if r.len() == 2 => Ok(micros(self.rate.wait(
+                r[1].max(0) as u64,
+                r[0].max(0) as u64,
+                k,
+            ))),
+            other => self.peek_fallback(
+                other,
+                |local| {
+                    if k == 1 { local.retry_after(key) } else { None }
+                },
+            ),
+        }
+    }
+
+    fn peek_fallback<T>(
+        &self,
+        reply: Result<Vec<i64>, Cause>,
+        local: impl FnOnce(&Local) -> Option<T>,
+    ) -> Result<T, StoreError> {
+        let cause = match reply {
+            Err(cause) => cause,
+            Ok(_) => Cause::Redis(redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "unexpected reply from the peek script",
+            ))),
+        };
+        if let Policy::Local(l) = &self.policy
+            && let Some(answer) = local(l)
+        {
+            return Ok(answer);
+        }
+        Err(StoreError::new(self.id, cause))
+    }
+
+    /// The refund script's arguments after the key: now, written, increment.
+    fn refund_args(&self, written: u64, increment: u64) -> [String; 4] {
+        [
+            self.now_arg(),
+            written.to_string(),
+            increment.to_string(),
+            self.margin_ms.clone(),
+        ]
+    }
+}
+
+fn saturate_u64(x: u128) -> u64 {
+    u64::try_from(x).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing listens on port 1: every call fails at once, and the policy decides.
+    const NOWHERE: &str = "redis://127.0.0.1:1/";
+
+    fn config() -> Config {
+        Config::new(2, Duration::from_secs(10)).unwrap()
+    }
+
+    #[test]
+    fn reject_refuses_with_unavailable_and_the_timeout_as_retry_after() {
+        let limiter = builder("r", config())
+            .timeout(Duration::from_millis(30))
+            .connect_blocking(NOWHERE)
+            .unwrap();
+        let err = limiter.try_acquire().unwrap_err();
+        assert_eq!(err.reason(), Reason::Unavailable);
+        assert_eq!(err.retry_after(), Duration::from_millis(30));
+        assert!(limiter.reserve().is_err());
+        assert!(limiter.available_permits().is_err());
+        assert!(matches!(
+            limiter.try_acquire_n(3),
+            Err(AcquireError::InvalidPermits(_))
+        ));
+    }
+
+    #[test]
+    fn admit_lets_everything_through_uncounted() {
+        let limiter = builder("a", config())
+            .on_unavailable(FailurePolicy::Admit)
+            .connect_blocking(NOWHERE)
+            .unwrap();
+        for _ in 0..10 {
+            let p = limiter.try_acquire().unwrap();
+            assert_eq!((p.source(), p.store_time_micros()), (Source::Open, None));
+        }
+    }
+
+    #[test]
+    fn local_decides_per_key_in_process() {
+        let local = Config::new(1, Duration::from_secs(10)).unwrap();
+        let keyed: blocking::RedisKeyedRateLimiter<str> = builder("l", config())
+            .on_unavailable(FailurePolicy::Local(local))
+            .fallback_capacity(2)
+            .connect_blocking_keyed(NOWHERE)
+            .unwrap();
+        assert_eq!(keyed.try_acquire("a").unwrap().source(), Source::Fallback);
+        let err = keyed.try_acquire("a").unwrap_err();
+        assert_eq!(err.reason(), Reason::NoPermitInTime);
+        assert!(err.retry_after() > Duration::from_secs(9));
+        assert_eq!(keyed.available_permits("a").unwrap(), 0);
+        assert_eq!(keyed.try_acquire("b").unwrap().source(), Source::Fallback);
+        // Two live keys fill the fallback's table: a third is refused as unavailable.
+        assert_eq!(
+            keyed.try_acquire("c").unwrap_err().reason(),
+            Reason::Unavailable
+        );
+        // k above the local burst but within the shared one: unavailable, not invalid.
+        let AcquireError::RateLimited(e) = keyed.try_acquire_n("a", 2).unwrap_err() else {
+            panic!("2 is a valid request for the shared quota")
+        };
+        assert_eq!(e.reason(), Reason::Unavailable);
+    }
+
+    #[tokio::test]
+    async fn the_async_client_never_hangs_on_a_dead_address() {
+        let limiter = builder("x", config())
+            .timeout(Duration::from_millis(50))
+            .connect(NOWHERE)
+            .unwrap();
+        let err = limiter.try_acquire().await.unwrap_err();
+        assert_eq!(err.reason(), Reason::Unavailable);
+        assert!(limiter.retry_after().await.is_err());
+    }
+}

@@ -1,0 +1,259 @@
+//! A `redis-server` (or `valkey-server`) of the test's own: on 127.0.0.1, a free port, a temporary
+//! directory, no persistence unless asked; killed when dropped. Nothing assumes a running server.
+//!
+//! `RITMO_REDIS_SERVER` names the binary (default `redis-server`; `valkey-server` runs the suite on
+//! Valkey). When it is not installed a test skips with a message, except on CI (`CI` set), where
+//! that is a failure: there `scripts/test-all` installs it.
+#![allow(dead_code)] // each test file uses its own share
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The server binary the tests run.
+pub fn binary() -> String {
+    std::env::var("RITMO_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+}
+
+/// Whether the server binary can be run: `false` (and a message) means skip; on CI a missing
+/// binary panics instead, so that a CI run never passes by skipping.
+pub fn available() -> bool {
+    let found = Command::new(binary())
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        let message = format!(
+            "{} is not installed: the Redis tests need it (apt-get install -y redis-server)",
+            binary()
+        );
+        if std::env::var_os("CI").is_some() {
+            panic!("{message}; CI must run them");
+        }
+        eprintln!("SKIPPED: {message}");
+    }
+    found
+}
+
+/// A running server.
+pub struct Server {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+    persistent: bool,
+    cluster: bool,
+}
+
+impl Server {
+    /// A fresh server with no persistence, or `None` (after a message) if there is no binary.
+    pub fn start() -> Option<Server> {
+        Self::start_with(false)
+    }
+
+    /// A server that writes every change to its append-only file before answering, so that a
+    /// SIGKILL loses nothing and a restart in the same directory comes back with every key.
+    pub fn start_persistent() -> Option<Server> {
+        Self::start_with(true)
+    }
+
+    /// Three servers in cluster mode, their slots assigned (`redis-cli --cluster create`), ready.
+    pub fn start_cluster() -> Option<Vec<Server>> {
+        if !available() {
+            return None;
+        }
+        let nodes: Vec<Server> = (0..3)
+            .map(|_| {
+                let mut server = Server {
+                    child: None,
+                    port: free_port(),
+                    dir: tempfile::tempdir().expect("a temporary directory"),
+                    persistent: false,
+                    cluster: true,
+                };
+                server.spawn();
+                server
+            })
+            .collect();
+        let cli = binary().replace("-server", "-cli");
+        let status = Command::new(&cli)
+            .args(["--cluster", "create"])
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap_or_else(|e| panic!("run {cli}: {e}"));
+        assert!(status.success(), "{cli} --cluster create failed");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for node in &nodes {
+            loop {
+                let info: String = redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query(&mut node.conn())
+                    .unwrap();
+                if info.contains("cluster_state:ok") {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the cluster did not come up: {info}"
+                );
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Some(nodes)
+    }
+
+    fn start_with(persistent: bool) -> Option<Server> {
+        if !available() {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let port = free_port();
+        let mut server = Server {
+            child: None,
+            port,
+            dir,
+            persistent,
+            cluster: false,
+        };
+        server.spawn();
+        Some(server)
+    }
+
+    fn spawn(&mut self) {
+        let mut command = Command::new(binary());
+        command
+            .arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--dir"])
+            .arg(self.dir.path())
+            .args(["--save", ""])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if self.cluster {
+            command.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ]);
+        }
+        if self.persistent {
+            command.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            command.args(["--appendonly", "no"]);
+        }
+        let child = command.spawn().expect("start the server");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut conn) = redis::Client::open(self.url()).and_then(|c| c.get_connection())
+                && redis::cmd("PING").query::<String>(&mut conn).is_ok()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not start on port {}",
+                binary(),
+                self.port
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>/`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A plain connection, for looking at keys and `INFO`.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .expect("connect to the test server")
+    }
+
+    /// SIGKILL: the server dies at once, without saving anything.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port and directory.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// SIGSTOP: the server stops answering but keeps its connections open (a hung server).
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// SIGCONT after [`pause`](Server::pause).
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.as_ref().expect("a running server").id();
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
+    /// The number of times each command ran, from `INFO commandstats`.
+    pub fn command_calls(&self) -> std::collections::BTreeMap<String, u64> {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut self.conn())
+            .unwrap();
+        info.lines()
+            .filter_map(|line| {
+                let rest = line.strip_prefix("cmdstat_")?;
+                let (name, stats) = rest.split_once(':')?;
+                let calls = stats.split(',').find_map(|f| f.strip_prefix("calls="))?;
+                Some((name.to_string(), calls.parse().ok()?))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            // A paused server cannot die of SIGKILL any slower, but make sure it is not left stopped.
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(child.id().to_string())
+                .status();
+        }
+        self.kill();
+    }
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().unwrap().port()
+}
+
+/// Whether anything answers on `port`.
+pub fn listening(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok()
+}

@@ -1,0 +1,147 @@
+//! [`IpKey`]: the key for limiting per client address.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// A client's address as a limiter key: an IPv4 address as it is, an IPv6 address by its network
+/// prefix (`/64` unless you choose another), and an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`,
+/// what a dual-stack socket reports for an IPv4 client) as the IPv4 address it carries.
+///
+/// Why a prefix: one IPv6 host is usually handed a whole `/64`, and can pick a fresh address in it
+/// for every request; keyed by full address, each would get a fresh burst. 16 bytes, no heap.
+///
+/// ```
+/// use std::net::IpAddr;
+/// use ritmo_std::IpKey;
+///
+/// let a: IpAddr = "2001:db8:1:2::10".parse()?;
+/// let b: IpAddr = "2001:db8:1:2:ffff::1".parse()?; // the same /64
+/// let c: IpAddr = "2001:db8:1:3::10".parse()?;     // the next /64
+/// assert_eq!(IpKey::from(a), IpKey::from(b));
+/// assert_ne!(IpKey::from(a), IpKey::from(c));
+///
+/// let v4: IpAddr = "203.0.113.7".parse()?;
+/// let mapped: IpAddr = "::ffff:203.0.113.7".parse()?;
+/// assert_eq!(IpKey::from(v4), IpKey::from(mapped));
+/// assert_eq!(IpKey::from(mapped).to_string(), "203.0.113.7");
+/// # Ok::<(), std::net::AddrParseError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IpKey([u8; 16]);
+
+impl IpKey {
+    /// The key for `addr`, with IPv6 addresses taken by their `/64`.
+    ///
+    /// ```
+    /// use std::net::{IpAddr, Ipv6Addr};
+    /// use ritmo_std::IpKey;
+    /// let k = IpKey::new("2001:db8::1234".parse::<IpAddr>()?);
+    /// assert_eq!(k.ip(), IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0)));
+    /// # Ok::<(), std::net::AddrParseError>(())
+    /// ```
+    pub fn new(addr: IpAddr) -> IpKey {
+        Self::with_ipv6_prefix(addr, 64)
+    }
+
+    /// The key for `addr`, with IPv6 addresses taken by their first `prefix` bits (`/48` for a
+    /// site, `/56` for what many ISPs hand a home, `128` for the full address); values above 128
+    /// are taken as 128. IPv4 addresses (mapped ones too) are always taken whole.
+    ///
+    /// ```
+    /// use std::net::IpAddr;
+    /// use ritmo_std::IpKey;
+    /// let a: IpAddr = "2001:db8:1:2::1".parse()?;
+    /// let b: IpAddr = "2001:db8:1:3::1".parse()?;
+    /// assert_eq!(IpKey::with_ipv6_prefix(a, 48), IpKey::with_ipv6_prefix(b, 48));
+    /// assert_ne!(IpKey::with_ipv6_prefix(a, 64), IpKey::with_ipv6_prefix(b, 64));
+    /// # Ok::<(), std::net::AddrParseError>(())
+    /// ```
+    pub fn with_ipv6_prefix(addr: IpAddr, prefix: u8) -> IpKey {
+        match addr {
+            IpAddr::V4(v4) => Self::v4(v4),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => Self::v4(v4),
+                None => {
+                    let bits = u128::from(v6);
+                    let keep = u32::from(prefix.min(128));
+                    let mask = if keep == 0 {
+                        0
+                    } else {
+                        u128::MAX << (128 - keep)
+                    };
+                    IpKey((bits & mask).to_be_bytes())
+                }
+            },
+        }
+    }
+
+    fn v4(v4: Ipv4Addr) -> IpKey {
+        IpKey(v4.to_ipv6_mapped().octets())
+    }
+
+    /// The address the key stands for: the IPv4 address, or the IPv6 prefix with its host bits
+    /// zero.
+    ///
+    /// ```
+    /// use std::net::IpAddr;
+    /// use ritmo_std::IpKey;
+    /// let k = IpKey::new("::ffff:192.0.2.1".parse::<IpAddr>()?);
+    /// assert_eq!(k.ip(), "192.0.2.1".parse::<IpAddr>()?);
+    /// # Ok::<(), std::net::AddrParseError>(())
+    /// ```
+    pub fn ip(&self) -> IpAddr {
+        let v6 = Ipv6Addr::from(self.0);
+        match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(v6),
+        }
+    }
+
+    /// Whether it stands for an IPv4 address.
+    ///
+    /// ```
+    /// use std::net::Ipv4Addr;
+    /// use ritmo_std::IpKey;
+    /// assert!(IpKey::from(Ipv4Addr::LOCALHOST).is_ipv4());
+    /// ```
+    pub fn is_ipv4(&self) -> bool {
+        matches!(self.ip(), IpAddr::V4(_))
+    }
+}
+
+impl From<IpAddr> for IpKey {
+    fn from(addr: IpAddr) -> Self {
+        IpKey::new(addr)
+    }
+}
+
+impl From<Ipv4Addr> for IpKey {
+    fn from(addr: Ipv4Addr) -> Self {
+        IpKey::v4(addr)
+    }
+}
+
+impl From<Ipv6Addr> for IpKey {
+    fn from(addr: Ipv6Addr) -> Self {
+        IpKey::new(IpAddr::V6(addr))
+    }
+}
+
+impl From<SocketAddr> for IpKey {
+    /// The peer's address, without its port.
+    fn from(addr: SocketAddr) -> Self {
+        IpKey::new(addr.ip())
+    }
+}
+
+impl fmt::Display for IpKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.ip().fmt(f)
+    }
+}
+
+impl fmt::Debug for IpKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IpKey({})", self.ip())
+    }
+}

@@ -1,0 +1,24 @@
+//! The traits a program on std needs in scope, and the types it names most:
+//! `use ritmo_std::prelude::*;`.
+//!
+//! [`BlockingExt`] gives a limiter `acquire()`, `acquire_n(k)`, `call(..)`, `call_n(..)` and
+//! `try_call(..)`; with the `tokio` feature, [`tokio::AsyncExt`](crate::tokio::AsyncExt) gives
+//! the same names with an `_async` suffix. The async trait is imported anonymously (`as _`):
+//! its methods are in scope, and its name never clashes with another crate's `AsyncExt`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use ritmo_std::prelude::*;
+//!
+//! let limiter = ritmo_std::limiter("api", Config::new(2, Duration::from_secs(1))?);
+//! limiter.acquire()?;
+//! assert_eq!(limiter.call(|| "sent")?, "sent");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub use ritmo_core::prelude::*;
+
+pub use crate::blocking::BlockingExt;
+#[cfg(feature = "tokio")]
+pub use crate::tokio::AsyncExt as _;
+pub use crate::{Interrupt, StdRateLimiter};

@@ -1,0 +1,159 @@
+//! The response fields: `Retry-After`, and the IETF `RateLimit-Policy` and `RateLimit` fields as
+//! structured-field lists (`"api";q=10;w=1` and `"api";r=3;t=1`).
+
+use core::fmt::Write as _;
+use core::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::store::{Policy, Status};
+
+/// `RateLimit-Policy`: the quota policies that apply to the request.
+pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+/// `RateLimit`: the current service limit for each policy.
+pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+
+/// Whole seconds, rounded up: a client told to wait this long never comes back too early.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_tower::headers::seconds_ceil;
+/// assert_eq!(seconds_ceil(Duration::from_millis(1)), 1);
+/// assert_eq!(seconds_ceil(Duration::from_secs(2)), 2);
+/// assert_eq!(seconds_ceil(Duration::from_nanos(2_000_000_001)), 3);
+/// assert_eq!(seconds_ceil(Duration::ZERO), 0);
+/// ```
+pub fn seconds_ceil(d: Duration) -> u64 {
+    d.as_secs().saturating_add(u64::from(d.subsec_nanos() > 0))
+}
+
+/// The `Retry-After` value for a wait: whole seconds rounded up, at least 1.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_tower::headers::retry_after_secs;
+/// assert_eq!(retry_after_secs(Duration::from_millis(100)), 1);
+/// assert_eq!(retry_after_secs(Duration::ZERO), 1);
+/// assert_eq!(retry_after_secs(Duration::from_millis(1500)), 2);
+/// ```
+pub fn retry_after_secs(wait: Duration) -> u64 {
+    seconds_ceil(wait).max(1)
+}
+
+/// The window in whole seconds and the quota over that window, as `RateLimit-Policy` can state
+/// them: the field only has whole, non-zero seconds. A period of whole seconds is stated as is;
+/// otherwise the window is rounded up to whole seconds and the quota scaled to it, rounded down, so
+/// the stated rate is never above the real one (5 per 500 ms is stated as `q=10;w=1`).
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_tower::{headers::policy_window, Policy};
+/// assert_eq!(policy_window(&Policy::new("a", 10, Duration::from_secs(60))), (10, 60));
+/// assert_eq!(policy_window(&Policy::new("a", 5, Duration::from_millis(500))), (10, 1));
+/// assert_eq!(policy_window(&Policy::new("a", 7, Duration::from_millis(1500))), (9, 2));
+/// ```
+pub fn policy_window(policy: &Policy) -> (u64, u64) {
+    // A limiter reports the period it applies: its emission interval rounded up to whole clock
+    // ticks, so 3 per second reads back as 1.000000002 s. That rounding (nanoseconds) is not the
+    // policy: the window is taken to the nearest microsecond first.
+    let period = nearest_micros(policy.window());
+    let w = seconds_ceil(period).max(1);
+    let nanos = period.as_nanos().max(1);
+    let q = u128::from(policy.quota()) * u128::from(w) * 1_000_000_000 / nanos;
+    (u64::try_from(q).unwrap_or(u64::MAX), w)
+}
+
+fn nearest_micros(d: Duration) -> Duration {
+    let nanos = d.as_nanos();
+    let micros = (nanos + 500) / 1_000;
+    match u64::try_from(micros) {
+        Ok(micros) if micros > 0 => Duration::from_micros(micros),
+        _ => d,
+    }
+}
+
+/// The policy name as a structured-field string: `"` and `\` escaped, any byte outside printable
+/// ASCII replaced by `_`.
+fn push_sf_string(out: &mut String, name: &str) {
+    out.push('"');
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            ' '..='~' => out.push(c),
+            _ => out.push('_'),
+        }
+    }
+    out.push('"');
+}
+
+/// `"name";q=10;w=1`
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_tower::{headers::policy_value, Policy};
+/// let v = policy_value(&Policy::new("api", 10, Duration::from_secs(1)));
+/// assert_eq!(v, "\"api\";q=10;w=1");
+/// ```
+pub fn policy_value(policy: &Policy) -> HeaderValue {
+    let (q, w) = policy_window(policy);
+    let mut out = String::with_capacity(24 + policy.name().len());
+    push_sf_string(&mut out, policy.name());
+    let _ = write!(out, ";q={q};w={w}");
+    HeaderValue::try_from(out).unwrap_or_else(|_| HeaderValue::from_static("\"ratelimit\""))
+}
+
+/// `"name";r=3;t=1`: `r` the permits available now, `t` the seconds until one more is, rounded up
+/// (0 when the quota is full).
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_tower::{headers::status_value, Policy, Status};
+/// let p = Policy::new("api", 10, Duration::from_secs(1));
+/// assert_eq!(status_value(&p, &Status::new(0, Duration::from_millis(100))), "\"api\";r=0;t=1");
+/// assert_eq!(status_value(&p, &Status::new(10, Duration::ZERO)), "\"api\";r=10;t=0");
+/// ```
+pub fn status_value(policy: &Policy, status: &Status) -> HeaderValue {
+    let mut out = String::with_capacity(24 + policy.name().len());
+    push_sf_string(&mut out, policy.name());
+    let _ = write!(
+        out,
+        ";r={};t={}",
+        status.remaining(),
+        seconds_ceil(status.reset())
+    );
+    HeaderValue::try_from(out).unwrap_or_else(|_| HeaderValue::from_static("\"ratelimit\";r=0"))
+}
+
+/// Sets `RateLimit-Policy` (from a value prepared once) and `RateLimit` on `headers`.
+pub(crate) fn set_fields(
+    headers: &mut HeaderMap,
+    policy: &Policy,
+    policy_header: &HeaderValue,
+    status: &Status,
+) {
+    headers.insert(RATELIMIT_POLICY, policy_header.clone());
+    headers.insert(RATELIMIT, status_value(policy, status));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_escaped_strings() {
+        let p = Policy::new("a\"b\\c é", 1, Duration::from_secs(1));
+        assert_eq!(policy_value(&p), "\"a\\\"b\\\\c _\";q=1;w=1");
+    }
+
+    #[test]
+    fn huge_and_tiny_periods_do_not_overflow() {
+        let p = Policy::new("x", u32::MAX, Duration::from_nanos(1));
+        assert_eq!(policy_window(&p), (u64::from(u32::MAX) * 1_000_000_000, 1));
+        let p = Policy::new("x", 1, Duration::MAX);
+        let (q, w) = policy_window(&p);
+        assert!(w >= u64::MAX / 2 && q <= 1);
+    }
+}

@@ -1,0 +1,1099 @@
+//! [`RateLimitLayer`] and its service, [`RateLimit`].
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, ready};
+use core::time::Duration;
+use std::sync::Arc;
+
+use http::{HeaderValue, Response, StatusCode, header};
+use pin_project_lite::pin_project;
+use ritmo_core::{AcquireError, RateLimitExceeded};
+use tokio::time::{Instant, Sleep};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::charge::{Charge, ChargeAll, Classify};
+use crate::headers::{self, RATELIMIT, RATELIMIT_POLICY};
+use crate::key::KeyExtractor;
+use crate::reject::{BoxError, DefaultResponse, MissingKeyError, OnReject, Rejection};
+use crate::store::{Decision, Denial, Grant, Permit, Policy, Status, Store};
+
+/// What to do with a request whose key extractor found no key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MissingKey {
+    /// Refuse it: HTTP mode answers with this status (no rate-limit fields), error mode fails with
+    /// [`MissingKeyError`].
+    Reject(StatusCode),
+    /// Serve it without limiting it.
+    Pass,
+}
+
+/// Something the layer reports to the function given to [`RateLimitLayer::on_event`]. Events carry
+/// the limiter's id, never the request's key (keys can be personal data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LayerEvent {
+    /// A request was refused; `enforced` is `false` in shadow mode (it was served anyway).
+    Rejected {
+        /// The limiter's error (id, reason, `retry_after`).
+        error: RateLimitExceeded,
+        /// Whether the request was really refused (`false`: shadow mode served it).
+        enforced: bool,
+    },
+    /// A request waits `wait` for its slot before it runs.
+    Waiting {
+        /// How long.
+        wait: Duration,
+    },
+    /// A request's permit was given back.
+    Refunded {
+        /// Why.
+        cause: RefundCause,
+        /// Whether it went back (`false`: later requests were queued behind it, the slot stays
+        /// unused).
+        returned: bool,
+    },
+    /// A request had no key.
+    MissingKey {
+        /// Whether it was served anyway ([`MissingKey::Pass`]).
+        served: bool,
+    },
+}
+
+/// Why a permit was given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefundCause {
+    /// The classifier said so after the response.
+    Classified,
+    /// The request was dropped (the client went away) while it waited for its slot.
+    Dropped,
+    /// The inner service failed before the request could run.
+    NotRun,
+}
+
+/// A thin pointer (the box holds the vtable), so that every request's future stays small.
+type Listener = Arc<Box<dyn Fn(&LayerEvent) + Send + Sync>>;
+
+/// How a rejection surfaces: the mode of a [`RateLimitLayer`].
+///
+/// [`Http`] (the default) answers `429` with the rate-limit fields and keeps the inner service's
+/// error type, so the stack stays infallible for axum. [`Errors`] fails the call with
+/// [`RateLimitExceeded`] boxed in tower's `BoxError`, for non-HTTP services, retry policies and
+/// circuit breakers.
+pub trait Mode<Resp, E>: Send + Sync + 'static {
+    /// The service's error type in this mode.
+    type Error;
+    /// The outcome of a rejected request.
+    fn rejected(
+        &self,
+        rejection: &Rejection,
+        policy_header: &HeaderValue,
+    ) -> Result<Resp, Self::Error>;
+    /// The outcome of a request the store could not decide (more permits than the quota).
+    fn store_failed(&self, error: AcquireError) -> Result<Resp, Self::Error>;
+    /// The outcome of a request without a key, refused with `status`.
+    fn missing_key(&self, status: StatusCode) -> Result<Resp, Self::Error>;
+    /// The inner service's error in this mode (its `poll_ready` failed).
+    fn error(&self, error: E) -> Self::Error;
+    /// The outcome of a served request, with the fields to set if any.
+    fn served(
+        &self,
+        result: Result<Resp, E>,
+        fields: Option<Fields<'_>>,
+    ) -> Result<Resp, Self::Error>;
+    /// Whether served responses can carry fields (computing them is skipped otherwise).
+    fn wants_fields(&self) -> bool;
+}
+
+/// The rate-limit fields for one response.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields<'a> {
+    policy: &'a Policy,
+    policy_header: &'a HeaderValue,
+    status: Status,
+}
+
+impl Fields<'_> {
+    /// The policy (`RateLimit-Policy`).
+    pub fn policy(&self) -> &Policy {
+        self.policy
+    }
+
+    /// The key's status (`RateLimit`).
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+}
+
+/// HTTP mode: rejections are responses built by `R` (default: [`DefaultResponse`], a `429`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Http<R>(R);
+
+/// Error mode: rejections are `Err(BoxError)` holding a [`RateLimitExceeded`] (a request without
+/// a key: [`MissingKeyError`]); the inner service's errors are boxed too.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Errors;
+
+fn set_if_absent(headers: &mut http::HeaderMap, name: http::HeaderName, value: HeaderValue) {
+    if !headers.contains_key(&name) {
+        headers.insert(name, value);
+    }
+}
+
+impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
+    type Error = E;
+
+    fn rejected(
+        &self,
+        rejection: &Rejection,
+        policy_header: &HeaderValue,
+    ) -> Result<Response<B>, E> {
+        let mut response = self.0.respond(rejection);
+        let headers = response.headers_mut();
+        set_if_absent(
+            headers,
+            header::RETRY_AFTER,
+            HeaderValue::from(rejection.retry_after_secs()),
+        );
+        set_if_absent(headers, RATELIMIT_POLICY, policy_header.clone());
+        set_if_absent(
+            headers,
+            RATELIMIT,
+            headers::status_value(&rejection.policy, &rejection.status),
+        );
+        Ok(response)
+    }
+
+    fn store_failed(&self, error: AcquireError) -> Result<Response<B>, E> {
+        let mut response = Response::new(B::from(format!("{error}\n")));
+        *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        Ok(response)
+    }
+
+    fn missing_key(&self, status: StatusCode) -> Result<Response<B>, E> {
+        let reason = status.canonical_reason().unwrap_or("Rejected");
+        let mut response = Response::new(B::from(format!("{reason}: no rate-limit key\n")));
+        *response.status_mut() = status;
+        Ok(response)
+    }
+
+    fn error(&self, error: E) -> E {
+        error
+    }
+
+    fn served(
+        &self,
+        result: Result<Response<B>, E>,
+        fields: Option<Fields<'_>>,
+    ) -> Result<Response<B>, E> {
+        let mut response = result?;
+        if let Some(f) = fields {
+            headers::set_fields(response.headers_mut(), f.policy, f.policy_header, &f.status);
+        }
+        Ok(response)
+    }
+
+    fn wants_fields(&self) -> bool {
+        true
+    }
+}
+
+impl<Resp, E: Into<BoxError>> Mode<Resp, E> for Errors {
+    type Error = BoxError;
+
+    fn rejected(&self, rejection: &Rejection, _: &HeaderValue) -> Result<Resp, BoxError> {
+        Err(Box::new(rejection.error))
+    }
+
+    fn store_failed(&self, error: AcquireError) -> Result<Resp, BoxError> {
+        Err(Box::new(error))
+    }
+
+    fn missing_key(&self, _status: StatusCode) -> Result<Resp, BoxError> {
+        Err(Box::new(MissingKeyError))
+    }
+
+    fn error(&self, error: E) -> BoxError {
+        error.into()
+    }
+
+    fn served(
+        &self,
+        result: Result<Resp, E>,
+        _fields: Option<Fields<'_>>,
+    ) -> Result<Resp, BoxError> {
+        result.map_err(Into::into)
+    }
+
+    fn wants_fields(&self) -> bool {
+        false
+    }
+}
+
+/// The layer's settings, shared by every clone of the layer, its services and their futures.
+struct Shared<St, X, M, Cl> {
+    store: St,
+    extractor: X,
+    mode: M,
+    classify: Cl,
+    cost: u32,
+    max_wait: Duration,
+    shadow: bool,
+    admitted_fields: bool,
+    missing_key: MissingKey,
+    policy: Policy,
+    policy_header: HeaderValue,
+    listener: Option<Listener>,
+}
+
+impl<St, X, M, Cl> Shared<St, X, M, Cl> {
+    fn publish(&self, event: LayerEvent) {
+        if let Some(listener) = &self.listener {
+            listener(&event);
+        }
+    }
+}
+
+/// A `tower::Layer` limiting requests by a key, through a [`Store`] (ritmo's limiter, a keyed
+/// limiter, a shared remote store).
+///
+/// Cloning it, and the services it makes, copies one `Arc`: no lock, no `Buffer`, and every clone
+/// limits through the same store.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_core::{Config, RateLimiter};
+/// use ritmo_std::StdClock;
+/// use ritmo_tower::{key::Global, RateLimitLayer};
+///
+/// static API: std::sync::LazyLock<RateLimiter<StdClock>> = std::sync::LazyLock::new(|| {
+///     RateLimiter::with_clock("api", Config::new(100, Duration::from_secs(1)).unwrap(), StdClock::new())
+/// });
+/// let layer = RateLimitLayer::new(&*API, Global);
+/// # let _ = layer;
+/// ```
+pub struct RateLimitLayer<St, X, M = Http<DefaultResponse>, Cl = ChargeAll> {
+    shared: Arc<Shared<St, X, M, Cl>>,
+}
+
+impl<St, X, M, Cl> Clone for RateLimitLayer<St, X, M, Cl> {
+    fn clone(&self) -> Self {
+        RateLimitLayer {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<St: fmt::Debug, X: fmt::Debug, M, Cl> fmt::Debug for RateLimitLayer<St, X, M, Cl> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.shared;
+        f.debug_struct("RateLimitLayer")
+            .field("store", &s.store)
+            .field("extractor", &s.extractor)
+            .field("policy", &s.policy)
+            .field("cost", &s.cost)
+            .field("max_wait", &s.max_wait)
+            .field("shadow", &s.shadow)
+            .field("admitted_fields", &s.admitted_fields)
+            .field("missing_key", &s.missing_key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A layer setting that cannot hold: one request costing more permits than the quota has would
+/// never pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CostError {
+    cost: u32,
+    quota: u32,
+}
+
+impl CostError {
+    /// The permits one request was to cost.
+    pub const fn cost(&self) -> u32 {
+        self.cost
+    }
+
+    /// The quota of the store's policy.
+    pub const fn quota(&self) -> u32 {
+        self.quota
+    }
+}
+
+impl fmt::Display for CostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RITMO-ATR-003: a request costing {} permits can never pass a quota of {}",
+            self.cost, self.quota
+        )
+    }
+}
+
+impl std::error::Error for CostError {}
+
+impl<St: Store, X> RateLimitLayer<St, X> {
+    /// Limits requests through `store`, keyed by `extractor`, in HTTP mode: rejected requests get
+    /// `429` with `Retry-After`, `RateLimit-Policy` and `RateLimit`; admitted ones get
+    /// `RateLimit-Policy` and `RateLimit`; a request may wait for its slot up to the limiter
+    /// config's `max_wait` (see [`max_wait`](Self::max_wait)); one permit per request; every
+    /// response charged; a request without a key refused with `400`.
+    pub fn new(store: St, extractor: X) -> Self {
+        let policy = store.policy();
+        let max_wait = store.max_wait();
+        RateLimitLayer {
+            shared: Arc::new(Shared {
+                policy_header: headers::policy_value(&policy),
+                policy,
+                store,
+                extractor,
+                mode: Http(DefaultResponse),
+                classify: ChargeAll,
+                cost: 1,
+                max_wait,
+                shadow: false,
+                admitted_fields: true,
+                missing_key: MissingKey::Reject(StatusCode::BAD_REQUEST),
+                listener: None,
+            }),
+        }
+    }
+}
+
+impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
+    /// Rebuilds the shared settings with `f` applied (the layer is being configured: there is
+    /// one owner, so nothing is copied but the settings).
+    fn map<M2, Cl2>(
+        self,
+        f: impl FnOnce(Shared<St, X, M, Cl>) -> Shared<St, X, M2, Cl2>,
+    ) -> RateLimitLayer<St, X, M2, Cl2>
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        let shared = Arc::try_unwrap(self.shared).unwrap_or_else(|arc| Shared {
+            store: arc.store.clone(),
+            extractor: arc.extractor.clone(),
+            mode: arc.mode.clone(),
+            classify: arc.classify.clone(),
+            cost: arc.cost,
+            max_wait: arc.max_wait,
+            shadow: arc.shadow,
+            admitted_fields: arc.admitted_fields,
+            missing_key: arc.missing_key,
+            policy: arc.policy,
+            policy_header: arc.policy_header.clone(),
+            listener: arc.listener.clone(),
+        });
+        RateLimitLayer {
+            shared: Arc::new(f(shared)),
+        }
+    }
+
+    /// Lets a request wait up to `max_wait` for its slot instead of being refused (default: the
+    /// limiter config's `max_wait`; zero refuses at once): it reserves the permit and sleeps (on tokio's timer, holding no thread) until its slot, then runs. Waiters
+    /// are served in the order they reserved. A request dropped while it waits (the client went
+    /// away) gives its permit back if nobody reserved after it.
+    #[must_use]
+    pub fn max_wait(self, max_wait: Duration) -> Self
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.map(|s| Shared { max_wait, ..s })
+    }
+
+    /// Each request takes `cost` permits (default 1). Fails if `cost` is 0 or more than the quota.
+    pub fn cost(self, cost: u32) -> Result<Self, CostError>
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        let quota = self.shared.policy.quota();
+        if cost == 0 || cost > quota {
+            return Err(CostError { cost, quota });
+        }
+        Ok(self.map(|s| Shared { cost, ..s }))
+    }
+
+    /// Shadow mode: requests are counted and get the rate-limit fields, and rejections are
+    /// reported to [`on_event`](Self::on_event) with `enforced: false`, but every request is
+    /// served. To try a limit on live traffic before enforcing it.
+    #[must_use]
+    pub fn shadow(self, shadow: bool) -> Self
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.map(|s| Shared { shadow, ..s })
+    }
+
+    /// Whether admitted responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
+    /// Rejected responses always do.
+    #[must_use]
+    pub fn admitted_fields(self, on: bool) -> Self
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.map(|s| Shared {
+            admitted_fields: on,
+            ..s
+        })
+    }
+
+    /// What to do with a request that has no key (default: refuse with `400`).
+    #[must_use]
+    pub fn missing_key(self, policy: MissingKey) -> Self
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.map(|s| Shared {
+            missing_key: policy,
+            ..s
+        })
+    }
+
+    /// Names the policy in the fields (default: the limiter's id).
+    #[must_use]
+    pub fn policy_name(self, name: &'static str) -> Self
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.map(|s| {
+            let policy = s.policy.named(name);
+            Shared {
+                policy_header: headers::policy_value(&policy),
+                policy,
+                ..s
+            }
+        })
+    }
+
+    /// Calls `f` for every [`LayerEvent`] (rejections, waits, refunds, missing keys). Called on
+    /// the request's task: keep it quick.
+    #[must_use]
+    pub fn on_event(self, f: impl Fn(&LayerEvent) + Send + Sync + 'static) -> Self
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        let listener: Listener = Arc::new(Box::new(f));
+        self.map(|s| Shared {
+            listener: Some(listener),
+            ..s
+        })
+    }
+
+    /// Decides after each response whether the request keeps its permit (see
+    /// [`charge`](crate::charge)); e.g. [`not_304_or_5xx`](crate::charge::not_304_or_5xx).
+    #[must_use]
+    pub fn charge<Cl2: Clone>(self, classify: Cl2) -> RateLimitLayer<St, X, M, Cl2>
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.map(|s| Shared {
+            store: s.store,
+            extractor: s.extractor,
+            mode: s.mode,
+            classify,
+            cost: s.cost,
+            max_wait: s.max_wait,
+            shadow: s.shadow,
+            admitted_fields: s.admitted_fields,
+            missing_key: s.missing_key,
+            policy: s.policy,
+            policy_header: s.policy_header,
+            listener: s.listener,
+        })
+    }
+
+    /// HTTP mode with rejection responses built by `on_reject` (see
+    /// [`respond_with`](crate::respond_with)). The layer adds `Retry-After`, `RateLimit-Policy`
+    /// and `RateLimit` to them unless they are already set.
+    #[must_use]
+    pub fn on_reject<R: Clone>(self, on_reject: R) -> RateLimitLayer<St, X, Http<R>, Cl>
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.with_mode(Http(on_reject))
+    }
+
+    /// Error mode: a rejected request fails with [`RateLimitExceeded`] in tower's `BoxError`
+    /// (`error.downcast_ref::<RateLimitExceeded>()`), so a retry policy can wait `retry_after`
+    /// and a circuit breaker can tell "too many requests" from a failure. For non-HTTP services,
+    /// and for stacks whose outer layers handle errors (axum: `HandleErrorLayer`).
+    #[must_use]
+    pub fn errors(self) -> RateLimitLayer<St, X, Errors, Cl>
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.with_mode(Errors)
+    }
+
+    fn with_mode<M2>(self, mode: M2) -> RateLimitLayer<St, X, M2, Cl>
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.map(|s| Shared {
+            store: s.store,
+            extractor: s.extractor,
+            mode,
+            classify: s.classify,
+            cost: s.cost,
+            max_wait: s.max_wait,
+            shadow: s.shadow,
+            admitted_fields: s.admitted_fields,
+            missing_key: s.missing_key,
+            policy: s.policy,
+            policy_header: s.policy_header,
+            listener: s.listener,
+        })
+    }
+
+    /// The store it limits through.
+    pub fn store(&self) -> &St {
+        &self.shared.store
+    }
+
+    /// The policy it reports.
+    pub fn policy(&self) -> &Policy {
+        &self.shared.policy
+    }
+}
+
+impl<S, St, X, M, Cl> Layer<S> for RateLimitLayer<St, X, M, Cl> {
+    type Service = RateLimit<S, St, X, M, Cl>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimit {
+            inner,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// The service a [`RateLimitLayer`] makes: limits requests, then calls the inner service.
+///
+/// `poll_ready` is always ready: the inner service is cloned into each request's future and
+/// asked for readiness only once the request has its permit (and has waited for its slot), so a
+/// waiting request holds no slot of an inner `ConcurrencyLimit`, and its wait does not count
+/// against an inner `Timeout`.
+pub struct RateLimit<S, St, X, M = Http<DefaultResponse>, Cl = ChargeAll> {
+    inner: S,
+    shared: Arc<Shared<St, X, M, Cl>>,
+}
+
+impl<S: Clone, St, X, M, Cl> Clone for RateLimit<S, St, X, M, Cl> {
+    fn clone(&self) -> Self {
+        RateLimit {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: fmt::Debug, St, X, M, Cl> fmt::Debug for RateLimit<S, St, X, M, Cl> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("inner", &self.inner)
+            .field("policy", &self.shared.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, Req, St, X, M, Cl> Service<Req> for RateLimit<S, St, X, M, Cl>
+where
+    S: Service<Req> + Clone,
+    St: Store,
+    X: KeyExtractor<Req, Key = St::Key>,
+    M: Mode<S::Response, S::Error>,
+    Cl: Classify<S::Response, S::Error>,
+{
+    type Response = S::Response;
+    type Error = M::Error;
+    type Future = ResponseFuture<S, Req, St, X, M, Cl>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // The inner service made ready here serves the next request that may run at once; a
+        // request that must wait (or whose store answers later) runs on a clone that is asked
+        // for readiness only when its slot comes.
+        self.inner
+            .poll_ready(cx)
+            .map_err(|e| self.shared.mode.error(e))
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        let shared = Arc::clone(&self.shared);
+        let Some(key) = shared.extractor.extract(&request) else {
+            let served = shared.missing_key == MissingKey::Pass;
+            shared.publish(LayerEvent::MissingKey { served });
+            return match shared.missing_key {
+                MissingKey::Reject(status) => {
+                    let output = shared.mode.missing_key(status);
+                    ResponseFuture::done(output, shared)
+                }
+                MissingKey::Pass => {
+                    let future = self.inner.call(request);
+                    ResponseFuture::running(future, None, Held::none(), None, shared)
+                }
+            };
+        };
+        // Nothing could give the permit back (no waiting, no refunds): take it for good, on the
+        // store's fastest path.
+        if shared.max_wait.is_zero()
+            && !shared.classify.may_refund()
+            && let Some(taken) = shared.store.take(&key, shared.cost)
+        {
+            return match taken {
+                Ok(()) => {
+                    let future = self.inner.call(request);
+                    ResponseFuture::running(future, Some(key), Held::none(), None, shared)
+                }
+                // Refused: answered now, or (shadow mode) served anyway.
+                Err(denial) => match decide(&shared, Err(denial)) {
+                    Next::Done(output) => ResponseFuture::done(output, shared),
+                    Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
+                        let future = self.inner.call(request);
+                        ResponseFuture::running(
+                            future,
+                            Some(key),
+                            Held::none(),
+                            grant_status,
+                            shared,
+                        )
+                    }
+                },
+            };
+        }
+        let decision = match shared.store.acquire(&key, shared.cost, shared.max_wait) {
+            Decision::Now(decision) => decision,
+            Decision::Later(future) => {
+                let phase = Phase::Acquire { future };
+                let inner = self.inner.clone();
+                return ResponseFuture::slow(
+                    phase,
+                    inner,
+                    request,
+                    key,
+                    Held::none(),
+                    None,
+                    shared,
+                );
+            }
+        };
+        // Admitted at once (the common case): straight to the inner service that `poll_ready`
+        // made ready.
+        let decision = match decision {
+            Ok(grant) if grant.wait.is_zero() => {
+                let held = Held {
+                    permit: Some(grant.permit),
+                    started: true,
+                    listener: shared.listener.clone(),
+                };
+                let future = self.inner.call(request);
+                return ResponseFuture::running(future, Some(key), held, grant.status, shared);
+            }
+            other => other,
+        };
+        match decide(&shared, decision) {
+            Next::Run {
+                mut held,
+                grant_status,
+            } => {
+                held.started = true;
+                let future = self.inner.call(request);
+                ResponseFuture::running(future, Some(key), held, grant_status, shared)
+            }
+            Next::Wait {
+                held,
+                wait,
+                grant_status,
+            } => {
+                let phase = Phase::Wait {
+                    sleep: tokio::time::sleep(wait),
+                };
+                let inner = self.inner.clone();
+                ResponseFuture::slow(phase, inner, request, key, held, grant_status, shared)
+            }
+            Next::Done(output) => ResponseFuture::done(output, shared),
+        }
+    }
+}
+
+/// What follows a store's decision.
+enum Next<P: Permit, O> {
+    /// Run the request now (admitted, or served anyway in shadow mode).
+    Run {
+        held: Held<P>,
+        grant_status: Option<Status>,
+    },
+    /// Wait `wait` for the slot, then run.
+    Wait {
+        held: Held<P>,
+        wait: Duration,
+        grant_status: Option<Status>,
+    },
+    /// Answer without running (rejected).
+    Done(O),
+}
+
+#[inline]
+fn decide<St, X, M, Cl, Resp, E>(
+    shared: &Shared<St, X, M, Cl>,
+    decision: Result<Grant<St::Permit>, Denial>,
+) -> Next<St::Permit, Result<Resp, M::Error>>
+where
+    St: Store,
+    M: Mode<Resp, E>,
+{
+    match decision {
+        Ok(Grant {
+            permit,
+            wait,
+            status,
+            ..
+        }) => {
+            let held = Held {
+                permit: Some(permit),
+                started: false,
+                listener: shared.listener.clone(),
+            };
+            if wait.is_zero() {
+                Next::Run {
+                    held,
+                    grant_status: status,
+                }
+            } else {
+                shared.publish(LayerEvent::Waiting { wait });
+                Next::Wait {
+                    held,
+                    wait,
+                    grant_status: status,
+                }
+            }
+        }
+        Err(Denial { error, status, .. }) => {
+            let error = match error {
+                AcquireError::RateLimited(e) => e,
+                // Cannot happen through this layer, which checked its cost against the quota;
+                // a store of another kind could still answer it.
+                other => return Next::Done(shared.mode.store_failed(other)),
+            };
+            let enforced = !shared.shadow;
+            shared.publish(LayerEvent::Rejected { error, enforced });
+            if enforced {
+                let rejection = Rejection::new(error, shared.policy, status);
+                Next::Done(shared.mode.rejected(&rejection, &shared.policy_header))
+            } else {
+                // Shadow mode: served without a permit, reported as it stands.
+                Next::Run {
+                    held: Held::none(),
+                    grant_status: Some(status),
+                }
+            }
+        }
+    }
+}
+
+/// A permit held by a request's future: refunded if the future is dropped before the request
+/// runs, kept once it runs (a request that started keeps its permit even if it is dropped).
+struct Held<P: Permit> {
+    permit: Option<P>,
+    started: bool,
+    listener: Option<Listener>,
+}
+
+impl<P: Permit> Held<P> {
+    fn none() -> Self {
+        Held {
+            permit: None,
+            started: false,
+            listener: None,
+        }
+    }
+
+    fn refund(&mut self, cause: RefundCause) {
+        if let Some(permit) = self.permit.take() {
+            let returned = permit.refund();
+            if let Some(listener) = &self.listener {
+                listener(&LayerEvent::Refunded { cause, returned });
+            }
+        }
+    }
+
+    fn commit(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            permit.commit();
+        }
+    }
+}
+
+impl<P: Permit> Drop for Held<P> {
+    fn drop(&mut self) {
+        if self.started {
+            self.commit();
+        } else {
+            self.refund(RefundCause::Dropped);
+        }
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F, O, Sl> {
+        // The inner call is running.
+        Call { #[pin] future: F },
+        // Not yet running: the store's answer, the wait for the slot, the inner service's
+        // readiness. Boxed, so that the common case (admitted at once) moves a small future.
+        Slow { slow: Pin<Box<Sl>> },
+        Done { output: Option<O> },
+    }
+}
+
+pin_project! {
+    struct Slow<A, S, Req> {
+        #[pin]
+        phase: Phase<A>,
+        inner: S,
+        request: Option<Req>,
+    }
+}
+
+pin_project! {
+    #[project = PhaseProj]
+    enum Phase<A> {
+        Acquire { #[pin] future: A },
+        Wait { #[pin] sleep: Sleep },
+        Ready,
+    }
+}
+
+pin_project! {
+    /// The future of a [`RateLimit`] call: acquire (and wait), then the inner call, then the
+    /// charge and the fields.
+    pub struct ResponseFuture<S, Req, St, X, M, Cl>
+    where
+        S: Service<Req>,
+        St: Store,
+        M: Mode<S::Response, S::Error>,
+    {
+        #[pin]
+        state: State<S::Future, Result<S::Response, M::Error>, Slow<St::Acquire, S, Req>>,
+        key: Option<St::Key>,
+        held: Held<St::Permit>,
+        grant_status: Option<Status>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    }
+}
+
+impl<S, Req, St, X, M, Cl> fmt::Debug for ResponseFuture<S, Req, St, X, M, Cl>
+where
+    S: Service<Req>,
+    St: Store,
+    M: Mode<S::Response, S::Error>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("policy", &self.shared.policy)
+            .field("holds_permit", &self.held.permit.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, Req, St, X, M, Cl> ResponseFuture<S, Req, St, X, M, Cl>
+where
+    S: Service<Req>,
+    St: Store,
+    M: Mode<S::Response, S::Error>,
+{
+    fn done(output: Result<S::Response, M::Error>, shared: Arc<Shared<St, X, M, Cl>>) -> Self {
+        ResponseFuture {
+            state: State::Done {
+                output: Some(output),
+            },
+            key: None,
+            held: Held::none(),
+            grant_status: None,
+            shared,
+        }
+    }
+
+    fn slow(
+        phase: Phase<St::Acquire>,
+        inner: S,
+        request: Req,
+        key: St::Key,
+        held: Held<St::Permit>,
+        grant_status: Option<Status>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Slow {
+                slow: Box::pin(Slow {
+                    phase,
+                    inner,
+                    request: Some(request),
+                }),
+            },
+            key: Some(key),
+            held,
+            grant_status,
+            shared,
+        }
+    }
+
+    fn running(
+        future: S::Future,
+        key: Option<St::Key>,
+        held: Held<St::Permit>,
+        grant_status: Option<Status>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Call { future },
+            key,
+            held,
+            grant_status,
+            shared,
+        }
+    }
+}
+
+impl<S, Req, St, X, M, Cl> Future for ResponseFuture<S, Req, St, X, M, Cl>
+where
+    S: Service<Req>,
+    St: Store,
+    M: Mode<S::Response, S::Error>,
+    Cl: Classify<S::Response, S::Error>,
+{
+    type Output = Result<S::Response, M::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Slow { slow } => {
+                    let slow = slow.as_mut().project();
+                    let mut phase = slow.phase;
+                    match phase.as_mut().project() {
+                        PhaseProj::Acquire { future } => {
+                            let decision = ready!(future.poll(cx));
+                            match decide(this.shared, decision) {
+                                Next::Run { held, grant_status } => {
+                                    *this.held = held;
+                                    *this.grant_status = grant_status;
+                                    phase.set(Phase::Ready);
+                                }
+                                Next::Wait {
+                                    held,
+                                    wait,
+                                    grant_status,
+                                } => {
+                                    *this.held = held;
+                                    *this.grant_status = grant_status;
+                                    phase.set(Phase::Wait {
+                                        sleep: tokio::time::sleep(wait),
+                                    });
+                                }
+                                Next::Done(output) => {
+                                    this.state.set(State::Done { output: None });
+                                    return Poll::Ready(output);
+                                }
+                            }
+                        }
+                        PhaseProj::Wait { mut sleep } => {
+                            ready!(sleep.as_mut().poll(cx));
+                            let left = this
+                                .held
+                                .permit
+                                .as_ref()
+                                .map_or(Duration::ZERO, Permit::remaining);
+                            if left.is_zero() {
+                                phase.set(Phase::Ready);
+                            } else {
+                                // The timer and the limiter's clock may disagree by a tick:
+                                // sleep again.
+                                sleep.reset(Instant::now() + left);
+                            }
+                        }
+                        PhaseProj::Ready => {
+                            if let Err(e) = ready!(slow.inner.poll_ready(cx)) {
+                                this.held.refund(RefundCause::NotRun);
+                                this.state.set(State::Done { output: None });
+                                return Poll::Ready(this.shared.mode.served(Err(e), None));
+                            }
+                            let request = slow.request.take().expect("request sent twice");
+                            this.held.started = true;
+                            let future = slow.inner.call(request);
+                            this.state.set(State::Call { future });
+                        }
+                    }
+                }
+                StateProj::Call { future } => {
+                    let result = ready!(future.poll(cx));
+                    let shared = &**this.shared;
+                    // A kept permit is committed when `held` goes (it is marked started).
+                    if this.held.permit.is_some()
+                        && shared.classify.classify(result.as_ref()) == Charge::Refund
+                    {
+                        this.held.refund(RefundCause::Classified);
+                    }
+                    let fields = if shared.admitted_fields && shared.mode.wants_fields() {
+                        this.key
+                            .as_ref()
+                            .and_then(|key| shared.store.status(key))
+                            .or(*this.grant_status)
+                            .map(|status| Fields {
+                                policy: &shared.policy,
+                                policy_header: &shared.policy_header,
+                                status,
+                            })
+                    } else {
+                        None
+                    };
+                    let output = shared.mode.served(result, fields);
+                    this.state.set(State::Done { output: None });
+                    return Poll::Ready(output);
+                }
+                StateProj::Done { output } => {
+                    return Poll::Ready(output.take().expect("polled after completion"));
+                }
+            }
+        }
+    }
+}
