@@ -169,7 +169,10 @@ static DONE: AtomicU32 = AtomicU32::new(0);
 #[embassy_executor::task]
 async fn worker() {
     for _ in 0..PER_TASK {
-        check!(RADIO.acquire_async().await.is_ok(), "worker: acquire failed");
+        check!(
+            RADIO.acquire_async().await.is_ok(),
+            "worker: acquire failed"
+        );
     }
     DONE.store(DONE.load(Ordering::SeqCst) + PER_TASK, Ordering::SeqCst);
 }
@@ -183,7 +186,11 @@ async fn main(spawner: Spawner) {
     let start = Instant::now().as_ticks();
     spawner.spawn(worker()).unwrap();
     for i in 0..PER_TASK {
-        check!(RADIO.acquire_async().await.is_ok(), "main: acquire {} failed", i);
+        check!(
+            RADIO.acquire_async().await.is_ok(),
+            "main: acquire {} failed",
+            i
+        );
     }
     while DONE.load(Ordering::SeqCst) < PER_TASK {
         embassy_time::Timer::after_millis(1).await;
