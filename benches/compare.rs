@@ -7,6 +7,7 @@
 //! ```text
 //! cargo bench --bench compare                  # everything (about 2.5 minutes)
 //! cargo bench --bench compare -- admitted      # one group
+//! cargo bench --bench compare -- 'admitted|coarse'   # the coarse clock beside StdClock
 //! cargo bench --bench compare -- --test        # smoke: each function runs once
 //! ```
 
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Bencher, Criterion};
 use governor::clock::FakeRelativeClock;
-use ritmo::server::StdClock;
+use ritmo::server::{CoarseClock, StdClock};
 use ritmo::{Clock, ManualClock, RateLimiter, Registry};
 
 mod support;
@@ -243,6 +244,51 @@ fn contention(c: &mut Criterion, clock: &StdClock) {
     g.finish();
 }
 
+/// ritmo on its `CoarseClock` (a cached reading an upkeep thread refreshes) beside governor on
+/// its `QuantaUpkeepClock` (the same idea, quanta's upkeep thread), both refreshed every
+/// `CoarseClock::DEFAULT_RESOLUTION`. The ratio table also prints how much faster an admitted
+/// call on the coarse clock is than one on `StdClock` (the `admitted` group, same run).
+fn coarse(c: &mut Criterion) {
+    let resolution = CoarseClock::DEFAULT_RESOLUTION;
+    let clock = CoarseClock::new();
+    // quanta runs one upkeep thread per process: one clock, cloned into every limiter.
+    let upkeep = governor::clock::QuantaUpkeepClock::from_interval(resolution)
+        .expect("quanta's upkeep thread");
+    let mut g = c.benchmark_group("coarse_admitted");
+    g.bench_function("ritmo", |b| {
+        fresh(
+            b,
+            || RateLimiter::with_clock("bench", ritmo_unlimited(), clock.clone()),
+            |l| assert_ok(l.try_acquire().is_ok()),
+        )
+    });
+    g.bench_function("governor", |b| {
+        fresh(
+            b,
+            || Governor::direct_with_clock(governor_unlimited(), upkeep.clone()),
+            |l| assert_ok(l.check().is_ok()),
+        )
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("coarse_rejected");
+    g.bench_function("ritmo", |b| {
+        let l = RateLimiter::with_clock("bench", ritmo_hourly(), clock.clone());
+        l.try_acquire().expect("the one permit");
+        b.iter(|| assert_err(black_box(&l).try_acquire().is_err()))
+    });
+    g.bench_function("governor", |b| {
+        let l = Governor::direct_with_clock(governor_hourly(), upkeep.clone());
+        l.check().expect("the one permit");
+        b.iter(|| assert_err(black_box(&l).check().is_err()))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("clock");
+    g.bench_function("coarse_clock_read", |b| b.iter(|| black_box(&clock).now()));
+    g.finish();
+}
+
 fn clock_read(c: &mut Criterion, clock: &StdClock) {
     let mut g = c.benchmark_group("clock");
     g.bench_function("std_clock_read", |b| b.iter(|| black_box(clock).now()));
@@ -293,6 +339,8 @@ fn print_ratios(dir: &Path, since: SystemTime) {
         "one_limiter_1_threads",
         "one_limiter_2_threads",
         "two_limiters_2_threads",
+        "coarse_admitted",
+        "coarse_rejected",
     ];
     let rows: Vec<_> = groups
         .iter()
@@ -316,7 +364,16 @@ fn print_ratios(dir: &Path, since: SystemTime) {
     if let Some(t) = median_ns(dir, "registry_handle_admitted", "governor_keyed", since) {
         println!("{:<24} {:>9} {t:>9.2}", "(governor, keyed by id)", "");
     }
-    for f in ["std_clock_read", "instant_now"] {
+    if let (Some(std), Some(coarse)) = (
+        median_ns(dir, "admitted", "ritmo", since),
+        median_ns(dir, "coarse_admitted", "ritmo", since),
+    ) {
+        println!(
+            "admitted: ritmo on StdClock / ritmo on CoarseClock = {:.2}x (bar: >= 3)",
+            std / coarse
+        );
+    }
+    for f in ["std_clock_read", "coarse_clock_read", "instant_now"] {
         if let Some(t) = median_ns(dir, "clock", f, since) {
             println!("{:<24} {t:>9.2}", format!("clock/{f}"));
         }
@@ -339,6 +396,7 @@ fn main() {
     acquire_n(&mut c, &clock);
     registry(&mut c, &clock);
     contention(&mut c, &clock);
+    coarse(&mut c);
     clock_read(&mut c, &clock);
     c.final_summary();
     print_ratios(&dir, since);

@@ -18,7 +18,7 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use governor::clock::FakeRelativeClock;
-use ritmo::server::StdClock;
+use ritmo::server::{CoarseClock, StdClock};
 use ritmo::{Clock, Event, Listener, ManualClock, RateLimitExceeded, RateLimiter, Registry};
 
 mod support;
@@ -156,7 +156,36 @@ const PATHS: &[(&str, &str)] = &[
         "ritmo_rejected_listener",
         "try_acquire, default clock, rejected, listener installed",
     ),
+    (
+        "coarse_clock_read",
+        "one read of CoarseClock (the cached reading)",
+    ),
+    (
+        "ritmo_coarse_admitted",
+        "try_acquire, CoarseClock, admitted",
+    ),
+    (
+        "governor_coarse_admitted",
+        "check, QuantaUpkeepClock, admitted",
+    ),
+    (
+        "ritmo_coarse_rejected",
+        "try_acquire, CoarseClock, rejected",
+    ),
+    (
+        "governor_coarse_rejected",
+        "check, QuantaUpkeepClock, rejected",
+    ),
 ];
+
+/// governor on its upkeep clock, refreshed as often as ritmo's `CoarseClock`.
+fn governor_upkeep(
+    quota: governor::Quota,
+) -> Result<Governor<governor::clock::QuantaUpkeepClock>, String> {
+    let clock = governor::clock::QuantaUpkeepClock::from_interval(CoarseClock::DEFAULT_RESOLUTION)
+        .map_err(|e| e.to_string())?;
+    Ok(Governor::direct_with_clock(quota, clock))
+}
 
 fn run(path: &str, n: u64) -> Result<(), String> {
     let four = NonZeroU32::new(4).unwrap();
@@ -284,6 +313,33 @@ fn run(path: &str, n: u64) -> Result<(), String> {
             l.try_acquire().map_err(|e| e.to_string())?;
             measured(&l, n, |l| l.try_acquire().is_ok());
             expect(l.try_acquire().is_err() && EVENTS.0.load(Ordering::Relaxed) == n + 1)
+        }
+        "coarse_clock_read" => {
+            let c = CoarseClock::new();
+            measured(&c, n, |c| c.now());
+            Ok(())
+        }
+        "ritmo_coarse_admitted" => {
+            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), CoarseClock::new());
+            measured(&l, n, |l| l.try_acquire().is_ok());
+            expect(l.try_acquire().is_ok())
+        }
+        "governor_coarse_admitted" => {
+            let l = governor_upkeep(governor_unlimited())?;
+            measured(&l, n, |l| l.check().is_ok());
+            expect(l.check().is_ok())
+        }
+        "ritmo_coarse_rejected" => {
+            let l = RateLimiter::with_clock("insn", ritmo_hourly(), CoarseClock::new());
+            l.try_acquire().map_err(|e| e.to_string())?;
+            measured(&l, n, |l| l.try_acquire().is_ok());
+            expect(l.try_acquire().is_err())
+        }
+        "governor_coarse_rejected" => {
+            let l = governor_upkeep(governor_hourly())?;
+            l.check().map_err(|e| e.to_string())?;
+            measured(&l, n, |l| l.check().is_ok());
+            expect(l.check().is_err())
         }
         _ => Err(format!("unknown path {path:?}")),
     }

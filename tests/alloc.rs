@@ -9,7 +9,7 @@ use std::alloc::System;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ritmo::server::{BlockingExt, StdClock};
+use ritmo::server::{BlockingExt, CoarseClock, StdClock};
 use ritmo::{Config, Event, Listener, ManualClock, RateLimiter, Registry};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -186,6 +186,40 @@ fn std_paths() {
     });
 }
 
+fn coarse_paths() {
+    // The upkeep thread refreshes the reading while the calls run: it allocates nothing either
+    // (the counting allocator sees every thread).
+    let clock = CoarseClock::with_resolution(Duration::from_micros(50)).unwrap();
+    // The upkeep thread's start-up (std names the OS thread: one small allocation, once) and its
+    // first park must be over before anything is measured: wait until the thread itself has
+    // moved the reading twice.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    for _ in 0..2 {
+        let before = ritmo::Clock::now(&clock);
+        while ritmo::Clock::now(&clock) == before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the upkeep thread never ran"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let unlimited = RateLimiter::with_clock(
+        "coarse",
+        config(u32::MAX, Duration::from_nanos(u64::from(u32::MAX))),
+        clock.clone(),
+    );
+    assert_no_allocation("CoarseClock: try_acquire, admitted", || {
+        assert!(unlimited.try_acquire().is_ok());
+    });
+    let hourly =
+        RateLimiter::with_clock("coarse-hourly", config(1, Duration::from_secs(3600)), clock);
+    hourly.try_acquire().unwrap();
+    assert_no_allocation("CoarseClock: try_acquire, rejected", || {
+        assert!(hourly.try_acquire().is_err());
+    });
+}
+
 /// Keyed limiters: the fixed table never allocates; the std map allocates only to hold a new
 /// key, never on a key it holds (admitted, rejected, reserved, peeked) or a refusal for room.
 fn keyed_paths() {
@@ -231,6 +265,7 @@ fn main() {
     core_paths();
     registry_paths();
     std_paths();
+    coarse_paths();
     keyed_paths();
     println!("tests/alloc.rs: no path allocated");
 }

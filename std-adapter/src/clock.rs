@@ -1,5 +1,5 @@
-//! Server clocks: [`StdClock`] (the default, a raw CPU counter) and [`InstantClock`]
-//! (`std::time::Instant`).
+//! Server clocks: [`StdClock`] (the default, a raw CPU counter), [`InstantClock`]
+//! (`std::time::Instant`) and [`CoarseClock`](crate::CoarseClock) (a cached reading).
 //!
 //! # How the default was chosen
 //!
@@ -14,13 +14,16 @@
 //! top), 29 ns for [`StdClock`], and 26 to 36 ns for a whole admitted or rejected
 //! `try_acquire` on it: the ratio, not the absolute numbers, is what carries over.
 //!
-//! A coarse cached clock (a reading refreshed by a background thread) would be cheaper still,
-//! but its granularity is the refresh period, which caps how exact the limiter can be; ritmo
-//! does not ship one.
+//! Where the counter is slow to read (on many virtual machines a TSC read costs 25 to 40 ns, the
+//! whole cost of a call), [`CoarseClock`](crate::CoarseClock) reads a cached value instead: one
+//! upkeep thread refreshes it every resolution (500 µs by default), a call loads one atomic. Its
+//! granularity is the resolution: it lags real time by up to one resolution and never leads,
+//! so permits can come late, never early (its docs say exactly what that costs).
 //!
 //! | clock | one reading | tick | epoch | when to use |
 //! | --- | --- | --- | --- | --- |
 //! | [`StdClock`] | ~10 ns (TSC) | one CPU counter tick (~0.3 ns at 3 GHz) | counter start (boot) | default for servers |
+//! | [`CoarseClock`](crate::CoarseClock) | ~1 ns (one load) | 1 ns, refreshed every 500 µs | as [`InstantClock`] | slow counters (VMs), hot limiters that tolerate a late permit |
 //! | [`InstantClock`] | ~25 ns | 1 ns | first use in the process | `static` limiters, portability, debugging |
 //!
 //! `quanta` uses the counter only where it can be trusted: an x86-64 CPU that advertises an

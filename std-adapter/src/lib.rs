@@ -3,6 +3,8 @@
 //!
 //! - [`StdClock`], the default: a raw CPU counter read (~10 ns) whose rate is calibrated once;
 //!   [`InstantClock`] on `std::time::Instant` (~25 ns, constant tick rate, `static` limiters).
+//!   [`CoarseClock`]: a cached reading an upkeep thread refreshes, one atomic load a call, for
+//!   machines whose counter is slow to read (it lags by up to a resolution, never leads).
 //!   The [`clock` module docs](crate::clock) say how they were chosen.
 //! - [`limiter`] / [`StdRateLimiter`]: a limiter on a [`StdClock`] in one line.
 //! - [`BlockingExt`]: `acquire()` / `acquire_n(k)` park the thread until their slot;
@@ -35,6 +37,7 @@
 mod annotated;
 mod blocking;
 pub mod clock;
+mod coarse;
 pub mod keyed;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
@@ -54,6 +57,7 @@ mod wait;
 pub use annotated::{DEFAULT_REGISTRY_CAPACITY, default_registry};
 pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};
+pub use coarse::{CoarseClock, UpkeepError};
 pub use keyed::{IpKey, KeyedRateLimiter, KeyedReservation};
 #[cfg(feature = "tokio")]
 pub use tokio::{AsyncExt, TokioClock};

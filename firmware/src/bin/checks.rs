@@ -2,20 +2,29 @@
 //!
 //! 1. A `static` limiter on a fake clock runs the design page's scenario.
 //! 2. (feature `registry`) the same scenario on a limiter from a `static` registry.
-//! 3. A `static` limiter on a real clock (SysTick) blocks with an `embedded-hal` `DelayNs`.
-//! 4. The SysTick interrupt handler and the main loop take permits from one `static` limiter
-//!    thousands of times; the total admitted must be exactly what GCRA allows.
+//! 3. A `static` limiter on a real clock (SysTick on Cortex-M, the machine timer on RISC-V)
+//!    blocks with an `embedded-hal` `DelayNs`.
+//! 4. The timer interrupt handler (SysTick, or the RISC-V machine timer) and the main loop take
+//!    permits from one `static` limiter thousands of times; the total admitted must be exactly
+//!    what GCRA allows.
+//!
+//! The same source runs on Cortex-M0/M3/M4F and on riscv32imc: what differs (the clock, the
+//! timer interrupt, semihosting) is behind `ritmo_firmware::Board` and friends.
 #![no_std]
 #![no_main]
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use core::time::Duration;
 
-use cortex_m::peripheral::{SCB, SYST};
-use cortex_m_rt::{entry, exception};
+#[cfg(target_arch = "arm")]
 use panic_semihosting as _;
 use ritmo_core::{const_config, Clock, ManualClock, RateLimiter, Reason};
-use ritmo_firmware::{check, exit, log, CycleDelay, DelayWait, SysTickClock, BOARD, CPU_HZ};
+use ritmo_firmware::{
+    check, exit, log, Board, CycleDelay, DelayWait, MachineClock, BOARD, CLOCK_SPAN, TIMER_HZ,
+};
+
+#[cfg(target_arch = "riscv32")]
+ritmo_firmware::semihosting_panic_handler!();
 
 // ---- 1. the design page's scenario, on a static limiter and a fake clock ----
 
@@ -81,17 +90,17 @@ mod registry {
 // ---- 3. a real clock and a blocking wait ----
 
 /// 2 per 20 ms (a permit every 10 ms), waiting up to 1 s for one.
-static SENSOR: RateLimiter<SysTickClock> = RateLimiter::new(
+static SENSOR: RateLimiter<MachineClock> = RateLimiter::new(
     "sensor",
     const_config!(2, Duration::from_millis(20)).with_max_wait(Duration::from_secs(1)),
-    SysTickClock,
+    MachineClock {},
 );
 
-fn real_clock(syst: &mut SYST) {
+fn real_clock(board: &mut Board) {
     MODE.store(MODE_CLOCK, Ordering::SeqCst);
-    SysTickClock::start(syst);
-    let clock = SysTickClock;
-    let interval = CPU_HZ / 100; // 10 ms in SysTick ticks
+    board.start_clock();
+    let clock = MachineClock {};
+    let interval = TIMER_HZ / 100; // 10 ms in clock ticks
 
     check!(SENSOR.try_acquire().is_ok());
     check!(SENSOR.try_acquire().is_ok());
@@ -116,8 +125,9 @@ fn real_clock(syst: &mut SYST) {
     );
     check!(waiter.delays > 0, "the waiter never delayed");
 
-    // The clock never goes back, across at least one SysTick wrap (the 24-bit counter).
-    let wrap = u64::from(ritmo_firmware::CLOCK_RELOAD) + 1;
+    // The clock never goes back, across at least one SysTick wrap (the 24-bit counter) on
+    // Cortex-M, across 2^20 ticks of the 64-bit machine timer on RISC-V.
+    let wrap = CLOCK_SPAN;
     let mut last = clock.now();
     let target = (last / wrap + 1) * wrap + wrap / 4;
     let mut reads = 0u32;
@@ -128,21 +138,26 @@ fn real_clock(syst: &mut SYST) {
         reads += 1;
     }
     log!(
-        "real clock: SysTick at {} Hz, woke {} ticks after the slot ({} delays); {} reads across a wrap",
-        CPU_HZ,
+        "real clock: {} Hz, woke {} ticks after the slot ({} delays); {} reads across {} ticks",
+        TIMER_HZ,
         woke - slot,
         waiter.delays,
-        reads
+        reads,
+        wrap
     );
 }
 
 // ---- 4. an interrupt handler and the main loop on one limiter ----
 
 const RACE_BURST: u32 = 8;
-/// SysTick handler runs this many times during the race.
+/// The timer handler runs this many times during the race.
 const RACE_FIRINGS: u32 = 3_000;
-/// SysTick period during the race, in core cycles.
+/// Timer period during the race, in timer ticks: 3 000 core cycles on Cortex-M (SysTick), 20 µs
+/// of the 10 MHz machine timer on RISC-V.
+#[cfg(target_arch = "arm")]
 const RACE_RELOAD: u32 = 3_000;
+#[cfg(target_arch = "riscv32")]
+const RACE_RELOAD: u32 = 200;
 const RACE_PERIOD: Duration = Duration::from_secs(1);
 
 static RACE_CLOCK: ManualClock = ManualClock::new();
@@ -165,7 +180,7 @@ fn bump(counter: &AtomicU32) {
     counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
-/// One SysTick interrupt of the race: time moves on by one emission interval (a permit comes
+/// One timer interrupt of the race: time moves on by one emission interval (a permit comes
 /// back) unless the limiter is full, and every other interrupt takes a permit itself.
 fn race_interrupt() {
     bump(&FIRED);
@@ -186,20 +201,15 @@ fn race_interrupt() {
     }
 }
 
-fn race(syst: &mut SYST) {
-    syst.disable_counter();
-    syst.disable_interrupt();
+fn race(board: &mut Board) {
     MODE.store(MODE_RACE, Ordering::SeqCst);
-    syst.set_reload(RACE_RELOAD);
-    syst.clear_current();
-    syst.enable_interrupt();
-    syst.enable_counter();
+    board.start_timer(RACE_RELOAD);
 
     let (mut admitted, mut rejected, mut lost, mut refunded) = (0u32, 0u32, 0u32, 0u32);
     let mut iterations = 0u32;
     while FIRED.load(Ordering::Relaxed) < RACE_FIRINGS {
         iterations += 1;
-        check!(iterations < 200_000_000, "SysTick stopped firing");
+        check!(iterations < 200_000_000, "the timer stopped firing");
         IN_CALL.store(true, Ordering::Relaxed);
         if iterations % 8 == 0 {
             // The reservation path: a permit taken now, then given back or kept.
@@ -227,9 +237,7 @@ fn race(syst: &mut SYST) {
         }
         IN_CALL.store(false, Ordering::Relaxed);
     }
-    syst.disable_interrupt();
-    syst.disable_counter();
-    SCB::clear_pendst();
+    board.stop_timer();
 
     // Take what is left, with the handler stopped.
     let mut drained = 0u32;
@@ -267,25 +275,39 @@ fn race(syst: &mut SYST) {
     check!(SHARED.try_acquire().is_err());
 }
 
-// ---- the SysTick handler serves phase 3 (clock) and phase 4 (race) ----
+// ---- the timer handler serves phase 3 (the SysTick clock's wraps) and phase 4 (race) ----
 
 const MODE_OFF: u8 = 0;
 const MODE_CLOCK: u8 = 1;
 const MODE_RACE: u8 = 2;
 static MODE: AtomicU8 = AtomicU8::new(MODE_OFF);
 
-#[exception]
-fn SysTick() {
+fn on_timer() {
     match MODE.load(Ordering::Relaxed) {
-        MODE_CLOCK => SysTickClock::on_wrap(),
+        #[cfg(target_arch = "arm")]
+        MODE_CLOCK => ritmo_firmware::SysTickClock::on_wrap(),
         MODE_RACE => race_interrupt(),
         _ => {}
     }
 }
 
-#[entry]
+#[cfg(target_arch = "arm")]
+#[cortex_m_rt::exception]
+fn SysTick() {
+    on_timer();
+}
+
+#[cfg(target_arch = "riscv32")]
+#[riscv_rt::core_interrupt(riscv::interrupt::Interrupt::MachineTimer)]
+fn machine_timer() {
+    Board::rearm_timer(RACE_RELOAD);
+    on_timer();
+}
+
+#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
+#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
 fn main() -> ! {
-    let mut core = cortex_m::Peripherals::take().unwrap();
+    let mut board = Board::take();
     log!("ritmo firmware checks on {}", BOARD);
 
     scenario(&RADIO, &FAKE, "radio");
@@ -294,8 +316,8 @@ fn main() -> ! {
     #[cfg(feature = "registry")]
     registry::run();
 
-    real_clock(&mut core.SYST);
-    race(&mut core.SYST);
+    real_clock(&mut board);
+    race(&mut board);
 
     log!("all checks passed");
     exit(true)

@@ -1,21 +1,23 @@
-//! The footprint baseline: the runtime, a SysTick clock and a semihosting exit, no limiter.
+//! The footprint baseline: the runtime, the board's clock (SysTick on Cortex-M, the machine
+//! timer on RISC-V) and a semihosting exit, no limiter.
 #![no_std]
 #![no_main]
 
-use cortex_m_rt::entry;
 use panic_halt as _;
 use ritmo_core::Clock;
-use ritmo_firmware::SysTickClock;
+use ritmo_firmware::{Board, MachineClock};
 
-#[entry]
+#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
+#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
 fn main() -> ! {
-    let mut core = cortex_m::Peripherals::take().unwrap();
-    SysTickClock::start(&mut core.SYST);
-    let now = core::hint::black_box(SysTickClock.now());
+    let mut board = Board::take();
+    board.start_clock();
+    let now = core::hint::black_box(MachineClock {}.now());
     ritmo_firmware::exit(now != u64::MAX)
 }
 
+#[cfg(target_arch = "arm")]
 #[cortex_m_rt::exception]
 fn SysTick() {
-    SysTickClock::on_wrap();
+    ritmo_firmware::SysTickClock::on_wrap();
 }

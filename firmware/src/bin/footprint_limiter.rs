@@ -1,29 +1,30 @@
-//! The footprint baseline plus one `static` limiter on the SysTick clock, taking a permit.
+//! The footprint baseline plus one `static` limiter on the board's clock, taking a permit.
 #![no_std]
 #![no_main]
 
 use core::time::Duration;
 
-use cortex_m_rt::entry;
 use panic_halt as _;
 use ritmo_core::{const_config, RateLimiter};
-use ritmo_firmware::SysTickClock;
+use ritmo_firmware::{Board, MachineClock};
 
-static LIMITER: RateLimiter<SysTickClock> = RateLimiter::new(
+static LIMITER: RateLimiter<MachineClock> = RateLimiter::new(
     "uart",
     const_config!(10, Duration::from_secs(1)),
-    SysTickClock,
+    MachineClock {},
 );
 
-#[entry]
+#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
+#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
 fn main() -> ! {
-    let mut core = cortex_m::Peripherals::take().unwrap();
-    SysTickClock::start(&mut core.SYST);
+    let mut board = Board::take();
+    board.start_clock();
     let limiter = core::hint::black_box(&LIMITER);
     ritmo_firmware::exit(limiter.try_acquire().is_ok())
 }
 
+#[cfg(target_arch = "arm")]
 #[cortex_m_rt::exception]
 fn SysTick() {
-    SysTickClock::on_wrap();
+    ritmo_firmware::SysTickClock::on_wrap();
 }

@@ -4,16 +4,20 @@
 
 use core::mem::size_of;
 
-use cortex_m_rt::entry;
+#[cfg(target_arch = "arm")]
 use panic_semihosting as _;
 use ritmo_core::{Config, ManualClock, RateLimitExceeded, RateLimiter};
-use ritmo_firmware::{exit, log, SysTickClock};
+use ritmo_firmware::{exit, log, MachineClock};
 
-#[entry]
+#[cfg(target_arch = "riscv32")]
+ritmo_firmware::semihosting_panic_handler!();
+
+#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
+#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
 fn main() -> ! {
     log!(
-        "size_of RateLimiter<SysTickClock> = {}",
-        size_of::<RateLimiter<SysTickClock>>()
+        "size_of RateLimiter<MachineClock> = {}",
+        size_of::<RateLimiter<MachineClock>>()
     );
     log!(
         "size_of RateLimiter<&ManualClock> = {}",
@@ -28,14 +32,14 @@ fn main() -> ! {
     {
         use ritmo_core::Registry;
         // One slot more, minus the registry's own fields.
-        let slot = size_of::<Registry<SysTickClock, 2>>() - size_of::<Registry<SysTickClock, 1>>();
+        let slot = size_of::<Registry<MachineClock, 2>>() - size_of::<Registry<MachineClock, 1>>();
         log!(
-            "size_of registry slot (Registry<SysTickClock, N>, per N) = {}",
+            "size_of registry slot (Registry<MachineClock, N>, per N) = {}",
             slot
         );
         log!(
-            "size_of Registry<SysTickClock, 4> = {}",
-            size_of::<Registry<SysTickClock, 4>>()
+            "size_of Registry<MachineClock, 4> = {}",
+            size_of::<Registry<MachineClock, 4>>()
         );
     }
     exit(true)
