@@ -222,6 +222,7 @@ impl<C: Clock, const N: usize> Registry<C, N> {
     }
 }
 
+#[cfg(feature = "reconfigure")]
 impl<C: Clock, const N: usize> Registry<C, N> {
     /// Applies `config` at once to the limiter registered as `id`, without resetting it (see
     /// [`RateLimiter::reconfigure`]); `RITMO-REG-009` if no limiter has that id. Later
@@ -241,6 +242,7 @@ impl<C: Clock, const N: usize> Registry<C, N> {
     /// assert_eq!(registry.reconfigure("nope", ten).unwrap_err().code(), ErrorCode::UnknownId);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn reconfigure(&self, id: &str, config: Config) -> Result<(), RegistryError> {
         self.get(id)?.reconfigure(config);
         Ok(())
@@ -266,6 +268,7 @@ impl<C: Clock, const N: usize> Registry<C, N> {
     /// assert_eq!(registry.reload(&Settings::new(&v2))[0], ("api", Ok(false)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn reload<I>(
         &self,
         settings: &crate::settings::Settings<I>,

@@ -222,6 +222,7 @@ impl State {
 
     /// Sets the state to `u64::MAX` (a state that admits nothing) and returns what it held: for a
     /// reconfigure, which then moves the limiter's state elsewhere.
+    #[cfg(feature = "reconfigure")]
     pub(crate) fn freeze(&self) -> u64 {
         let mut tat = self.tat.load();
         loop {

@@ -193,9 +193,11 @@ pub(crate) use imp::U64Cell;
 /// whose loads and stores are native on every target (no critical section on a Cortex-M0). The
 /// same under loom: it changes only when a limiter is reconfigured, which the loom models do not
 /// do, and its `const` constructor keeps `with_listener` a `const fn` there too.
+#[cfg(feature = "reconfigure")]
 #[derive(Debug)]
 pub(crate) struct Flag(portable_atomic::AtomicBool);
 
+#[cfg(feature = "reconfigure")]
 impl Flag {
     pub(crate) const fn new(value: bool) -> Self {
         Self(portable_atomic::AtomicBool::new(value))
@@ -211,11 +213,11 @@ impl Flag {
 
 /// A sequence number for a seqlock: loads and stores only (native everywhere), one writer at a
 /// time (the writers hold a critical section).
-#[cfg(not(all(test, loom)))]
+#[cfg(all(feature = "reconfigure", not(all(test, loom))))]
 #[derive(Debug)]
 pub(crate) struct Seq(portable_atomic::AtomicU32);
 
-#[cfg(not(all(test, loom)))]
+#[cfg(all(feature = "reconfigure", not(all(test, loom))))]
 impl Seq {
     pub(crate) const fn new() -> Self {
         Self(portable_atomic::AtomicU32::new(0))
@@ -235,11 +237,11 @@ impl Seq {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(feature = "reconfigure", test, loom))]
 #[derive(Debug)]
 pub(crate) struct Seq(loom::sync::atomic::AtomicU32);
 
-#[cfg(all(test, loom))]
+#[cfg(all(feature = "reconfigure", test, loom))]
 impl Seq {
     pub(crate) fn new() -> Self {
         Self(loom::sync::atomic::AtomicU32::new(0))
@@ -259,6 +261,7 @@ impl Seq {
 }
 
 /// An acquire fence: loads before it are not reordered after loads that follow it.
+#[cfg(feature = "reconfigure")]
 #[inline]
 pub(crate) fn fence_acquire() {
     #[cfg(not(all(test, loom)))]
@@ -268,6 +271,7 @@ pub(crate) fn fence_acquire() {
 }
 
 /// A release fence: stores after it are not reordered before stores that precede it.
+#[cfg(feature = "reconfigure")]
 #[inline]
 pub(crate) fn fence_release() {
     #[cfg(not(all(test, loom)))]

@@ -15,7 +15,9 @@ use crate::gcra::Reserve;
 use crate::state::Take;
 use crate::wait::{AdvanceClock, Wait};
 
-use super::{RateLimiter, Reservation, live};
+#[cfg(feature = "reconfigure")]
+use super::live;
+use super::{RateLimiter, Reservation};
 
 /// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
 /// as the straight path.
@@ -26,6 +28,7 @@ fn unlikely() {}
 /// A "wait" that says the permits asked for are more than the config a reconfigure set allows:
 /// reported as [`InvalidPermits`], never as a wait (no wait is that long: 584 years in
 /// nanoseconds).
+#[cfg(feature = "reconfigure")]
 pub(super) const INVALID_NOW: u64 = u64::MAX - 1;
 
 #[cold]
@@ -98,11 +101,13 @@ impl<C> RateLimiter<C> {
     /// rejection, and the caller gets `Err(wait)`. Out of line: a plain limiter never calls it.
     #[cold]
     #[inline(never)]
+    #[cfg_attr(not(feature = "reconfigure"), allow(unused_variables))]
     fn refused(&self, wait: u64, k: u32) -> Result<(), u64>
     where
         C: Clock,
     {
-        if self.live.reconfigured() {
+        #[cfg(feature = "reconfigure")]
+        if self.reconfigured() {
             return match self.live_acquire(k, Some(0)) {
                 live::Outcome::Granted { .. } => {
                     self.count_admitted();
@@ -191,12 +196,13 @@ impl<C: Clock> RateLimiter<C> {
     /// The error of a refused `try_acquire_n`: [`INVALID_NOW`] when `k` is no longer valid for
     /// the config a reconfigure set. Out of line, so that `try_acquire_n` stays small.
     #[inline(never)]
+    #[cfg_attr(not(feature = "reconfigure"), allow(unused_variables))]
     fn error_n(&self, wait: u64, k: u32) -> AcquireError {
+        #[cfg(feature = "reconfigure")]
         if wait == INVALID_NOW {
-            InvalidPermits::new(self.id, k, self.permits_now()).into()
-        } else {
-            self.error(wait).into()
+            return InvalidPermits::new(self.id, k, self.permits_now()).into();
         }
+        self.error(wait).into()
     }
 
     /// `try_acquire_n` with `k` invalid for the config the limiter was built with: it may be
@@ -204,7 +210,8 @@ impl<C: Clock> RateLimiter<C> {
     #[cold]
     #[inline(never)]
     fn try_acquire_n_cold(&self, k: u32) -> Result<(), AcquireError> {
-        if self.live.reconfigured() {
+        #[cfg(feature = "reconfigure")]
+        if self.reconfigured() {
             return self.live_try(k);
         }
         self.check_permits(k)?;
@@ -219,7 +226,7 @@ impl<C: Clock> RateLimiter<C> {
                 self.count_admitted();
                 Ok(())
             }
-            Take::Refused(refused) if self.plain_reject.get() => Err(refused.wait()),
+            Take::Refused(refused) if self.plain_reject() => Err(refused.wait()),
             Take::Refused(refused) => self.refused(refused.wait(), k),
             Take::Lost(found) => self.take_contended(found, now, k, increment, limit),
         }
@@ -241,7 +248,7 @@ impl<C: Clock> RateLimiter<C> {
                 self.count_admitted();
                 Ok(())
             }
-            Err(refused) if self.plain_reject.get() => Err(refused.wait()),
+            Err(refused) if self.plain_reject() => Err(refused.wait()),
             Err(refused) => self.refused(refused.wait(), k),
         }
     }
@@ -322,7 +329,8 @@ impl<C: Clock> RateLimiter<C> {
         k: u32,
         max_wait: Option<u64>,
     ) -> Result<Reservation<'_, C>, AcquireError> {
-        if self.live.reconfigured() {
+        #[cfg(feature = "reconfigure")]
+        if self.reconfigured() {
             return self.live_reserve(k, max_wait);
         }
         let max_wait = max_wait.unwrap_or(self.rate.max_wait);
@@ -354,9 +362,8 @@ impl<C: Clock> RateLimiter<C> {
                 ))
             }
             // A reconfigure froze the state meanwhile: decide on the reconfigured path.
-            Reserve::Reject { .. } if self.live.reconfigured() => {
-                self.live_reserve(k, Some(max_wait))
-            }
+            #[cfg(feature = "reconfigure")]
+            Reserve::Reject { .. } if self.reconfigured() => self.live_reserve(k, Some(max_wait)),
             Reserve::Reject { wait } => match self.refused(wait, k) {
                 Ok(()) => unreachable!("an enabled limiter refuses"),
                 Err(wait) => Err(self.error(wait).into()),

@@ -194,6 +194,18 @@ impl<C> RateLimiter<C> {
         self.live.reconfigured()
     }
 
+    /// Whether a reconfigure ever happened.
+    #[inline(always)]
+    pub(super) fn reconfigured(&self) -> bool {
+        self.live.reconfigured()
+    }
+
+    /// Enabled and without a listener, and never reconfigured: a refusal only returns its error.
+    #[inline(always)]
+    pub(super) fn plain_reject(&self) -> bool {
+        self.plain_reject.get()
+    }
+
     /// The permits per period it applies now.
     pub(super) fn permits_now(&self) -> u32 {
         if self.live.reconfigured() {
@@ -229,6 +241,7 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(api.available_permits(), 6); // then one every 10 ms
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn reconfigure(&self, config: Config) {
         let tick = TickRate::from_hz(self.rate.unit_hz >> self.rate.shift);
         let applies = self.applies(&config);

@@ -11,10 +11,14 @@ use crate::clock::{Clock, FixedRateClock, TickRate};
 use crate::config::Config;
 use crate::event::Listener;
 use crate::state::State;
+#[cfg(feature = "reconfigure")]
 use crate::sync::Flag;
 
 mod acquire;
+#[cfg(not(feature = "reconfigure"))]
+mod fixed;
 mod generated;
+#[cfg(feature = "reconfigure")]
 mod live;
 mod peek;
 mod rate;
@@ -84,8 +88,12 @@ pub struct RateLimiter<C> {
     listener: Option<&'static dyn Listener>,
     clock: C,
     /// Enabled and without a listener, and never reconfigured: a refusal only returns its error.
+    /// (Without the feature `reconfigure` the flag never changes after construction and lives in
+    /// `Rate`'s padding instead: a limiter on a 32-bit microcontroller then fits 64 bytes.)
+    #[cfg(feature = "reconfigure")]
     plain_reject: Flag,
     /// The state and config after a [`reconfigure`](Self::reconfigure); unused before.
+    #[cfg(feature = "reconfigure")]
     live: live::Live,
     /// Calls admitted at once, for metrics.
     #[cfg(feature = "counters")]
@@ -97,7 +105,7 @@ impl<C> fmt::Debug for RateLimiter<C> {
         f.debug_struct("RateLimiter")
             .field("id", &self.id)
             .field("config", &self.config())
-            .field("live", &self.live)
+            .field("reconfigured", &self.reconfigured())
             .field("tat", &self.state.tat())
             .field("has_listener", &self.listener.is_some())
             .finish_non_exhaustive()
@@ -150,7 +158,12 @@ impl<C: Clock> RateLimiter<C> {
     /// Whether this limiter applies `config`: built with it on this clock, it would be this
     /// limiter (a registry's check that two users of one id agree).
     pub(crate) fn applies(&self, config: &Config) -> bool {
-        let rate = Rate::new(config, self.clock.tick_rate());
+        #[cfg_attr(feature = "reconfigure", allow(unused_mut))]
+        let mut rate = Rate::new(config, self.clock.tick_rate());
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            rate.plain_reject = self.rate.plain_reject; // the listener is not part of the config
+        }
         rate == self.rate
     }
 }
@@ -164,7 +177,9 @@ impl<C> RateLimiter<C> {
             id,
             listener: None,
             clock,
+            #[cfg(feature = "reconfigure")]
             plain_reject: Flag::new(config.enabled()),
+            #[cfg(feature = "reconfigure")]
             live: live::Live::new(config),
             #[cfg(feature = "counters")]
             admitted: crate::state::Counter::new(),
@@ -189,7 +204,14 @@ impl<C> RateLimiter<C> {
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
         self.listener = Some(listener);
-        self.plain_reject = Flag::new(false);
+        #[cfg(feature = "reconfigure")]
+        {
+            self.plain_reject = Flag::new(false);
+        }
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            self.rate.plain_reject = false;
+        }
         self
     }
 

@@ -24,7 +24,8 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(l.available_permits(), 3);
     /// ```
     pub fn available_permits(&self) -> u32 {
-        if self.live.reconfigured() {
+        #[cfg(feature = "reconfigure")]
+        if self.reconfigured() {
             return self.live_available();
         }
         if !self.rate.enabled() {
@@ -68,7 +69,8 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.retry_after_n(11).is_err());
     /// ```
     pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
-        if self.live.reconfigured() {
+        #[cfg(feature = "reconfigure")]
+        if self.reconfigured() {
             let wait = self.live_retry_after(k)?;
             return Ok(self.rate.wait_duration(wait));
         }

@@ -33,6 +33,13 @@ pub(crate) struct Rate {
     pub(crate) permits: u32,
     /// Readings are shifted left by this many bits into units.
     pub(crate) shift: u8,
+    /// Enabled and without a listener: a refusal only returns its wait. One flag, so that the
+    /// refused path tests one byte instead of two things. (Kept here rather than beside the
+    /// listener so that it shares this struct's padding: a limiter on a 32-bit microcontroller
+    /// then fits 64 bytes.) Installing a listener clears it. With the feature `reconfigure` a
+    /// reconfigure clears it too, so it is an atomic flag on the limiter instead.
+    #[cfg(not(feature = "reconfigure"))]
+    pub(crate) plain_reject: bool,
 }
 
 impl Rate {
@@ -67,6 +74,8 @@ impl Rate {
             unit_hz: saturate(unit_hz),
             permits: config.permits(),
             shift: shift as u8,
+            #[cfg(not(feature = "reconfigure"))]
+            plain_reject: config.enabled(),
         }
     }
 

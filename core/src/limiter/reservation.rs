@@ -39,6 +39,7 @@ pub struct Reservation<'a, C: Clock> {
     permits: u32,
     settled: bool,
     /// 0: made on the original state; else the reconfigure generation it was made under.
+    #[cfg(feature = "reconfigure")]
     pub(super) seq: u32,
 }
 
@@ -70,6 +71,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
             wait,
             permits,
             settled: false,
+            #[cfg(feature = "reconfigure")]
             seq: 0,
         }
     }
@@ -238,6 +240,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
         if self.increment == 0 {
             return true;
         }
+        #[cfg(feature = "reconfigure")]
         let returned = if self.seq == 0 {
             // A reconfigure since has frozen this state: nothing goes back then.
             self.limiter.state.refund(self.written, self.increment)
@@ -245,6 +248,8 @@ impl<'a, C: Clock> Reservation<'a, C> {
             self.limiter
                 .live_refund(self.seq, self.written, self.increment)
         };
+        #[cfg(not(feature = "reconfigure"))]
+        let returned = self.limiter.state.refund(self.written, self.increment);
         if let Some(listener) = self.limiter.listener {
             listener.on_event(&Event::Released {
                 id: self.limiter.id,
