@@ -161,8 +161,20 @@ impl<C: Clock> RateLimiter<C> {
         // A disabled limiter has `limit` 0: `take` refuses without touching the state, and the
         // call passes in `refused`.
         let now = self.now_units();
-        self.take(now, 1, self.rate.interval, self.rate.limit)
-            .map_err(|wait| self.error(wait))
+        // The state is loaded before the rate is read (`take_one`): the load's latency overlaps
+        // the reads of the bounds.
+        let verdict = match self.state.take_one(now, &self.rate) {
+            Take::Taken => {
+                self.count_admitted();
+                Ok(())
+            }
+            Take::Refused(refused) if self.plain_reject() => Err(refused.wait()),
+            Take::Refused(refused) => self.refused(refused.wait(), 1),
+            Take::Lost(found) => {
+                self.take_contended(found, now, 1, self.rate.interval, self.rate.limit)
+            }
+        };
+        verdict.map_err(|wait| self.error(wait))
     }
 
     /// Takes `k` permits as one unit if they are all there now; never waits. `k = 0` and
