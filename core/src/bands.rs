@@ -330,6 +330,9 @@ enum Charge<const B: usize> {
     /// Every band charged: what each band's state became, the call's slot and wait.
     Done {
         written: [u64; B],
+        /// How far each band's state moved (`written - previous`): a refund by the tail rule
+        /// steps it back by exactly this, to what it was before the call.
+        moved: [u64; B],
         slot: u64,
         wait: u64,
     },
@@ -376,6 +379,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 return (now, Charge::Refused(wait));
             }
             let mut written = [0u64; B];
+            let mut moved = [0u64; B];
             for i in 0..B {
                 if !self.configs[i].enabled() {
                     continue;
@@ -389,7 +393,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                         // (tail rule) and decide again from fresh readings.
                         for j in 0..i {
                             if self.configs[j].enabled() {
-                                self.states[j].refund(written[j], increments[j]);
+                                self.states[j].refund(written[j], moved[j]);
                             }
                         }
                         continue 'decide;
@@ -397,6 +401,9 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                     match self.states[i].replace(tats[i], new_tat) {
                         Ok(()) => {
                             written[i] = new_tat;
+                            // Charged as of the slot: the state moved from where it was (maybe
+                            // long before the slot) to past the slot, not just by `k*T`.
+                            moved[i] = new_tat - tats[i];
                             break;
                         }
                         Err(found) => tats[i] = found,
@@ -407,6 +414,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 now,
                 Charge::Done {
                     written,
+                    moved,
                     slot,
                     wait,
                 },
@@ -525,6 +533,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 _,
                 Charge::Done {
                     written,
+                    moved,
                     slot,
                     wait,
                 },
@@ -542,7 +551,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 Ok(BandsReservation {
                     bands: self,
                     written,
-                    increments,
+                    moved,
                     slot,
                     wait,
                     permits: k,
@@ -702,7 +711,7 @@ impl<C: ManualTime, const B: usize> Bands<C, B> {
 pub struct BandsReservation<'a, C: Clock, const B: usize> {
     bands: &'a Bands<C, B>,
     written: [u64; B],
-    increments: [u64; B],
+    moved: [u64; B],
     slot: u64,
     wait: u64,
     permits: u32,
@@ -788,7 +797,7 @@ impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
         let mut returned = true;
         for i in 0..B {
             if self.bands.configs[i].enabled() {
-                returned &= self.bands.states[i].refund(self.written[i], self.increments[i]);
+                returned &= self.bands.states[i].refund(self.written[i], self.moved[i]);
             }
         }
         if let Some(listener) = self.bands.listener {

@@ -15,10 +15,13 @@
 //! dozen instructions of the change).
 //!
 //! A call that had loaded the original state before the first reconfigure cannot slip through
-//! afterwards: its compare-and-swap expects a value the word never holds again. On the second
-//! word, a change sets the state to a value different from the one it replaced, and a caller
-//! whose reading of the numbers overlapped the change sees the sequence number move and decides
-//! again.
+//! afterwards: its compare-and-swap expects a value the word never holds again. After that the
+//! state alternates between two words, one generation each: a change freezes the current word at
+//! "admits nothing" and writes the state into the other, so a caller that decided on the old
+//! numbers fails its compare-and-swap and decides again, and the state itself never moves for the
+//! guard's sake (a change that leaves it as it was costs nothing). A caller would have to stall
+//! between its reading and its compare-and-swap across two whole changes, and find the state
+//! exactly as it read it, to act on numbers one change old.
 //!
 //! # What a change does
 //!
@@ -64,9 +67,12 @@ impl Params {
 pub(super) struct Live {
     /// 0: never reconfigured. Odd: a reconfigure is writing. Even: the fields below are current.
     seq: Seq,
-    tat: U64Cell,
+    /// The state, in one of two words: generation `seq / 2` keeps it in `tats[(seq / 2) % 2]`.
+    /// A change moves it to the other word and leaves the one it left at `u64::MAX` (admits
+    /// nothing), so a caller that decided on the numbers before the change cannot complete its
+    /// compare-and-swap after it, even when the change left the state's value as it was.
+    tats: [U64Cell; 2],
     interval: U64Cell,
-    window: U64Cell,
     max_wait: U64Cell,
     /// `permits` in the low 32 bits, `enabled` in bit 32.
     permits: U64Cell,
@@ -79,9 +85,8 @@ impl Live {
     pub(super) const fn new(config: Config) -> Live {
         Live {
             seq: Seq::new(),
-            tat: U64Cell::new(0),
+            tats: [U64Cell::new(0), U64Cell::new(0)],
             interval: U64Cell::new(0),
-            window: U64Cell::new(0),
             max_wait: U64Cell::new(0),
             permits: U64Cell::new(0),
             config: critical_section::Mutex::new(Cell::new(config)),
@@ -92,9 +97,8 @@ impl Live {
     pub(super) fn new(config: Config) -> Live {
         Live {
             seq: Seq::new(),
-            tat: U64Cell::new(0),
+            tats: [U64Cell::new(0), U64Cell::new(0)],
             interval: U64Cell::new(0),
-            window: U64Cell::new(0),
             max_wait: U64Cell::new(0),
             permits: U64Cell::new(0),
             config: critical_section::Mutex::new(Cell::new(config)),
@@ -107,6 +111,12 @@ impl Live {
         self.seq.load() != 0
     }
 
+    /// The word that holds the state in the generation of sequence number `seq`.
+    #[inline]
+    fn tat(&self, seq: u32) -> &U64Cell {
+        &self.tats[(seq >> 1) as usize & 1]
+    }
+
     /// The current numbers, the state, and the sequence number they belong to, read consistently.
     fn read(&self) -> (Params, u64, u32) {
         loop {
@@ -116,14 +126,15 @@ impl Live {
                 continue;
             }
             let packed = self.permits.load();
+            let interval = self.interval.load();
             let params = Params {
-                interval: self.interval.load(),
-                window: self.window.load(),
+                interval,
+                window: Rate::increment_of(interval, packed as u32),
                 max_wait: self.max_wait.load(),
                 permits: packed as u32,
                 enabled: packed >> 32 != 0,
             };
-            let tat = self.tat.load();
+            let tat = self.tat(seq).load();
             fence_acquire();
             if self.seq.load_relaxed() == seq {
                 return (params, tat, seq);
@@ -137,9 +148,10 @@ impl Live {
         if self.seq.load() != seq {
             return false;
         }
-        let tat = self.tat.load();
+        let cell = self.tat(seq);
+        let tat = cell.load();
         match gcra::refund(tat, written, increment) {
-            Some(back) => self.tat.compare_exchange(tat, back).is_ok(),
+            Some(back) => cell.compare_exchange(tat, back).is_ok(),
             None => false,
         }
     }
@@ -265,9 +277,11 @@ impl<C: Clock> RateLimiter<C> {
                 let (params, _, _) = self.live.read();
                 self.live.seq.store_relaxed(seq + 1);
                 fence_release();
-                let mut tat = self.live.tat.load();
+                // This generation's word admits nothing from now on; the next one is the other.
+                let cell = self.live.tat(seq);
+                let mut tat = cell.load();
                 loop {
-                    match self.live.tat.compare_exchange(tat, u64::MAX) {
+                    match cell.compare_exchange(tat, u64::MAX) {
                         Ok(_) => break (params, tat),
                         Err(found) => tat = found,
                     }
@@ -288,28 +302,15 @@ impl<C: Clock> RateLimiter<C> {
                     config.permits(),
                 )
             };
-            // Never the value it replaced: a caller that read the old state and numbers just
-            // before the change cannot complete its compare-and-swap against the new ones (the
-            // first change moves to a new word: no such caller there). A state at or before
-            // `now` means the same one unit earlier; a later one is moved one unit later.
-            let tat = if seq == 0 || tat != old_tat || tat == u64::MAX {
-                tat
-            } else if tat <= now && tat > 0 {
-                tat - 1
-            } else {
-                tat + 1
-            };
             self.live.interval.store(new.interval);
-            self.live
-                .window
-                .store(Rate::increment_of(new.interval, new.permits));
             self.live.max_wait.store(new.max_wait);
             self.live
                 .permits
                 .store(u64::from(config.permits()) | (u64::from(config.enabled()) << 32));
             self.live.config.borrow(cs).set(config);
-            self.live.tat.store(tat);
-            self.live.seq.store((seq | 1) + 1);
+            let next = (seq | 1) + 1;
+            self.live.tat(next).store(tat);
+            self.live.seq.store(next);
         });
     }
 
@@ -336,7 +337,12 @@ impl<C: Clock> RateLimiter<C> {
                 Reserve::Wait { new_tat, wait } => (new_tat, wait),
                 Reserve::Reject { wait } => return Outcome::Refused(wait),
             };
-            if self.live.tat.compare_exchange_weak(tat, written).is_ok() {
+            if self
+                .live
+                .tat(seq)
+                .compare_exchange_weak(tat, written)
+                .is_ok()
+            {
                 return Outcome::Granted {
                     written,
                     increment,

@@ -25,7 +25,8 @@ pub(crate) struct Rate {
     /// if the state is less than `limit` units ahead of now. 0 on a disabled limiter, so that the
     /// hot path never admits there and the slow path lets the call through without counting it.
     pub(crate) limit: u64,
-    /// `max_wait`, rounded down.
+    /// `max_wait` in units: the whole ticks it holds, rounded down (see
+    /// [`wait_bound`](Rate::wait_bound)).
     pub(crate) max_wait: u64,
     /// Units per second (`hz << shift`).
     pub(crate) unit_hz: u64,
@@ -62,7 +63,7 @@ impl Rate {
         let interval = saturate(if interval == 0 { 1 } else { interval });
         // `window >= interval >= 1`, so `limit >= 1` on an enabled limiter.
         let window = saturate(interval as u128 * n);
-        let max_wait = config.max_wait().as_nanos().saturating_mul(unit_hz) / per_second;
+        let max_wait = Self::wait_bound(config.max_wait(), hz, shift as u32);
         Rate {
             interval,
             limit: if config.enabled() {
@@ -70,7 +71,7 @@ impl Rate {
             } else {
                 0
             },
-            max_wait: saturate(max_wait),
+            max_wait,
             unit_hz: saturate(unit_hz),
             permits: config.permits(),
             shift: shift as u8,
@@ -132,9 +133,24 @@ impl Rate {
         saturate(interval as u128 * k as u128)
     }
 
-    /// A duration in units, rounded down (saturating).
+    /// A bound on a wait (`max_wait`) in units: the whole clock ticks `d` holds, rounded down
+    /// (saturating). A call waits from a clock reading to the first reading at or after its slot,
+    /// that is its wait in units rounded up to a whole tick; that is at most `d` exactly when the
+    /// wait in units is at most this bound. (Rounding `d` to units alone would admit a wait whose
+    /// whole ticks exceed `d` on a clock slower than 1 GHz.)
     pub(crate) const fn units_floor(&self, d: Duration) -> u64 {
-        saturate(d.as_nanos().saturating_mul(self.unit_hz as u128) / 1_000_000_000)
+        Self::wait_bound(d, (self.unit_hz >> self.shift) as u128, self.shift as u32)
+    }
+
+    /// [`units_floor`](Self::units_floor) for a clock of `hz` ticks per second whose readings
+    /// are shifted by `shift` bits into units.
+    const fn wait_bound(d: Duration, hz: u128, shift: u32) -> u64 {
+        let ticks = saturate(d.as_nanos().saturating_mul(hz) / 1_000_000_000);
+        if shift > 0 && ticks >> (64 - shift) != 0 {
+            u64::MAX
+        } else {
+            ticks << shift
+        }
     }
 
     /// A wait of `units` from a clock reading, as the duration after which the clock reads at
