@@ -33,7 +33,7 @@ use crate::config::Config;
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
 use crate::gcra;
-use crate::limiter::Rate;
+use crate::rate::Rate;
 use crate::state::State;
 use crate::wait::{AdvanceClock, Wait};
 

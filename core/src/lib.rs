@@ -23,6 +23,7 @@ mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
 pub mod prelude;
+mod rate;
 pub mod registry;
 pub mod settings;
 mod state;

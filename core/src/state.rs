@@ -6,7 +6,7 @@
 //! without 64-bit atomics the "CAS" is a short critical section: see [`crate::sync`]).
 
 use crate::gcra::{self, Refused, Reserve};
-use crate::limiter::Rate;
+use crate::rate::Rate;
 use crate::sync::U64Cell;
 
 /// What [`State::take`] did.

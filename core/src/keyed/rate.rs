@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::error::{InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::Listener;
 use crate::gcra::{self, Reserve};
-use crate::limiter::Rate;
+use crate::rate::Rate;
 use crate::sync::U64Cell;
 
 /// What one call for one key does to that key's state.

@@ -2,7 +2,7 @@
 //!
 //! One idea per file: this one holds the limiter and its constructors; `acquire.rs` the calls
 //! that take permits (one way to refuse, every fast path through [`State`]); `peek.rs` the calls
-//! that only look; `reservation.rs` the [`Reservation`] a waiting call holds; `rate.rs` the
+//! that only look; `reservation.rs` the [`Reservation`] a waiting call holds; `crate::rate` the
 //! conversion of a [`Config`] into the limiter's time unit.
 
 use core::fmt;
@@ -21,10 +21,9 @@ mod generated;
 #[cfg(feature = "reconfigure")]
 mod live;
 mod peek;
-mod rate;
 mod reservation;
 
-pub(crate) use rate::Rate;
+pub(crate) use crate::rate::Rate;
 pub use reservation::Reservation;
 
 /// What a limiter reports about itself: its id, the permits that would pass right now, and its
