@@ -295,6 +295,13 @@ mod tests {
             reconfigure(u64::MAX, 0, 100, 1000, 10, 200, 1000, 5),
             u64::MAX
         );
+        // Owed near the end of the range, to a longer window: the state saturates rather than
+        // wrapping to a small value (which would hand out a burst).
+        let tat = u64::MAX - 5;
+        assert_eq!(
+            reconfigure(tat, tat - 2000, 100, 1000, 10, 200, 2000, 10),
+            u64::MAX
+        );
     }
 
     /// The examples in this module's docs.

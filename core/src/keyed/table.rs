@@ -187,3 +187,61 @@ impl<K: Hash + Eq, const N: usize> Table<K, N> {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The slot each of `0..64` hashes to in a 64-slot table seeded `seed`.
+    fn homes(seed: u128) -> [usize; 64] {
+        let table: Table<u32, 64> = Table::new(seed);
+        core::array::from_fn(|key| table.home(&(key as u32)))
+    }
+
+    /// The seed reaches SipHash, all 128 bits of it: the defence against keys chosen to collide.
+    #[test]
+    fn every_bit_of_the_seed_changes_where_keys_go() {
+        let base = homes(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
+        assert_ne!(
+            base,
+            homes(0x0123_4567_89ab_cdef_fedc_ba98_7654_3211),
+            "low half"
+        );
+        assert_ne!(
+            base,
+            homes(0x1123_4567_89ab_cdef_fedc_ba98_7654_3210),
+            "high half"
+        );
+        assert_ne!(homes(0), homes(1 << 64));
+        assert_ne!(homes(0), homes(1));
+        assert_ne!(
+            homes(1),
+            homes(1 << 64),
+            "the halves are not interchangeable"
+        );
+    }
+
+    /// A reseeded table hashes as a fresh table with the new seed does, and keeps every live key
+    /// with its state.
+    #[test]
+    fn reseeding_rehashes_every_live_key() {
+        let mut table: Table<u32, 16> = Table::new(1);
+        let fresh: Table<u32, 16> = Table::new(2);
+        assert!((0..10u32).any(|key| table.home(&key) != fresh.home(&key)));
+        for key in 0..10u32 {
+            let Probe::Vacant(i) = table.probe(&key, 0) else {
+                panic!("room for {key}")
+            };
+            table.insert_at(i, key, 100 + u64::from(key));
+        }
+        table.reseed(2, 0);
+        for key in 0..10u32 {
+            assert_eq!(table.home(&key), fresh.home(&key), "key {key}");
+            let Probe::Found(i) = table.probe(&key, 0) else {
+                panic!("{key} lost")
+            };
+            assert_eq!(table.slots[i].tat, 100 + u64::from(key));
+        }
+        assert_eq!(table.held, 10);
+    }
+}

@@ -1,0 +1,305 @@
+//! Behaviours of core's rules that no other test pinned (each found by mutation testing: a
+//! change to the rule that every other test let through). One test per behaviour, named for it.
+
+use core::time::Duration;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::vec::Vec;
+
+use ritmo_core::keyed::KeyedLimiter;
+use ritmo_core::{
+    AcquireError, AdvanceClock, Bands, Clock, Config, Event, Listener, ManualClock, RateLimiter,
+    Reason,
+};
+
+/// Records every event it hears; wants `Waiting` events too.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Event>>);
+
+impl Listener for Recorder {
+    fn on_event(&self, event: &Event) {
+        self.0.lock().unwrap().push(*event);
+    }
+    fn wants_waiting(&self) -> bool {
+        true
+    }
+}
+
+impl Recorder {
+    fn leak() -> &'static Recorder {
+        Box::leak(Box::default())
+    }
+    fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut self.0.lock().unwrap())
+    }
+    fn waiting(&self) -> usize {
+        self.take()
+            .iter()
+            .filter(|e| matches!(e, Event::Waiting { .. }))
+            .count()
+    }
+}
+
+fn per_second(n: u32) -> Config {
+    Config::new(n, Duration::from_secs(1)).unwrap()
+}
+
+/// Threads racing on one limiter under a frozen clock: exactly `permits` calls pass, however the
+/// compare-and-swaps interleave, and every refusal reaches the listener.
+#[test]
+fn racing_threads_admit_exactly_the_burst_and_report_every_refusal() {
+    struct Count(AtomicU32);
+    impl Listener for Count {
+        fn on_event(&self, event: &Event) {
+            if let Event::Rejected(_) = event {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    for round in 0..20 {
+        let rejected: &'static Count = Box::leak(Box::new(Count(AtomicU32::new(0))));
+        let clock = ManualClock::new();
+        let permits = 2_000;
+        let limiter = RateLimiter::new("race", per_second(permits), &clock).with_listener(rejected);
+        let refused = AtomicU32::new(0);
+        let admitted = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..1_000 {
+                        match limiter.try_acquire() {
+                            Ok(()) => admitted.fetch_add(1, Ordering::Relaxed),
+                            Err(_) => refused.fetch_add(1, Ordering::Relaxed),
+                        };
+                    }
+                });
+            }
+        });
+        assert_eq!(admitted.into_inner(), permits, "round {round}");
+        assert_eq!(refused.load(Ordering::Relaxed), 4_000 - permits);
+        assert_eq!(rejected.0.load(Ordering::Relaxed), refused.into_inner());
+    }
+}
+
+/// At the very end of the clock's range a call is rate limited, never "invalid permits".
+#[test]
+fn the_end_of_the_clock_range_is_a_rate_limit() {
+    let clock = ManualClock::starting_at(u64::MAX);
+    let limiter = RateLimiter::new("end", per_second(5), &clock);
+    assert!(matches!(
+        limiter.try_acquire_n(1),
+        Err(AcquireError::RateLimited(_))
+    ));
+}
+
+#[test]
+fn bands_name_themselves_in_their_errors() {
+    let clock = ManualClock::new();
+    let bands = Bands::new("radio", [per_second(1), per_second(2)], &clock);
+    assert_eq!(bands.id(), "radio");
+    bands.try_acquire().unwrap();
+    assert_eq!(bands.try_acquire().unwrap_err().id(), "radio");
+}
+
+#[cfg(feature = "counters")]
+#[test]
+fn bands_count_admitted_calls() {
+    let clock = ManualClock::new();
+    let bands = Bands::new("radio", [per_second(2), per_second(5)], &clock);
+    bands.try_acquire().unwrap();
+    bands.try_acquire().unwrap();
+    assert!(bands.try_acquire().is_err());
+    assert_eq!(bands.admitted_count(), 2);
+}
+
+/// A call that waits is published as `Waiting` (and not counted as admitted at once); one that
+/// does not wait is not.
+#[test]
+fn bands_publish_waiting_calls() {
+    let recorder = Recorder::leak();
+    let clock = ManualClock::new();
+    let bands = Bands::new("radio", [per_second(1), per_second(10)], &clock)
+        .with_max_wait(Duration::from_secs(2))
+        .with_listener(recorder);
+    bands.reserve().unwrap().commit();
+    assert_eq!(recorder.waiting(), 0);
+    let r = bands.reserve_n(1).unwrap();
+    assert_eq!(r.permits(), 1);
+    assert_eq!(
+        recorder.take(),
+        [Event::Waiting {
+            id: "radio",
+            permits: 1,
+            wait: Duration::from_secs(1)
+        }]
+    );
+    r.commit();
+}
+
+#[test]
+fn bands_wait_for_several_permits_within_max_wait() {
+    let clock = ManualClock::new();
+    let bands = Bands::new(
+        "radio",
+        [
+            per_second(2),
+            Config::new(10, Duration::from_secs(60)).unwrap(),
+        ],
+        &clock,
+    )
+    .with_max_wait(Duration::from_secs(5));
+    bands.acquire_n_advancing(2).unwrap();
+    bands.acquire_n_advancing(2).unwrap();
+    assert_eq!(clock.now(), 1_000_000_000);
+    assert!(matches!(
+        bands.acquire_n_advancing(3),
+        Err(AcquireError::InvalidPermits(_))
+    ));
+    assert!(matches!(bands.acquire_n_with(2, &mut AdvanceClock), Ok(())));
+    // 6 of the 10 per minute are spent: 4 more come a second apart; the next pair would wait
+    // 8 s for the per-minute band (its 11th permit comes 6 s per permit after the first),
+    // beyond max_wait.
+    for _ in 0..2 {
+        bands.acquire_n_advancing(2).unwrap();
+    }
+    assert!(matches!(
+        bands.acquire_n_advancing(2),
+        Err(AcquireError::RateLimited(e)) if e.reason() == Reason::NoPermitInTime
+    ));
+}
+
+#[test]
+fn a_bands_reservation_knows_its_permits_and_when_it_is_ready() {
+    let clock = ManualClock::new();
+    let bands = Bands::new("radio", [per_second(2), per_second(4)], &clock)
+        .with_max_wait(Duration::from_secs(1));
+    bands.try_acquire_n(2).unwrap();
+    let r = bands.reserve_n(2).unwrap();
+    assert_eq!(r.permits(), 2);
+    assert!(!r.is_ready());
+    clock.advance(Duration::from_millis(999));
+    assert!(!r.is_ready());
+    clock.advance(Duration::from_millis(1));
+    assert!(r.is_ready());
+    r.commit();
+}
+
+/// Dropping an uncommitted bands reservation returns its permits to every band.
+#[test]
+fn a_dropped_bands_reservation_returns_its_permits() {
+    let recorder = Recorder::leak();
+    let clock = ManualClock::new();
+    let bands = Bands::new("radio", [per_second(2), per_second(4)], &clock)
+        .with_max_wait(Duration::from_secs(1))
+        .with_listener(recorder);
+    bands.try_acquire().unwrap();
+    let before = bands.available_permits_per_band();
+    {
+        let _r = bands.reserve_n(2).unwrap();
+    }
+    assert_eq!(bands.available_permits_per_band(), before);
+    assert!(recorder.take().contains(&Event::Released {
+        id: "radio",
+        permits: 2,
+        reason: Reason::Cancelled,
+        returned: true
+    }));
+}
+
+#[cfg(feature = "reconfigure")]
+mod reconfigured {
+    use super::*;
+
+    #[test]
+    fn permits_and_the_reconfigured_flag_follow_the_change() {
+        let limiter = RateLimiter::new("api", per_second(5), ManualClock::new());
+        assert!(!limiter.is_reconfigured());
+        assert_eq!(limiter.permits(), 5);
+        limiter.reconfigure(per_second(5));
+        assert!(
+            !limiter.is_reconfigured(),
+            "the same config changes nothing"
+        );
+        limiter.reconfigure(per_second(7));
+        assert!(limiter.is_reconfigured());
+        assert_eq!(limiter.permits(), 7);
+    }
+
+    /// On a 32768 Hz clock a reconfigure converts the new config into that clock's ticks: twice
+    /// the permits, half the spacing.
+    #[test]
+    fn a_reconfigure_on_a_slow_clock_spaces_calls_in_its_ticks() {
+        let clock = ManualClock::<32_768>::with_reading(0);
+        let limiter = RateLimiter::new("rtc", per_second(4), &clock);
+        limiter.try_acquire_n(4).unwrap();
+        limiter.reconfigure(per_second(8));
+        assert!(limiter.try_acquire().is_err());
+        clock.set(32_768 / 8);
+        limiter.try_acquire().unwrap();
+        assert!(limiter.try_acquire().is_err());
+        clock.set(2 * 32_768 / 8);
+        limiter.try_acquire().unwrap();
+    }
+
+    /// On the reconfigured path too, only a call that waits is published as `Waiting`, and only
+    /// one that does not is counted as admitted.
+    #[test]
+    fn reconfigured_reservations_publish_waits_and_count_admissions() {
+        let recorder = Recorder::leak();
+        let clock = ManualClock::new();
+        let limiter = RateLimiter::new("api", per_second(2), &clock).with_listener(recorder);
+        limiter.reconfigure(per_second(2).with_max_wait(Duration::from_secs(1)));
+        limiter.reserve().unwrap().commit();
+        limiter.reserve().unwrap().commit();
+        assert_eq!(recorder.waiting(), 0);
+        #[cfg(feature = "counters")]
+        assert_eq!(limiter.admitted_count(), 2);
+        let r = limiter.reserve().unwrap();
+        assert_eq!(recorder.waiting(), 1);
+        #[cfg(feature = "counters")]
+        assert_eq!(limiter.admitted_count(), 2);
+        r.commit();
+    }
+
+    /// Threads racing on a reconfigured limiter admit exactly its burst.
+    #[test]
+    fn racing_threads_on_a_reconfigured_limiter_admit_exactly_the_burst() {
+        let clock = ManualClock::new();
+        let limiter = RateLimiter::new("race", per_second(10), &clock);
+        limiter.reconfigure(per_second(1_500));
+        let admitted = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..1_000 {
+                        if limiter.try_acquire().is_ok() {
+                            admitted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        // 10 available when it changed: min(10, 1500) stay available, and no more.
+        assert_eq!(admitted.into_inner(), 10);
+    }
+}
+
+/// A keyed table on a 32768 Hz counter refills in that clock's ticks: its burst, one period of
+/// ticks later (the emission interval rounds up, so the first whole tick after it), its burst
+/// again.
+#[test]
+fn a_keyed_table_on_a_slow_clock_refills_each_period() {
+    let clock = ManualClock::<32_768>::with_reading(0);
+    let peers: KeyedLimiter<u8, _, 4> = KeyedLimiter::new("peers", per_second(3), &clock, 7);
+    peers.try_acquire_n(&1, 3).unwrap();
+    assert!(peers.try_acquire(&1).is_err());
+    // One permit every 32768 / 3 = 10922.67 ticks: the next at tick 10923.
+    clock.set(10_922);
+    assert!(peers.try_acquire(&1).is_err());
+    clock.set(10_923);
+    assert!(peers.try_acquire(&1).is_ok());
+    assert!(peers.try_acquire(&1).is_err());
+    clock.set(10_923 + 32_768);
+    peers.try_acquire_n(&1, 3).unwrap();
+    assert!(peers.try_acquire(&1).is_err());
+}
