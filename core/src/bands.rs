@@ -330,8 +330,8 @@ enum Charge<const B: usize> {
     /// Every band charged: what each band's state became, the call's slot and wait.
     Done {
         written: [u64; B],
-        /// How far each band's state moved (`written - previous`): a refund by the tail rule
-        /// steps it back by exactly this, to what it was before the call.
+        /// How far each band's state moved (`written - max(previous, now)`): a refund by the
+        /// tail rule steps it back by exactly this, to where it stood at the call.
         moved: [u64; B],
         slot: u64,
         wait: u64,
@@ -401,9 +401,10 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                     match self.states[i].replace(tats[i], new_tat) {
                         Ok(()) => {
                             written[i] = new_tat;
-                            // Charged as of the slot: the state moved from where it was (maybe
-                            // long before the slot) to past the slot, not just by `k*T`.
-                            moved[i] = new_tat - tats[i];
+                            // Charged as of the slot: the state moved from where it stood at
+                            // the call (`max(tat, now)`, maybe long before the slot) to past the
+                            // slot, not just by `k*T`. A refund steps back by exactly this.
+                            moved[i] = new_tat - tats[i].max(now);
                             break;
                         }
                         Err(found) => tats[i] = found,
