@@ -14,12 +14,24 @@ use crate::units::Units;
 pub struct BandsTicket {
     /// Permits it took.
     pub k: u32,
-    /// Each band's `tat` before it.
+    /// Each band's state before it, as of the call (`max(tat, now)`).
     pub before: Vec<u128>,
     /// Each band's `tat` it wrote.
     pub written: Vec<u128>,
     /// Its slot, as a clock reading.
     pub slot: u64,
+    /// The instant its permits are there, in units (its slot before rounding to the tick).
+    pub at: u128,
+}
+
+impl BandsTicket {
+    /// Its permits, used when they are there (for [`crate::window_bound`]).
+    pub fn used(&self) -> crate::Use {
+        crate::Use {
+            at: self.at,
+            k: self.k,
+        }
+    }
 }
 
 /// `Bands`: one GCRA state per enabled band; a disabled band is left out of every decision.
@@ -151,8 +163,11 @@ impl BandsModel {
             .collect()
     }
 
-    fn charge(&mut self, at: u128, k: u32, slot: u64) -> BandsTicket {
-        let before = self.tats.clone();
+    /// Charges every enabled band as a call at `at` (units), made at reading `now`. `before` is
+    /// each band's state as of the call (`max(tat, now)`: a `tat` in the past is a full burst).
+    fn charge(&mut self, now: u64, at: u128, k: u32, slot: u64) -> BandsTicket {
+        let now_u = self.units.from_ticks(now);
+        let before = self.tats.iter().map(|&t| t.max(now_u)).collect();
         for i in self.enabled().collect::<Vec<_>>() {
             self.tats[i] = self.tats[i].max(at) + u128::from(k) * self.rates[i].t;
         }
@@ -161,6 +176,7 @@ impl BandsModel {
             before,
             written: self.tats.clone(),
             slot,
+            at,
         }
     }
 
@@ -171,7 +187,7 @@ impl BandsModel {
         }
         match self.wait_units(now, k) {
             0 => {
-                self.charge(self.units.from_ticks(now), k, now);
+                self.charge(now, self.units.from_ticks(now), k, now);
                 Outcome::Admitted
             }
             _ => Outcome::Rejected {
@@ -202,7 +218,7 @@ impl BandsModel {
         }
         let at = self.units.from_ticks(now) + self.wait_units(now, k);
         let slot = u64::try_from(u128::from(now) + ticks).unwrap_or(u64::MAX);
-        let ticket = self.charge(at, k, slot);
+        let ticket = self.charge(now, at, k, slot);
         let wait = self.units.duration(ticks);
         (Outcome::Reserved { wait, slot }, Some(ticket))
     }

@@ -42,7 +42,8 @@ impl Rate {
 pub struct Ticket {
     /// Permits it took.
     pub k: u32,
-    /// `tat` before it (what a refund puts back), `None` if taken while disabled.
+    /// The state before it, as of the call (`max(tat, now)`): what a refund puts back; `None`
+    /// if taken while disabled.
     pub before: Option<u128>,
     /// `tat` it wrote.
     pub written: u128,
@@ -52,6 +53,18 @@ pub struct Ticket {
     pub epoch: u32,
     /// Its slot, as a clock reading.
     pub slot: u64,
+    /// The instant its permits are there, in units (its slot before rounding to the tick).
+    pub at: u128,
+}
+
+impl Ticket {
+    /// Its permits, used when they are there (for [`crate::window_bound`]).
+    pub fn used(&self) -> crate::Use {
+        crate::Use {
+            at: self.at,
+            k: self.k,
+        }
+    }
 }
 
 /// What a cancel of a ticket must do, by the tail rule.
@@ -178,8 +191,11 @@ impl Gcra {
     }
 
     /// Charges `k` permits as a call at instant `at` (units) and returns the ticket fields.
+    /// `before` is the state as of the call: `max(tat, at)` (a `tat` in the past is a full
+    /// burst, the same as `now`), which is also `tat - k * T` after the charge, so the refund is
+    /// SPEC §3's "CAS it back by the `k * T` it added".
     fn charge(&mut self, at: u128, k: u32, slot: u64) -> Ticket {
-        let before = self.tat;
+        let before = self.tat.max(at);
         self.tat = self.tat.max(at) + u128::from(k) * self.rate.t;
         Ticket {
             k,
@@ -188,6 +204,7 @@ impl Gcra {
             rate: self.rate,
             epoch: self.epoch,
             slot,
+            at,
         }
     }
 
@@ -235,6 +252,7 @@ impl Gcra {
                 rate: self.rate,
                 epoch: self.epoch,
                 slot: now,
+                at: self.units.from_ticks(now),
             };
             return (
                 Outcome::Reserved {

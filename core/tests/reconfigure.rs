@@ -7,7 +7,7 @@ use core::time::Duration;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
-use ritmo::{AcquireError, Clock, Config, ManualClock, RateLimiter, Reservation};
+use ritmo_core::{AcquireError, Clock, Config, ManualClock, RateLimiter, Reservation};
 
 /// One config's numbers, as SPEC's GCRA uses them: `T = ceil(P / n)`, window `W = n * T`.
 #[derive(Debug, Clone, Copy, PartialEq)]

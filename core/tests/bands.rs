@@ -7,7 +7,7 @@ use core::time::Duration;
 use std::sync::{Barrier, Mutex};
 
 use proptest::prelude::*;
-use ritmo::{AcquireError, Bands, BandsReservation, Clock, Config, ManualClock};
+use ritmo_core::{AcquireError, Bands, BandsReservation, Clock, Config, ManualClock};
 
 /// One band, literally: `T = ceil(P / n)` ns, `tau = (n - 1) * T`.
 #[derive(Debug, Clone)]
@@ -420,7 +420,7 @@ fn real_threads_keep_every_band_within_its_bound() {
 /// Three bands in a `static`: per second, per minute and per day, built at compile time.
 #[test]
 fn three_bands_in_a_static() {
-    use ritmo::const_config;
+    use ritmo_core::const_config;
     static CLOCK: ManualClock = ManualClock::new();
     static QUOTA: Bands<&ManualClock, 3> = Bands::new(
         "quota",
