@@ -169,8 +169,9 @@ impl<K: Ord + Clone + core::fmt::Debug> KeyedModel<K> {
     }
 
     /// Cancels `ticket` at `now`; `returned` is the limiter's answer. While the key is live the
-    /// tail rule decides; once it is idle every answer leaves the same decisions (a limiter may
-    /// have dropped the key), and the model follows the limiter.
+    /// tail rule decides. Once it is idle (`tat <= now`) a limiter may have dropped the key and
+    /// cannot tell which reservation was the newest; a refund only moves `tat` back, so the key
+    /// stays idle and every answer leaves the same decisions: the model takes any.
     pub fn cancel(
         &mut self,
         ticket: &KeyedTicket<K>,
@@ -179,7 +180,10 @@ impl<K: Ord + Clone + core::fmt::Debug> KeyedModel<K> {
     ) -> Result<(), String> {
         let live = self.is_live(&ticket.key, now);
         let state = self.state(&ticket.key);
-        if !live && state.refund(&ticket.ticket) == Refund::Returned && !returned {
+        if !live {
+            if returned && state.refund(&ticket.ticket) == Refund::Returned {
+                state.drop_ticket(&ticket.ticket);
+            }
             return Ok(());
         }
         state

@@ -13,6 +13,7 @@
 //! | [`BandsModel`] | several bands, all or nothing, charged at the slowest band's slot; cancel restores every band |
 //! | [`KeyedModel`] | one [`Gcra`] per key, room for `capacity` live keys, `KeyCapacity`'s `retry_after` |
 //! | [`window_bound`], [`bound_after_change`] | the bounds on any record of permits used |
+//! | [`KeyedSubject`], [`run_keyed`] | a keyed limiter under test behind one interface, run against [`KeyedModel`] |
 //! | [`ops`] | proptest strategies: configs and schedules of [`Op`]s (single, bands, keyed, with reconfigures) |
 //!
 //! # The rules, as the model applies them
@@ -65,6 +66,7 @@ mod gcra;
 mod keyed;
 pub mod ops;
 mod outcome;
+mod subject;
 mod units;
 
 pub use bands::{BandsModel, BandsTicket};
@@ -73,4 +75,5 @@ pub use gcra::{Gcra, Rate, Refund, Ticket};
 pub use keyed::{KeyedModel, KeyedTicket};
 pub use ops::{KeyedOp, Op};
 pub use outcome::Outcome;
+pub use subject::{KeyedHeld, KeyedSubject, run_keyed};
 pub use units::Units;
