@@ -1,243 +1,193 @@
-//! Differential property tests: the limiter against a slow reference model that applies the GCRA rules
-//! literally in `u128`, on random sequences of advance / try_acquire_n / reserve / cancel /
-//! commit; plus the window bound, including when reservations are cancelled and refunded.
+//! The single limiter against the shared reference model (`ritmo-test-support`, written from
+//! SPEC alone): random schedules of advance / try_acquire_n / reserve_n(_within) / cancel / drop /
+//! commit on a nanosecond clock and on coarse ones (1 Hz, 3 Hz, 32768 Hz, 1 MHz), every answer
+//! and every peek compared, then the window bound over every permit used. Plus the SPEC §17 rule
+//! on coarse clocks with the numbers of issue 20.
 
 use core::time::Duration;
 
 use proptest::prelude::*;
 use ritmo_core::{AcquireError, Clock, Config, ManualClock, RateLimiter, Reservation};
+use ritmo_test_support::{Gcra, Op, Outcome, Ticket, Units, Use, ops, window_bound};
 
-/// The GCRA rules, literally: `T = ceil(P / n)` ns, `tau = (n - 1) * T`, all state in `tat`.
-#[derive(Debug)]
-struct Model {
-    n: u128,
-    t: u128,
-    tau: u128,
-    max_wait: u128,
-    tat: u128,
+/// What a `reserve_n` answered, as an [`Outcome`].
+fn reserved<C: Clock>(result: &Result<Reservation<'_, C>, AcquireError>) -> Outcome {
+    match result {
+        Ok(r) => Outcome::Reserved {
+            wait: r.wait_time(),
+            slot: r.slot(),
+        },
+        Err(e) => Outcome::of_error(e),
+    }
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum Outcome {
-    Admitted,
-    Reserved { wait: u128 },
-    Rejected { retry_after: u128 },
-    Invalid,
-}
+/// Runs `ops` on a limiter of `config` on a `ManualClock::<HZ>` and on the model.
+fn run<const HZ: u64>(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let units = Units::new(HZ);
+    let clock = ManualClock::<HZ>::with_reading(0);
+    let limiter = RateLimiter::with_clock("model", config, &clock);
+    let mut model = Gcra::new(units, config);
+    let mut open: Vec<(Reservation<'_, &ManualClock<HZ>>, Ticket)> = Vec::new();
+    let mut uses = Vec::new();
+    let fail = TestCaseError::fail;
 
-impl Model {
-    fn new(n: u32, period: u128, max_wait: u128) -> Self {
-        let n = n as u128;
-        let t = period.div_ceil(n);
-        Model {
-            n,
-            t,
-            tau: (n - 1) * t,
-            max_wait,
-            tat: 0,
-        }
-    }
-
-    /// The wait until `k` permits would be admitted at once, or `None` if they are now.
-    fn wait(&self, now: u128, k: u128) -> Option<u128> {
-        let start = self.tat.max(now);
-        // admitted at once if max(tat, now) + (k - 1) * T <= now + tau
-        if start + (k - 1) * self.t <= now + self.tau {
-            None
-        } else {
-            // the last permit's slot: the earliest s with tat + (k - 1) * T <= s + tau
-            Some(start + (k - 1) * self.t - self.tau - now)
-        }
-    }
-
-    fn try_acquire(&mut self, now: u128, k: u128) -> Outcome {
-        if k == 0 || k > self.n {
-            return Outcome::Invalid;
-        }
-        match self.wait(now, k) {
-            None => {
-                self.tat = self.tat.max(now) + k * self.t;
-                Outcome::Admitted
+    for op in ops {
+        let now = clock.now();
+        match op {
+            Op::Advance(d) => clock.advance_ticks(d),
+            Op::TryOne => {
+                let expected = model.try_acquire(now, 1);
+                let got = Outcome::of_try(limiter.try_acquire());
+                expected.check(&got, &units).map_err(fail)?;
+                if got == Outcome::Admitted {
+                    uses.push(Use::at_reading(&units, now, 1));
+                }
             }
-            Some(wait) => Outcome::Rejected { retry_after: wait },
-        }
-    }
-
-    /// Returns the outcome and, for a reservation, the `tat` it wrote.
-    fn reserve(&mut self, now: u128, k: u128) -> (Outcome, Option<u128>) {
-        if k == 0 || k > self.n {
-            return (Outcome::Invalid, None);
-        }
-        match self.wait(now, k) {
-            None => {
-                self.tat = self.tat.max(now) + k * self.t;
-                (Outcome::Reserved { wait: 0 }, Some(self.tat))
+            Op::TryAcquire(k) => {
+                let expected = model.try_acquire(now, k);
+                let got = Outcome::of_try(limiter.try_acquire_n(k));
+                expected.check(&got, &units).map_err(fail)?;
+                if got == Outcome::Admitted {
+                    uses.push(Use::at_reading(&units, now, k));
+                }
             }
-            Some(wait) if wait <= self.max_wait => {
-                self.tat = self.tat.max(now) + k * self.t;
-                (Outcome::Reserved { wait }, Some(self.tat))
+            Op::Reserve(k) | Op::ReserveWithin(k, _) => {
+                let (result, (expected, ticket)) = match op {
+                    Op::ReserveWithin(_, max_wait) => (
+                        limiter.reserve_n_within(k, max_wait),
+                        model.reserve_within(now, k, max_wait),
+                    ),
+                    _ => (limiter.reserve_n(k), model.reserve(now, k)),
+                };
+                expected.check(&reserved(&result), &units).map_err(fail)?;
+                if let (Ok(r), Some(t)) = (result, ticket) {
+                    open.push((r, t));
+                }
             }
-            Some(wait) => (Outcome::Rejected { retry_after: wait }, None),
+            Op::Cancel(i) | Op::Drop(i) | Op::Commit(i) if !open.is_empty() => {
+                let (r, ticket) = open.remove(i % open.len());
+                match op {
+                    Op::Cancel(_) => model.cancel(&ticket, r.cancel()).map_err(fail)?,
+                    Op::Drop(_) => {
+                        drop(r);
+                        prop_assert!(model.drop_ticket(&ticket));
+                    }
+                    _ => {
+                        r.commit();
+                        uses.push(ticket.used());
+                    }
+                }
+            }
+            Op::Cancel(_) | Op::Drop(_) | Op::Commit(_) | Op::Peek | Op::Reconfigure(_) => {}
         }
+        let now = clock.now();
+        prop_assert_eq!(
+            limiter.available_permits(),
+            model.available(now),
+            "at {}",
+            now
+        );
+        prop_assert_eq!(
+            limiter.retry_after(),
+            model.retry_after(now, 1),
+            "at {}",
+            now
+        );
     }
-
-    /// The tail rule: permits go back only if nothing changed `tat` since the reservation.
-    fn cancel(&mut self, written: u128, k: u128) -> bool {
-        if self.tat == written {
-            self.tat -= k * self.t;
-            true
-        } else {
-            false
-        }
+    for (r, ticket) in open {
+        r.commit();
+        uses.push(ticket.used());
     }
-
-    fn available(&self, now: u128) -> u32 {
-        (1..=self.n)
-            .take_while(|k| self.wait(now, *k).is_none())
-            .count() as u32
-    }
-}
-
-#[derive(Debug, Clone)]
-enum Op {
-    Advance(u64),
-    TryAcquire(u32),
-    TryOne,
-    Reserve(u32),
-    Cancel(usize),
-    Commit(usize),
-}
-
-fn op(n: u32, period: u64) -> impl Strategy<Value = Op> {
-    prop_oneof![
-        3 => (0..=period / 2).prop_map(Op::Advance),
-        1 => (0..=period * 2).prop_map(Op::Advance),
-        3 => (0..=n + 1).prop_map(Op::TryAcquire),
-        2 => Just(Op::TryOne),
-        3 => (0..=n + 1).prop_map(Op::Reserve),
-        2 => any::<usize>().prop_map(Op::Cancel),
-        1 => any::<usize>().prop_map(Op::Commit),
-    ]
-}
-
-fn scenario() -> impl Strategy<Value = (u32, u64, u64, Vec<Op>)> {
-    (1u32..=12, 1u64..=5_000_000_000).prop_flat_map(|(n, period)| {
-        let period = period.max(n as u64);
-        (
-            Just(n),
-            Just(period),
-            0..=period * 3,
-            prop::collection::vec(op(n, period), 1..120),
-        )
-    })
-}
-
-/// A permit's use: `k` permits at instant `at` (ns).
-#[derive(Debug, Clone, Copy)]
-struct Use {
-    at: u128,
-    k: u128,
-}
-
-/// In any window `[a, b]`, admitted permits <= n + floor((b - a) / T).
-fn check_window_bound(uses: &[Use], n: u128, t: u128) -> Result<(), TestCaseError> {
-    let mut uses = uses.to_vec();
-    uses.sort_by_key(|u| u.at);
-    for i in 0..uses.len() {
-        let mut count = 0;
-        for u in &uses[i..] {
-            count += u.k;
-            let w = u.at - uses[i].at;
-            prop_assert!(
-                count <= n + w / t,
-                "{count} permits in a window of {w} ns (n = {n}, T = {t})"
-            );
-        }
-    }
-    Ok(())
+    window_bound(&uses, config.permits(), config.period(), &units).map_err(fail)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
-    fn limiter_matches_the_reference_model((n, period, max_wait, ops) in scenario()) {
-        let clock = ManualClock::new();
-        let config = Config::new(n, Duration::from_nanos(period))
-            .unwrap()
-            .with_max_wait(Duration::from_nanos(max_wait));
-        let limiter = RateLimiter::new("model", config, &clock);
-        let mut model = Model::new(n, period as u128, max_wait as u128);
-
-        // Open reservations: the limiter's, and the model's (written tat, k, slot).
-        let mut open: Vec<(Reservation<'_, &ManualClock>, u128, u128, u128)> = Vec::new();
-        let mut uses = Vec::new();
-
-        for op in ops {
-            let now = clock.now() as u128;
-            match op {
-                Op::Advance(d) => clock.advance_ticks(d),
-                Op::TryAcquire(k) => {
-                    let expected = model.try_acquire(now, k as u128);
-                    let got = match limiter.try_acquire_n(k) {
-                        Ok(()) => Outcome::Admitted,
-                        Err(AcquireError::RateLimited(e)) => {
-                            Outcome::Rejected { retry_after: e.retry_after().as_nanos() }
-                        }
-                        Err(AcquireError::InvalidPermits(_)) => Outcome::Invalid,
-                        Err(e) => panic!("unexpected {e:?}"),
-                    };
-                    prop_assert_eq!(&got, &expected);
-                    if got == Outcome::Admitted {
-                        uses.push(Use { at: now, k: k as u128 });
-                    }
-                }
-                Op::TryOne => {
-                    let expected = model.try_acquire(now, 1);
-                    let got = match limiter.try_acquire() {
-                        Ok(()) => Outcome::Admitted,
-                        Err(e) => Outcome::Rejected { retry_after: e.retry_after().as_nanos() },
-                    };
-                    prop_assert_eq!(&got, &expected);
-                    if got == Outcome::Admitted {
-                        uses.push(Use { at: now, k: 1 });
-                    }
-                }
-                Op::Reserve(k) => {
-                    let (expected, written) = model.reserve(now, k as u128);
-                    match limiter.reserve_n(k) {
-                        Ok(r) => {
-                            prop_assert_eq!(Outcome::Reserved { wait: r.wait_time().as_nanos() }, expected);
-                            let slot = now + r.wait_time().as_nanos();
-                            prop_assert_eq!(r.slot() as u128, slot);
-                            open.push((r, written.unwrap(), k as u128, slot));
-                        }
-                        Err(AcquireError::RateLimited(e)) => {
-                            prop_assert_eq!(Outcome::Rejected { retry_after: e.retry_after().as_nanos() }, expected);
-                        }
-                        Err(AcquireError::InvalidPermits(_)) => prop_assert_eq!(Outcome::Invalid, expected),
-                        Err(e) => panic!("unexpected {e:?}"),
-                    }
-                }
-                Op::Cancel(i) if !open.is_empty() => {
-                    let (r, written, k, _) = open.remove(i % open.len());
-                    prop_assert_eq!(r.cancel(), model.cancel(written, k));
-                }
-                Op::Commit(i) if !open.is_empty() => {
-                    let (r, _, k, slot) = open.remove(i % open.len());
-                    r.commit();
-                    uses.push(Use { at: slot, k });
-                }
-                Op::Cancel(_) | Op::Commit(_) => {}
-            }
-            let now = clock.now() as u128;
-            prop_assert_eq!(limiter.available_permits(), model.available(now));
-            prop_assert_eq!(limiter.retry_after().as_nanos(), model.wait(now, 1).unwrap_or(0));
-        }
-        for (r, _, k, slot) in open {
-            r.commit();
-            uses.push(Use { at: slot, k });
-        }
-        check_window_bound(&uses, n as u128, model.t)?;
+    fn limiter_matches_the_reference_model(
+        (config, ops) in ops::schedule(12, Duration::from_secs(5), Units::NANOS, 120)
+    ) {
+        run::<1_000_000_000>(config, ops)?;
     }
+}
+
+/// The coarse clocks of the property test, as a `match` below runs them.
+const COARSE: [u64; 4] = [1, 3, 32_768, 1_000_000];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// SPEC §17 on every clock: the same schedules on clocks slower than 1 GHz. Fails on 0.2
+    /// (issue 20): a reservation is admitted whose wait, at the clock's whole tick, exceeds
+    /// `max_wait`.
+    #[test]
+    fn limiter_matches_the_reference_model_on_coarse_clocks(
+        (which, (config, ops)) in (0usize..COARSE.len()).prop_flat_map(|i| {
+            (Just(i), ops::schedule(12, Duration::from_secs(5), Units::new(COARSE[i]), 120))
+        }),
+    ) {
+        match which {
+            0 => run::<1>(config, ops)?,
+            1 => run::<3>(config, ops)?,
+            2 => run::<32_768>(config, ops)?,
+            _ => run::<1_000_000>(config, ops)?,
+        }
+    }
+}
+
+/// The issue's 1 Hz example: 1 per 600 ms, `max_wait` 1.5 s. Spend one, reserve one (its permit
+/// is there at the tick of 1 s), reserve another: its permit arrives at 1.2 s, seen at the tick
+/// of 2 s, a wait of 2 s > 1.5 s: refused at once, as the model says.
+#[test]
+fn max_wait_holds_at_the_whole_tick_of_a_1_hz_clock() {
+    let config = Config::new(1, Duration::from_millis(600))
+        .unwrap()
+        .with_max_wait(Duration::from_millis(1500));
+    let clock = ManualClock::<1>::with_reading(0);
+    let limiter = RateLimiter::with_clock("1hz", config, &clock);
+    let mut model = Gcra::new(Units::new(1), config);
+    assert_eq!(
+        Outcome::of_try(limiter.try_acquire()),
+        model.try_acquire(0, 1)
+    );
+    let first = limiter.reserve_n(1);
+    assert_eq!(reserved(&first), model.reserve(0, 1).0);
+    let second = limiter.reserve_n(1);
+    let expected = model.reserve(0, 1).0;
+    assert_eq!(
+        expected,
+        Outcome::Rejected {
+            retry_after: Duration::from_secs(2)
+        }
+    );
+    assert_eq!(
+        reserved(&second),
+        expected,
+        "a wait of 2 s on a 1 Hz clock with max_wait 1.5 s"
+    );
+}
+
+/// The issue's 32768 Hz example: 3 per 1 s, `max_wait` 333 333 334 ns. After the burst the next
+/// permit is there at 1/3 s, seen at tick 10923: 333.343506 ms > `max_wait`: refused.
+#[test]
+fn max_wait_holds_at_the_whole_tick_of_a_32768_hz_clock() {
+    let config = Config::new(3, Duration::from_secs(1))
+        .unwrap()
+        .with_max_wait(Duration::from_nanos(333_333_334));
+    let clock = ManualClock::<32_768>::with_reading(0);
+    let limiter = RateLimiter::with_clock("rtc", config, &clock);
+    let mut model = Gcra::new(Units::new(32_768), config);
+    assert_eq!(
+        Outcome::of_try(limiter.try_acquire_n(3)),
+        model.try_acquire(0, 3)
+    );
+    let expected = model.reserve(0, 1).0;
+    assert_eq!(
+        expected,
+        Outcome::Rejected {
+            retry_after: Duration::from_nanos(333_343_506)
+        }
+    );
+    assert_eq!(reserved(&limiter.reserve_n(1)), expected);
 }

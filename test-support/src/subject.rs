@@ -1,0 +1,155 @@
+//! Keyed limiters under test, seen through one interface, and the run that compares one with
+//! [`KeyedModel`] (the fixed table in core and the std sharded map share it).
+
+use core::time::Duration;
+
+use ritmo_core::AcquireError;
+
+use crate::keyed::{KeyedModel, KeyedTicket};
+use crate::ops::{KeyedOp, Op};
+use crate::outcome::Outcome;
+use crate::units::Units;
+use crate::{Use, window_bound};
+
+/// A keyed reservation of the limiter under test.
+pub trait KeyedHeld {
+    /// `wait_time()`.
+    fn wait_time(&self) -> Duration;
+    /// `slot()`.
+    fn slot(&self) -> u64;
+    /// `cancel()`.
+    fn cancel(self: Box<Self>) -> bool;
+    /// `commit()`.
+    fn commit(self: Box<Self>);
+}
+
+/// A keyed limiter under test, keyed by `u8`, on a clock the test moves.
+pub trait KeyedSubject {
+    /// The clock's reading.
+    fn now(&self) -> u64;
+    /// Moves the clock forward by `ticks`.
+    fn advance(&self, ticks: u64);
+    /// `try_acquire_n(key, k)`.
+    fn try_acquire_n(&self, key: &u8, k: u32) -> Result<(), AcquireError>;
+    /// `reserve_n(key, k)`.
+    fn reserve_n(&self, key: &u8, k: u32) -> Result<Box<dyn KeyedHeld + '_>, AcquireError>;
+    /// `reserve_n_within(key, k, max_wait)`.
+    fn reserve_n_within(
+        &self,
+        key: &u8,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<Box<dyn KeyedHeld + '_>, AcquireError>;
+    /// `available_permits(key)`.
+    fn available_permits(&self, key: &u8) -> u32;
+    /// `retry_after(key)`.
+    fn retry_after(&self, key: &u8) -> Duration;
+    /// `len()`: live keys.
+    fn len(&self) -> usize;
+}
+
+/// What a keyed `reserve_n` answered, as an [`Outcome`].
+fn reserved(result: &Result<Box<dyn KeyedHeld + '_>, AcquireError>) -> Outcome {
+    match result {
+        Ok(r) => Outcome::Reserved {
+            wait: r.wait_time(),
+            slot: r.slot(),
+        },
+        Err(e) => Outcome::of_error(e),
+    }
+}
+
+/// Runs `ops` (keys taken modulo `keys`) on `subject` and on `model`, comparing every answer and,
+/// after every step, every key's `available_permits` and `retry_after` and the number of live
+/// keys; at the end each key's window bound. `Err` says where they first differ.
+pub fn run_keyed<S: KeyedSubject>(
+    subject: &S,
+    mut model: KeyedModel<u8>,
+    keys: u8,
+    ops: Vec<KeyedOp>,
+) -> Result<(), String> {
+    let units: Units = model.units();
+    let keys = keys.max(1);
+    let mut open: Vec<(Box<dyn KeyedHeld + '_>, KeyedTicket<u8>)> = Vec::new();
+    let mut uses: Vec<Vec<Use>> = vec![Vec::new(); usize::from(keys)];
+    for (step, KeyedOp { key, op }) in ops.into_iter().enumerate() {
+        let key = key % keys;
+        let now = subject.now();
+        let at = |e: String| format!("step {step} ({op:?} on key {key}) at {now}: {e}");
+        match op {
+            Op::Advance(d) => subject.advance(d),
+            Op::TryOne | Op::TryAcquire(_) => {
+                let k = if let Op::TryAcquire(k) = op { k } else { 1 };
+                let expected = model.try_acquire(&key, now, k);
+                let got = Outcome::of_try(subject.try_acquire_n(&key, k));
+                expected.check(&got, &units).map_err(at)?;
+                if got == Outcome::Admitted {
+                    uses[usize::from(key)].push(Use::at_reading(&units, now, k));
+                }
+            }
+            Op::Reserve(k) | Op::ReserveWithin(k, _) => {
+                let (result, (expected, ticket)) = match op {
+                    Op::ReserveWithin(_, max_wait) => (
+                        subject.reserve_n_within(&key, k, max_wait),
+                        model.reserve_within(&key, now, k, max_wait),
+                    ),
+                    _ => (subject.reserve_n(&key, k), model.reserve(&key, now, k)),
+                };
+                expected.check(&reserved(&result), &units).map_err(at)?;
+                if let (Ok(r), Some(t)) = (result, ticket) {
+                    open.push((r, t));
+                }
+            }
+            Op::Cancel(i) | Op::Drop(i) | Op::Commit(i) if !open.is_empty() => {
+                let (r, ticket) = open.remove(i % open.len());
+                match op {
+                    Op::Cancel(_) => model.cancel(&ticket, now, r.cancel()).map_err(at)?,
+                    Op::Drop(_) => {
+                        drop(r);
+                        model.drop_ticket(&ticket);
+                    }
+                    _ => {
+                        r.commit();
+                        uses[usize::from(ticket.key)].push(ticket.ticket.used());
+                    }
+                }
+            }
+            Op::Cancel(_) | Op::Drop(_) | Op::Commit(_) | Op::Peek | Op::Reconfigure(_) => {}
+        }
+        let now = subject.now();
+        for key in 0..keys {
+            let at = |e: String| format!("after step {step}, key {key} at {now}: {e}");
+            let (available, expected) =
+                (subject.available_permits(&key), model.available(&key, now));
+            if available != expected {
+                return Err(at(format!(
+                    "available_permits {available}, the model says {expected}"
+                )));
+            }
+            let expected = model.retry_after(&key, now);
+            let got = subject.retry_after(&key);
+            let got = match expected {
+                Outcome::NoRoom { .. } => Outcome::NoRoom { retry_after: got },
+                _ => Outcome::Rejected { retry_after: got },
+            };
+            expected.check(&got, &units).map_err(at)?;
+        }
+        let live = model.live_keys(now).len();
+        if subject.len() != live {
+            return Err(format!(
+                "after step {step} at {now}: len() {}, the model has {live} live keys",
+                subject.len()
+            ));
+        }
+    }
+    for (r, ticket) in open {
+        r.commit();
+        uses[usize::from(ticket.key)].push(ticket.ticket.used());
+    }
+    let c = model.config();
+    for (key, uses) in uses.iter().enumerate() {
+        window_bound(uses, c.permits(), c.period(), &units)
+            .map_err(|e| format!("key {key}: {e}"))?;
+    }
+    Ok(())
+}
