@@ -795,10 +795,18 @@ impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
             return false;
         }
         self.settled = true;
-        let mut returned = true;
-        for i in 0..B {
-            if self.bands.configs[i].enabled() {
-                returned &= self.bands.states[i].refund(self.written[i], self.moved[i]);
+        // The newest reservation in every band, or it returns nothing: a reservation that a
+        // later call overtook in one band is no longer the newest, and gives back no band.
+        let bands = self.bands;
+        let enabled = |i: &usize| bands.configs[*i].enabled();
+        let newest = (0..B)
+            .filter(enabled)
+            .all(|i| bands.states[i].tat() == self.written[i]);
+        let mut returned = newest;
+        if newest {
+            for i in (0..B).filter(enabled) {
+                // Only a call racing this one can make a step fail: it then stays unused there.
+                returned &= bands.states[i].refund(self.written[i], self.moved[i]);
             }
         }
         if let Some(listener) = self.bands.listener {

@@ -260,7 +260,8 @@ impl<C> KeyRate<C> {
         self.rate.units_floor(d)
     }
 
-    /// A number of units as a duration, rounded up to the nanosecond.
+    /// A wait of `units` from a clock reading as a duration: rounded up to the whole clock tick at
+    /// which it has passed, then to the nanosecond (the one rounding rule every wait follows).
     ///
     /// ```
     /// # use core::time::Duration;
@@ -271,7 +272,7 @@ impl<C> KeyRate<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub const fn duration(&self, units: u64) -> Duration {
-        TickRate::from_hz(self.rate.unit_hz).duration_ceil(units)
+        self.rate.wait_duration(units)
     }
 
     /// An instant in units as a reading of the clock, rounded up to a whole tick (what a

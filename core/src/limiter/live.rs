@@ -189,11 +189,9 @@ impl<C> RateLimiter<C> {
     /// assert_eq!(l.config(), d);
     /// ```
     pub fn config(&self) -> Config {
-        if self.live.reconfigured() {
-            critical_section::with(|cs| self.live.config.borrow(cs).get())
-        } else {
-            self.rate.config()
-        }
+        // As given, not rebuilt from the converted rate (which on a clock slower than 1 GHz
+        // rounds the period and `max_wait` to the clock's units).
+        critical_section::with(|cs| self.live.config.borrow(cs).get())
     }
 
     /// Its permits per period now.
