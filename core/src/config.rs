@@ -79,6 +79,7 @@ impl Config {
     }
 
     /// A config from parts already known to be valid (a limiter rebuilding the one it applies).
+    #[cfg_attr(feature = "reconfigure", allow(dead_code))]
     pub(crate) const fn from_parts(
         permits: u32,
         period: Duration,

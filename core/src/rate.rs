@@ -163,6 +163,7 @@ impl Rate {
     /// as the limiter's unit expresses them (`n * T` rounded up, `max_wait` rounded down, each
     /// back to the nanosecond). On a clock of 1 GHz or more they are the ones given whenever the
     /// period is a whole number of nanoseconds per permit.
+    #[cfg_attr(feature = "reconfigure", allow(dead_code))] // a reconfigurable limiter keeps its config
     pub(crate) const fn config(&self) -> Config {
         let window = saturate(self.interval as u128 * self.permits as u128);
         let per_unit = TickRate::from_hz(self.unit_hz);

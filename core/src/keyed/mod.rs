@@ -62,9 +62,13 @@
 //! [`set_seed`](KeyedLimiter::set_seed) when the limiter is a `static`.
 
 mod rate;
+mod reservation;
 mod table;
 
 pub use rate::{Decision, KeyRate, KeyState};
+pub use reservation::KeyReservation;
+#[doc(hidden)]
+pub use reservation::{KeyedStore, Taken};
 
 use core::fmt;
 use core::hash::Hash;
@@ -399,14 +403,6 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
     }
 }
 
-/// What a call did to its key: the state it wrote, when its permits arrive, and how long that is.
-#[derive(Debug, Clone, Copy)]
-struct Taken {
-    written: u64,
-    slot: u64,
-    wait: u64,
-}
-
 impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// Hashes keys with `seed` from now on: every key held is moved to where the new seed puts it,
     /// keeping its state. For a `static` limiter seeded at start-up from a random number
@@ -584,11 +580,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             return Ok(KeyedReservation::new(
                 self,
                 key.clone(),
-                Taken {
-                    written: 0,
-                    slot: now,
-                    wait: 0,
-                },
+                Taken::uncounted(now),
                 0,
                 k,
             ));
@@ -919,264 +911,24 @@ impl<K: Hash + Eq + Clone, C: ManualTime, const N: usize> KeyedLimiter<K, C, N> 
     }
 }
 
-/// Permits for one key, taken now or reserved for a slot: commit it when the work runs, or let it
-/// go. Dropping or [`cancel`](KeyedReservation::cancel)ling it before it is committed returns the
-/// permits if no later call for the same key was made since; otherwise its slot stays unused.
-///
-/// ```
-/// # use core::time::Duration;
-/// # use ritmo_core::{Config, ManualClock};
-/// # use ritmo_core::keyed::KeyedLimiter;
-/// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
-/// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-/// let a = l.reserve(&1).unwrap();
-/// let b = l.reserve(&1).unwrap();
-/// assert!(!a.cancel()); // b is queued behind it
-/// assert!(b.cancel());
-/// # Ok::<(), ritmo_core::ConfigError>(())
-/// ```
-#[must_use = "a reservation returns its permits when dropped: commit it once the work runs"]
-pub struct KeyedReservation<'a, K: Hash + Eq + Clone + 'static, C: Clock, const N: usize> {
-    limiter: &'a KeyedLimiter<K, C, N>,
-    key: K,
-    taken: Taken,
-    increment: u64,
-    permits: u32,
-    settled: bool,
-}
+/// Permits for one key of a [`KeyedLimiter`], taken now or reserved for a slot (see
+/// [`KeyReservation`]).
+pub type KeyedReservation<'a, K, C, const N: usize> = KeyReservation<'a, K, KeyedLimiter<K, C, N>>;
 
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize> fmt::Debug for KeyedReservation<'_, K, C, N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyedReservation")
-            .field("limiter", &self.limiter.id())
-            .field("permits", &self.permits)
-            .field("wait", &self.wait_time())
-            .finish_non_exhaustive()
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedStore<K> for KeyedLimiter<K, C, N> {
+    type Clock = C;
+
+    fn key_rate(&self) -> &KeyRate<C> {
+        &self.rate
     }
-}
 
-impl<'a, K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedReservation<'a, K, C, N> {
-    fn new(
-        limiter: &'a KeyedLimiter<K, C, N>,
-        key: K,
-        taken: Taken,
-        increment: u64,
-        permits: u32,
-    ) -> Self {
-        KeyedReservation {
-            limiter,
-            key,
-            taken,
-            increment,
-            permits,
-            settled: false,
+    fn refund_key(&self, key: &K, written: u64, increment: u64) -> bool {
+        self.refund(key, written, increment)
+    }
+
+    fn publish_key(&self, key: &K, event: Event) {
+        if self.rate.listener().is_some() || self.key_listener.is_some() {
+            self.publish(key, event);
         }
-    }
-
-    /// The key it is for.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert_eq!(*l.reserve(&3).unwrap().key(), 3);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn key(&self) -> &K {
-        &self.key
-    }
-
-    /// How many permits it holds.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert_eq!(l.reserve_n(&3, 2).unwrap().permits(), 2);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn permits(&self) -> u32 {
-        self.permits
-    }
-
-    /// How long, from when it was made, the caller must wait for the slot (zero if the permits
-    /// were there at once).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert_eq!(l.reserve(&3).unwrap().wait_time(), Duration::ZERO);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn wait_time(&self) -> Duration {
-        self.limiter.rate.duration(self.taken.wait)
-    }
-
-    /// The slot as a reading of the limiter's clock: the caller may run once the clock reads at
-    /// least this.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// l.try_acquire(&3).unwrap();
-    /// assert_eq!(l.reserve(&3).unwrap().slot(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn slot(&self) -> u64 {
-        self.limiter.rate.reading(self.taken.slot)
-    }
-
-    /// How long from now until the slot: zero once it has arrived.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
-    /// l.try_acquire(&3).unwrap();
-    /// let r = l.reserve(&3).unwrap();
-    /// clock.advance(Duration::from_millis(400));
-    /// assert_eq!(r.remaining(), Duration::from_millis(600));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn remaining(&self) -> Duration {
-        let now = self.limiter.rate.now();
-        self.limiter
-            .rate
-            .duration(self.taken.slot.saturating_sub(now))
-    }
-
-    /// Whether the slot has arrived.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert!(l.reserve(&3).unwrap().is_ready());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn is_ready(&self) -> bool {
-        self.limiter.rate.now() >= self.taken.slot
-    }
-
-    /// Keeps the permits: the work runs (or has run).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// l.reserve(&3).unwrap().commit();
-    /// assert_eq!(l.available_permits(&3), 0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn commit(mut self) {
-        self.settled = true;
-    }
-
-    /// Gives the reservation up before its work runs; returns whether its permits went back.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert!(l.reserve(&3).unwrap().cancel());
-    /// assert_eq!(l.available_permits(&3), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn cancel(mut self) -> bool {
-        self.release(Reason::Cancelled)
-    }
-
-    /// Gives the reservation up because its waiter was interrupted, and returns the error the
-    /// call should fail with ([`Reason::Interrupted`], `retry_after` the time left to the slot).
-    /// For adapters that implement their own waiting.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// l.try_acquire(&3).unwrap();
-    /// let err = l.reserve(&3).unwrap().interrupted();
-    /// assert_eq!((err.reason(), err.retry_after()), (Reason::Interrupted, Duration::from_secs(1)));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn interrupted(mut self) -> RateLimitExceeded {
-        let left = self.taken.slot.saturating_sub(self.limiter.rate.now());
-        self.release(Reason::Interrupted);
-        self.limiter.rate.rejected(Reason::Interrupted, left)
-    }
-
-    /// Waits for the slot with `waiter`, then commits; if interrupted, gives the permits back and
-    /// fails with [`Reason::Interrupted`].
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
-    /// l.try_acquire(&3).unwrap();
-    /// l.reserve(&3).unwrap().wait_with(&mut AdvanceClock).unwrap();
-    /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn wait_with<W: Wait<C> + ?Sized>(self, waiter: &mut W) -> Result<(), RateLimitExceeded> {
-        if self.taken.wait > 0
-            && !self.is_ready()
-            && waiter
-                .wait_until(self.limiter.clock(), self.slot())
-                .is_err()
-        {
-            return Err(self.interrupted());
-        }
-        self.commit();
-        Ok(())
-    }
-
-    fn release(&mut self, reason: Reason) -> bool {
-        if self.settled {
-            return false;
-        }
-        self.settled = true;
-        if self.increment == 0 {
-            return true;
-        }
-        let returned = self
-            .limiter
-            .refund(&self.key, self.taken.written, self.increment);
-        let limiter = self.limiter;
-        if limiter.rate.listener().is_some() || limiter.key_listener.is_some() {
-            limiter.publish(
-                &self.key,
-                Event::Released {
-                    id: limiter.id(),
-                    permits: self.permits,
-                    reason,
-                    returned,
-                },
-            );
-        }
-        returned
-    }
-}
-
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize> Drop for KeyedReservation<'_, K, C, N> {
-    fn drop(&mut self) {
-        self.release(Reason::Cancelled);
     }
 }

@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
-use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+use ritmo_core::keyed::{Decision, KeyRate, KeyReservation, KeyState, KeyedStore, Taken};
 use ritmo_core::{
     AcquireError, Clock, Config, Event, InvalidPermits, KeyListener, KeySnapshot, KeyedSnapshot,
     Listener, RateLimitExceeded, Reason, Wait,
@@ -289,30 +289,6 @@ impl<K, C> KeyedRateLimiter<K, C> {
     }
 }
 
-/// What a call did to its key.
-#[derive(Debug, Clone, Copy)]
-struct Taken {
-    written: u64,
-    slot: u64,
-    wait: u64,
-}
-
-fn taken(decision: Decision, now: u64) -> Result<Taken, u64> {
-    match decision {
-        Decision::Now { new_tat } => Ok(Taken {
-            written: new_tat,
-            slot: now,
-            wait: 0,
-        }),
-        Decision::Wait { new_tat, wait } => Ok(Taken {
-            written: new_tat,
-            slot: now.saturating_add(wait),
-            wait,
-        }),
-        Decision::Reject { wait } => Err(wait),
-    }
-}
-
 /// A key and its state when a scan saw it, ordered by the state alone.
 struct Soonest<K>(u64, K);
 
@@ -358,7 +334,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         if let Some(state) = self.map.get(key) {
             let decision = state.apply(&self.rate, now, k, max_wait);
             drop(state);
-            return taken(decision, now)
+            return Taken::of(decision, now)
                 .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
         }
         self.take_new(key, k, now, max_wait)
@@ -403,7 +379,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 if let Some(tat) = inserted {
                     self.remember(tat, key);
                 }
-                return taken(decision, now)
+                return Taken::of(decision, now)
                     .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
             }
             match self.make_room(false) {
@@ -680,11 +656,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     ) -> Result<KeyedReservation<'_, K, C>, RateLimitExceeded> {
         if !self.rate.enabled() {
             let now = self.rate.now();
-            let taken = Taken {
-                written: 0,
-                slot: now,
-                wait: 0,
-            };
+            let taken = Taken::uncounted(now);
             return Ok(KeyedReservation::new(self, key.clone(), taken, 0, k));
         }
         let taken = self.take(key, k, max_wait)?;
@@ -1063,7 +1035,7 @@ impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime> KeyedRateLimiter<K, C> {
 }
 
 /// Permits for one key of a [`KeyedRateLimiter`], taken now or reserved for a slot: commit it
-/// when the work runs, or let it go. Dropping or [`cancel`](KeyedReservation::cancel)ling it
+/// when the work runs, or let it go. Dropping or [`cancel`](ritmo_core::keyed::KeyReservation::cancel)ling it
 /// before it is committed returns the permits if no later call for the key was made since.
 ///
 /// ```
@@ -1078,258 +1050,23 @@ impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime> KeyedRateLimiter<K, C> {
 /// assert!(b.cancel());
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
-#[must_use = "a reservation returns its permits when dropped: commit it once the work runs"]
-pub struct KeyedReservation<'a, K: Hash + Eq + Clone + 'static, C: Clock> {
-    limiter: &'a KeyedRateLimiter<K, C>,
-    key: K,
-    taken: Taken,
-    increment: u64,
-    permits: u32,
-    settled: bool,
-}
+pub type KeyedReservation<'a, K, C> = KeyReservation<'a, K, KeyedRateLimiter<K, C>>;
 
-impl<K: Hash + Eq + Clone, C: Clock> fmt::Debug for KeyedReservation<'_, K, C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyedReservation")
-            .field("limiter", &self.limiter.id())
-            .field("permits", &self.permits)
-            .field("wait", &self.wait_time())
-            .finish_non_exhaustive()
+impl<K: Hash + Eq + Clone, C: Clock> KeyedStore<K> for KeyedRateLimiter<K, C> {
+    type Clock = C;
+
+    fn key_rate(&self) -> &KeyRate<C> {
+        &self.rate
     }
-}
 
-impl<'a, K: Hash + Eq + Clone, C: Clock> KeyedReservation<'a, K, C> {
-    fn new(
-        limiter: &'a KeyedRateLimiter<K, C>,
-        key: K,
-        taken: Taken,
-        increment: u64,
-        permits: u32,
-    ) -> Self {
-        KeyedReservation {
-            limiter,
-            key,
-            taken,
-            increment,
-            permits,
-            settled: false,
+    fn refund_key(&self, key: &K, written: u64, increment: u64) -> bool {
+        self.refund(key, written, increment)
+    }
+
+    fn publish_key(&self, key: &K, event: Event) {
+        if self.rate.listener().is_some() || self.key_listener.is_some() {
+            self.publish(key, event);
         }
-    }
-
-    /// The limiter it is for.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(l.reserve(&3u8).unwrap().limiter().id(), "x");
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn limiter(&self) -> &'a KeyedRateLimiter<K, C> {
-        self.limiter
-    }
-
-    /// The key it is for.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(*l.reserve(&3u8).unwrap().key(), 3);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn key(&self) -> &K {
-        &self.key
-    }
-
-    /// How many permits it holds.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(l.reserve_n(&3u8, 2).unwrap().permits(), 2);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn permits(&self) -> u32 {
-        self.permits
-    }
-
-    /// How long, from when it was made, the caller must wait for the slot.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(l.reserve(&3u8).unwrap().wait_time(), Duration::ZERO);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn wait_time(&self) -> Duration {
-        self.limiter.rate.duration(self.taken.wait)
-    }
-
-    /// The slot as a reading of the limiter's clock.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
-    /// l.try_acquire(&3u8).unwrap();
-    /// assert_eq!(l.reserve(&3u8).unwrap().slot(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn slot(&self) -> u64 {
-        self.limiter.rate.reading(self.taken.slot)
-    }
-
-    /// How long from now until the slot: zero once it has arrived.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// l.try_acquire(&3u8).unwrap();
-    /// let r = l.reserve(&3u8).unwrap();
-    /// clock.advance(Duration::from_millis(400));
-    /// assert_eq!(r.remaining(), Duration::from_millis(600));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn remaining(&self) -> Duration {
-        let now = self.limiter.rate.now();
-        self.limiter
-            .rate
-            .duration(self.taken.slot.saturating_sub(now))
-    }
-
-    /// Whether the slot has arrived.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert!(l.reserve(&3u8).unwrap().is_ready());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn is_ready(&self) -> bool {
-        self.limiter.rate.now() >= self.taken.slot
-    }
-
-    /// Keeps the permits: the work runs (or has run).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// l.reserve(&3u8).unwrap().commit();
-    /// assert_eq!(l.available_permits(&3), 0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn commit(mut self) {
-        self.settled = true;
-    }
-
-    /// Gives the reservation up before its work runs; returns whether its permits went back.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert!(l.reserve(&3u8).unwrap().cancel());
-    /// assert_eq!(l.available_permits(&3), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn cancel(mut self) -> bool {
-        self.release(Reason::Cancelled)
-    }
-
-    /// Gives the reservation up because its waiter was interrupted, and returns the error the
-    /// call should fail with ([`Reason::Interrupted`]).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
-    /// l.try_acquire(&3u8).unwrap();
-    /// let err = l.reserve(&3u8).unwrap().interrupted();
-    /// assert_eq!((err.reason(), err.retry_after()), (Reason::Interrupted, Duration::from_secs(1)));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn interrupted(mut self) -> RateLimitExceeded {
-        let left = self.taken.slot.saturating_sub(self.limiter.rate.now());
-        self.release(Reason::Interrupted);
-        self.limiter.rate.rejected(Reason::Interrupted, left)
-    }
-
-    /// Waits for the slot with `waiter`, then commits; if interrupted, gives the permits back and
-    /// fails with [`Reason::Interrupted`].
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// l.try_acquire(&3u8).unwrap();
-    /// l.reserve(&3u8).unwrap().wait_with(&mut AdvanceClock).unwrap();
-    /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn wait_with<W: Wait<C> + ?Sized>(self, waiter: &mut W) -> Result<(), RateLimitExceeded> {
-        if self.taken.wait > 0
-            && !self.is_ready()
-            && waiter
-                .wait_until(self.limiter.clock(), self.slot())
-                .is_err()
-        {
-            return Err(self.interrupted());
-        }
-        self.commit();
-        Ok(())
-    }
-
-    fn release(&mut self, reason: Reason) -> bool {
-        if self.settled {
-            return false;
-        }
-        self.settled = true;
-        if self.increment == 0 {
-            return true;
-        }
-        let limiter = self.limiter;
-        let returned = limiter.refund(&self.key, self.taken.written, self.increment);
-        if limiter.rate.listener().is_some() || limiter.key_listener.is_some() {
-            limiter.publish(
-                &self.key,
-                Event::Released {
-                    id: limiter.id(),
-                    permits: self.permits,
-                    reason,
-                    returned,
-                },
-            );
-        }
-        returned
-    }
-}
-
-impl<K: Hash + Eq + Clone, C: Clock> Drop for KeyedReservation<'_, K, C> {
-    fn drop(&mut self) {
-        self.release(Reason::Cancelled);
     }
 }
 
