@@ -464,10 +464,6 @@ impl<C> From<RedisKeyedRateLimiter<(), C>> for RedisRateLimiter<C> {
     }
 }
 
-impl StoreKey for () {
-    fn write_key(&self, _out: &mut Vec<u8>) {}
-}
-
 impl RedisRateLimiter {
     /// Settings for a limiter named `id` on `config`; finish with [`connect`](Builder::connect).
     pub fn builder(id: &'static str, config: Config) -> Builder {
