@@ -85,6 +85,7 @@ fn assert_bounded(limiters: &[Limiter], fault: &str) {
             let start = Instant::now();
             let result = (l.call)();
             let took = start.elapsed();
+            eprintln!("{fault}, {}, call {i}: {took:?}", l.label);
             assert!(
                 took <= TIMEOUT + SLACK,
                 "{fault}, {}, call {i}: {took:?} (timeout {TIMEOUT:?})",
