@@ -11,6 +11,10 @@ pub mod blocking;
 mod error;
 mod key;
 mod local;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
+mod observe;
 mod rate;
 mod script;
 #[cfg(feature = "tower")]
@@ -18,6 +22,7 @@ mod script;
 mod tower;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::IntoConnectionInfo;
@@ -362,6 +367,7 @@ impl Builder {
                 policy,
                 clock: self.clock,
                 margin_ms,
+                away: AtomicBool::new(false),
             },
             timeout,
         ))
@@ -469,6 +475,17 @@ enum Policy {
     Local(Local),
 }
 
+impl Policy {
+    /// The policy's name in events and metric labels.
+    fn name(&self) -> &'static str {
+        match self {
+            Policy::Reject => "reject",
+            Policy::Admit => "admit",
+            Policy::Local(_) => "local",
+        }
+    }
+}
+
 /// What every client shares: the config in microseconds, the key layout, the policy.
 pub(crate) struct Inner {
     id: &'static str,
@@ -481,6 +498,9 @@ pub(crate) struct Inner {
     clock: Option<Arc<dyn Clock + Send + Sync>>,
     /// The expiry margin in milliseconds, as the scripts take it.
     margin_ms: String,
+    /// The last decision came from the failure policy, the store having failed: switches are
+    /// reported (`tracing`, `metrics`).
+    away: AtomicBool,
 }
 
 impl std::fmt::Debug for Inner {
@@ -593,8 +613,19 @@ impl Inner {
 
     fn decide(&self, call: &Call, reply: Result<Vec<i64>, Cause>) -> Decision {
         let reply = match reply {
-            Ok(reply) => reply,
-            Err(_) => return self.policy_decides(call),
+            Ok(reply) => {
+                // One relaxed load on the path the store answers; the swap only after a failure.
+                if self.away.load(Ordering::Relaxed) && self.away.swap(false, Ordering::Relaxed) {
+                    observe::to_store(self.id, self.policy.name());
+                }
+                reply
+            }
+            Err(cause) => {
+                if !self.away.swap(true, Ordering::Relaxed) {
+                    observe::to_policy(self.id, self.policy.name(), &cause);
+                }
+                return self.policy_decides(call);
+            }
         };
         let get = |i: usize| reply.get(i).map_or(0, |&v| (v.max(0) as u64).min(MAX));
         let (status, now, a, b) = (get(0), get(1), get(2), get(3));
@@ -629,12 +660,24 @@ impl Inner {
 
     fn policy_decides(&self, call: &Call) -> Decision {
         match &self.policy {
-            Policy::Reject => Decision::Rejected(self.unavailable(), None),
-            Policy::Admit => Decision::granted(Permit::new(Source::Open, None, Duration::ZERO)),
+            Policy::Reject => {
+                observe::unavailable(self.id);
+                Decision::Rejected(self.unavailable(), None)
+            }
+            Policy::Admit => {
+                observe::answered_by(self.id, "admit");
+                Decision::granted(Permit::new(Source::Open, None, Duration::ZERO))
+            }
             Policy::Local(local) => {
+                observe::answered_by(self.id, "local");
                 match local.take(&call.key, call.k, call.reserve, self.unavailable()) {
                     Ok(wait) => Decision::granted(Permit::new(Source::Fallback, None, wait)),
-                    Err(e) => Decision::Rejected(e, None),
+                    Err(e) => {
+                        if e.reason() == Reason::Unavailable {
+                            observe::unavailable(self.id);
+                        }
+                        Decision::Rejected(e, None)
+                    }
                 }
             }
         }
