@@ -590,14 +590,29 @@ impl Inner {
         }
     }
 
-    /// The acquire script's arguments after the key: now, increment, window, max_wait.
+    /// The acquire script's arguments after the key, for one request: now, window, margin,
+    /// increment, max_wait.
     fn acquire_args(&self, call: &Call) -> [String; 5] {
+        let [now, window, margin] = self.acquire_head();
+        let [increment, max_wait] = self.acquire_request(call);
+        [now, window, margin, increment, max_wait]
+    }
+
+    /// The acquire script's first arguments, shared by every request of one script call: now,
+    /// window, expiry margin.
+    fn acquire_head(&self) -> [String; 3] {
         [
             self.now_arg(),
-            self.rate.increment(call.k).to_string(),
             self.rate.window.to_string(),
-            call.max_wait.to_string(),
             self.margin_ms.clone(),
+        ]
+    }
+
+    /// One request's arguments to the acquire script: increment, max_wait.
+    fn acquire_request(&self, call: &Call) -> [String; 2] {
+        [
+            self.rate.increment(call.k).to_string(),
+            call.max_wait.to_string(),
         ]
     }
 
