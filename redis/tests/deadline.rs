@@ -3,7 +3,7 @@
 //! declared failure policy, whatever the store does: hung (SIGSTOP, the kernel still accepting
 //! connections), gone (killed, its port closed), slow (a server that answers after a second),
 //! silent (one that accepts and never answers), refusing connections; with a database number in
-//! the URL too (one more handshake step).
+//! the URL too, and a password (one or two more handshake steps).
 
 mod support;
 
@@ -160,6 +160,10 @@ fn a_server_that_never_answers_costs_each_call_its_timeout_at_most() {
     let silent = support::Slow::start(None);
     assert_bounded(&limiters(&format!("{}5", silent.url())), "silent");
     assert!(silent.accepted() > 0, "the calls reached the server");
+    // A password too: AUTH joins the handshake, still within the one deadline.
+    let silent = support::Slow::start(None);
+    let url = silent.url().replace("redis://", "redis://ritmo:secret@");
+    assert_bounded(&limiters(&format!("{url}5")), "silent, AUTH and SELECT");
 }
 
 #[test]
