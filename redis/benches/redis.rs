@@ -9,6 +9,11 @@
 //!
 //! Every limiter admits every call (a quota far above the rate reached), so each call takes the
 //! full path: the script's decision and its write.
+//!
+//! Rows: the blocking client on 1 and 8 threads, the async client at 1, 16 and 256 tasks (calls
+//! gathered into shared script calls) and at 16 and 256 tasks without gathering, then
+//! `redis-benchmark` (when installed) calling the same script on the same server, without and
+//! with pipelining. `benches/RESULTS.md` (workspace root) has the table.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -83,6 +88,95 @@ fn timed(name: &str, calls: usize, mut call: impl FnMut()) -> Row {
     }
 }
 
+/// `tasks` tasks sharing `n` calls of `limiter`, on `runtime`.
+fn async_row<C: ritmo_redis::AsyncConnection>(
+    runtime: &tokio::runtime::Runtime,
+    limiter: &ritmo_redis::RedisRateLimiter<C>,
+    tasks: usize,
+    n: usize,
+    note: &str,
+    baseline: f64,
+) {
+    runtime.block_on(async {
+        limiter.try_acquire().await.unwrap();
+        let start = Instant::now();
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| {
+                let limiter = limiter.clone();
+                tokio::spawn(async move {
+                    let mut latencies = Vec::with_capacity(n / tasks);
+                    for _ in 0..n / tasks {
+                        let t = Instant::now();
+                        black_box(limiter.try_acquire().await).unwrap();
+                        latencies.push(t.elapsed());
+                    }
+                    latencies
+                })
+            })
+            .collect();
+        let mut latencies = Vec::new();
+        for h in handles {
+            latencies.extend(h.await.unwrap());
+        }
+        Row {
+            name: format!("Redis, async, {tasks} tasks{note}"),
+            calls: latencies.len(),
+            elapsed: start.elapsed(),
+            latencies,
+        }
+        .print(Some(baseline));
+    });
+}
+
+/// redis-benchmark (from the same package as the server) calling the acquire script with the
+/// arguments of an admitted call, 64 connections, without and with 16 calls pipelined on each.
+fn redis_benchmark(server: &support::Server, n: usize) {
+    let sha = redis::Script::new(include_str!("../src/acquire.lua"))
+        .get_hash()
+        .to_string();
+    let port = server
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    for pipeline in ["1", "16"] {
+        let out = std::process::Command::new("redis-benchmark")
+            .args(["-p", &port, "-c", "64", "-P", pipeline, "-q"])
+            .args(["-n", &(n * 2).to_string()])
+            // now from TIME, window 1000 s, no margin; one permit, no wait.
+            .args([
+                "EVALSHA",
+                &sha,
+                "1",
+                "{bench}",
+                "",
+                "1000000000",
+                "0",
+                "1",
+                "0",
+            ])
+            .output();
+        match out {
+            Ok(out) if out.status.success() => {
+                let text = String::from_utf8_lossy(&out.stdout);
+                let rate = text
+                    .split(['\r', '\n'])
+                    .filter_map(|l| l.split(": ").nth(1)?.split(' ').next()?.parse::<f64>().ok())
+                    .next_back()
+                    .unwrap_or(f64::NAN);
+                println!(
+                    "| redis-benchmark -c 64 -P {pipeline}, EVALSHA of the acquire script | {rate:.0} | | | | |"
+                );
+            }
+            _ => println!(
+                "| redis-benchmark -c 64 -P {pipeline} | not installed or failed | | | | |"
+            ),
+        }
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` lists; nothing to list
@@ -153,61 +247,48 @@ fn main() {
     }
     .print(Some(baseline));
 
-    // Redis, async on tokio: one task, then 64 tasks on one multiplexed connection.
+    // Redis, async on tokio: 1, 16 and 256 tasks on one multiplexed connection, concurrent calls
+    // gathered into shared script calls; then the same without gathering (a limiter built
+    // outside a runtime on a connection opened inside one: one script call per call).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(async {
-        let limiter = ritmo_redis::builder("bench-async", config())
+    let limiter = runtime.block_on(async {
+        ritmo_redis::builder("bench-async", config())
             .timeout(Duration::from_secs(2))
             .connect(server.url())
-            .unwrap();
-        limiter.try_acquire().await.unwrap();
-        let mut latencies = Vec::with_capacity(n);
-        let start = Instant::now();
-        for _ in 0..n {
-            let t = Instant::now();
-            black_box(limiter.try_acquire().await).unwrap();
-            latencies.push(t.elapsed());
-        }
-        Row {
-            name: "Redis, async, 1 task".into(),
-            calls: n,
-            elapsed: start.elapsed(),
-            latencies,
-        }
-        .print(Some(baseline));
-
-        let tasks = 64;
-        let start = Instant::now();
-        let handles: Vec<_> = (0..tasks)
-            .map(|_| {
-                let limiter = limiter.clone();
-                tokio::spawn(async move {
-                    let mut latencies = Vec::with_capacity(n / tasks);
-                    for _ in 0..n / tasks {
-                        let t = Instant::now();
-                        black_box(limiter.try_acquire().await).unwrap();
-                        latencies.push(t.elapsed());
-                    }
-                    latencies
-                })
-            })
-            .collect();
-        let mut latencies = Vec::new();
-        for h in handles {
-            latencies.extend(h.await.unwrap());
-        }
-        Row {
-            name: format!("Redis, async, {tasks} tasks"),
-            calls: latencies.len(),
-            elapsed: start.elapsed(),
-            latencies,
-        }
-        .print(Some(baseline));
+            .unwrap()
     });
+    let conn = runtime.block_on(async {
+        redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    });
+    let unbatched = ritmo_redis::builder("bench-unbatched", config())
+        .timeout(Duration::from_secs(2))
+        .connect_with(conn)
+        .unwrap();
+    for tasks in [1, 16, 256] {
+        async_row(&runtime, &limiter, tasks, n, "", baseline);
+    }
+    for tasks in [16, 256] {
+        async_row(
+            &runtime,
+            &unbatched,
+            tasks,
+            n,
+            ", one script call each",
+            baseline,
+        );
+    }
+
+    // Redis itself, on the same server in the same run: redis-benchmark calling the acquire
+    // script (every call admitted, as above) from 64 connections, without and with pipelining.
+    redis_benchmark(&server, n);
 
     println!(
         "\nround trips: {evalsha} EVALSHA for {n} calls ({:.3} per call), nothing else sent",

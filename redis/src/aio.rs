@@ -1,5 +1,9 @@
 //! The async limiters, on tokio and redis-rs's `ConnectionManager` (or any async connection the
 //! caller brings: a `MultiplexedConnection`, a Redis Cluster connection).
+//!
+//! A limiter built inside a tokio runtime runs one small task that gathers the acquire calls
+//! waiting at the same moment into one script call (see [`gather`]); peeks and refunds go out on
+//! their own.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -8,6 +12,7 @@ use std::time::Duration;
 use redis::Script;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::error::Cause;
 use crate::script::{ACQUIRE, PEEK, REFUND};
@@ -51,6 +56,8 @@ impl<C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static> AsyncConnect
 pub struct RedisKeyedRateLimiter<K: ?Sized, C = ConnectionManager> {
     inner: Arc<Inner>,
     conn: C,
+    /// Gathers concurrent acquire calls into one script call; `None` outside a tokio runtime.
+    batch: Option<Batcher>,
     key: PhantomData<fn(&K)>,
 }
 
@@ -59,8 +66,135 @@ impl<K: ?Sized, C: Clone> Clone for RedisKeyedRateLimiter<K, C> {
         RedisKeyedRateLimiter {
             inner: self.inner.clone(),
             conn: self.conn.clone(),
+            batch: self.batch.clone(),
             key: PhantomData,
         }
+    }
+}
+
+/// The most requests one acquire script call decides.
+const MAX_BATCH: usize = 128;
+/// The most acquire script calls of one limiter on the wire at once: while they are, requests
+/// gather for the next one.
+const IN_FLIGHT: usize = 4;
+
+/// A request waiting for the next acquire script call: its key, its arguments (increment,
+/// max_wait), and where its four reply values go.
+struct Job {
+    key: Vec<u8>,
+    args: [String; 2],
+    reply: oneshot::Sender<Result<[i64; 4], Cause>>,
+}
+
+/// The sending end of a limiter's gathering task: each acquire call sends its request there and
+/// awaits its answer. The task ends when the last clone of the limiter is dropped.
+#[derive(Clone)]
+struct Batcher(mpsc::UnboundedSender<Job>);
+
+impl Batcher {
+    /// Starts the gathering task on the current runtime, if there is one.
+    fn start<C: AsyncConnection>(inner: Arc<Inner>, conn: C) -> Option<Self> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        runtime.spawn(gather(inner, conn, rx));
+        Some(Batcher(tx))
+    }
+
+    /// One request's reply `[status, now, a, b]`, within `timeout` in all (waiting for the
+    /// script call included).
+    async fn acquire(&self, inner: &Inner, call: &Call) -> Result<Vec<i64>, Cause> {
+        let timeout = inner.timeout;
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            key: call.key.clone(),
+            args: inner.acquire_request(call),
+            reply,
+        };
+        if self.0.send(job).is_err() {
+            return Err(gone());
+        }
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(reply)) => reply.map(|r| r.to_vec()),
+            Ok(Err(_)) => Err(gone()),
+            Err(_) => Err(Cause::Timeout(timeout)),
+        }
+    }
+}
+
+/// The gathering task stopped (its runtime shut down): the policy decides.
+fn gone() -> Cause {
+    Cause::Redis(redis::RedisError::from((
+        redis::ErrorKind::Client,
+        "the limiter's gathering task has stopped (its tokio runtime shut down)",
+    )))
+}
+
+/// Takes the requests that wait, up to [`MAX_BATCH`], into one acquire script call, with at most
+/// [`IN_FLIGHT`] calls on the wire: one request alone goes out at once; under load, requests
+/// gather while earlier calls travel. Each decision stays exact: the script decides the requests
+/// in order, each on the state the ones before it left, at one instant.
+async fn gather<C: AsyncConnection>(
+    inner: Arc<Inner>,
+    conn: C,
+    mut requests: mpsc::UnboundedReceiver<Job>,
+) {
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    while let Some(first) = requests.recv().await {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_BATCH {
+            match requests.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        // Requests whose caller gave up (its deadline passed) are not sent.
+        jobs.retain(|job| !job.reply.is_closed());
+        if jobs.is_empty() {
+            continue;
+        }
+        let (inner, conn) = (inner.clone(), conn.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            decide_batch(&inner, conn, jobs).await;
+        });
+    }
+}
+
+/// One acquire script call for `jobs`; each gets its own four values, or the call's error.
+async fn decide_batch<C: AsyncConnection>(inner: &Inner, mut conn: C, jobs: Vec<Job>) {
+    let mut invocation = ACQUIRE.prepare_invoke();
+    for job in &jobs {
+        invocation.key(job.key.as_slice());
+    }
+    for arg in inner.acquire_head() {
+        invocation.arg(arg);
+    }
+    for job in &jobs {
+        invocation
+            .arg(job.args[0].as_str())
+            .arg(job.args[1].as_str());
+    }
+    let timeout = inner.timeout;
+    let reply =
+        match tokio::time::timeout(timeout, invocation.invoke_async::<Vec<i64>>(&mut conn)).await {
+            Ok(Ok(reply)) if reply.len() == 4 * jobs.len() => Ok(reply),
+            Ok(Ok(_)) => Err(Cause::Redis(redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "the acquire script's reply does not have four values per request",
+            )))),
+            Ok(Err(e)) => Err(Cause::Redis(e)),
+            Err(_) => Err(Cause::Timeout(timeout)),
+        };
+    for (i, job) in jobs.into_iter().enumerate() {
+        let answer = match &reply {
+            Ok(r) => Ok([r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]]),
+            Err(e) => Err(e.clone()),
+        };
+        // A caller that gave up meanwhile has its policy's answer already.
+        let _ = job.reply.send(answer);
     }
 }
 
@@ -99,8 +233,10 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
 
 impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
     pub(crate) fn with_connection(inner: Inner, conn: C) -> Self {
+        let inner = Arc::new(inner);
         RedisKeyedRateLimiter {
-            inner: Arc::new(inner),
+            batch: Batcher::start(inner.clone(), conn.clone()),
+            inner,
             conn,
             key: PhantomData,
         }
@@ -268,8 +404,13 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
         if let Some(d) = self.inner.disabled() {
             return d;
         }
-        let args = self.inner.acquire_args(call);
-        let reply = run(&ACQUIRE, &self.conn, self.inner.timeout, &call.key, &args).await;
+        let reply = match &self.batch {
+            Some(batch) => batch.acquire(&self.inner, call).await,
+            None => {
+                let args = self.inner.acquire_args(call);
+                run(&ACQUIRE, &self.conn, self.inner.timeout, &call.key, &args).await
+            }
+        };
         self.inner.decide(call, reply)
     }
 
@@ -462,10 +603,6 @@ impl<C> From<RedisKeyedRateLimiter<(), C>> for RedisRateLimiter<C> {
     fn from(keyed: RedisKeyedRateLimiter<(), C>) -> Self {
         RedisRateLimiter(keyed)
     }
-}
-
-impl StoreKey for () {
-    fn write_key(&self, _out: &mut Vec<u8>) {}
 }
 
 impl RedisRateLimiter {

@@ -1,13 +1,18 @@
 //! The blocking limiters: the same as the async ones, for threads that may block, on redis-rs's
 //! synchronous connections.
 //!
-//! Each call borrows an idle connection (or opens one, within the timeout), runs one script and
-//! puts the connection back; a connection that failed is dropped, and a call whose pooled
-//! connection turns out closed runs once more on a fresh one, so a restarted Redis is picked up
-//! without restarting anything.
+//! Each call borrows an idle connection (or opens one), runs one script and puts the connection
+//! back; a connection that failed is dropped, and a call whose pooled connection turns out closed
+//! runs once more on a fresh one, so a restarted Redis is picked up without restarting anything.
+//!
+//! One deadline bounds each call: waiting for a connection, connecting, selecting the database,
+//! loading the script and running it all share the limiter's timeout (each step gets the time
+//! left, not a timeout of its own). At most [`Builder::pool_size`] connections are open at once
+//! ([`DEFAULT_POOL_SIZE`](crate::DEFAULT_POOL_SIZE) by default); a caller beyond that waits for one
+//! to come back, within its timeout, and past it the failure policy decides.
 
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use redis::{Connection, ConnectionLike, Script};
@@ -17,14 +22,108 @@ use crate::error::Cause;
 use crate::script::{ACQUIRE, PEEK, REFUND};
 use crate::{AcquireOrStoreError, Builder, Call, Decision, Inner, Permit, StoreError, StoreKey};
 
-/// Connections to one server, reused across calls and threads.
-struct Pool {
+/// Connections to one server, reused across calls and threads: at most `max` open at once.
+pub(crate) struct Pool {
+    /// Connects without `CLIENT SETINFO` and without `SELECT`: the pool selects `db` itself, so
+    /// that every step of a call runs in the time the call has left.
     client: redis::Client,
-    idle: Mutex<Vec<Connection>>,
+    db: i64,
+    max: usize,
+    state: Mutex<PoolState>,
+    /// Signalled when a connection goes back to the pool or is closed.
+    freed: Condvar,
+}
+
+struct PoolState {
+    idle: Vec<Connection>,
+    /// Connections open or being opened, idle ones included.
+    open: usize,
+}
+
+/// A caller's share of the pool: a connection (or the right to open one), given back when
+/// dropped. A slot whose connection was dropped (failed) frees its place for another caller.
+struct Slot<'a> {
+    pool: &'a Pool,
+    conn: Option<Connection>,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut state = self.pool.state();
+        match self.conn.take() {
+            Some(conn) => state.idle.push(conn),
+            None => state.open -= 1,
+        }
+        drop(state);
+        self.pool.freed.notify_one();
+    }
+}
+
+/// The time left before `deadline`, or the timeout's error once it has passed.
+fn left(deadline: Instant, timeout: Duration) -> Result<Duration, Cause> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(Cause::Timeout(timeout));
+    }
+    Ok(left)
+}
+
+/// Bounds the next command's reads and writes by the time left.
+fn bound(conn: &Connection, deadline: Instant, timeout: Duration) -> Result<(), Cause> {
+    let left = left(deadline, timeout)?;
+    conn.set_read_timeout(Some(left)).map_err(Cause::Redis)?;
+    conn.set_write_timeout(Some(left)).map_err(Cause::Redis)
 }
 
 impl Pool {
-    /// Runs `script` once with `key` and `args`, within `timeout` in all (connecting included).
+    pub(crate) fn new(client: redis::Client, db: i64, max: usize) -> Self {
+        Pool {
+            client,
+            db,
+            max: max.max(1),
+            state: Mutex::new(PoolState {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, PoolState> {
+        // A panic elsewhere while holding the lock leaves the state consistent: every change to
+        // it is one step.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An idle connection, or the right to open one, or (the pool full) a wait until one of those
+    /// frees up, until `deadline` at most.
+    fn slot(&self, deadline: Instant, timeout: Duration) -> Result<Slot<'_>, Cause> {
+        let mut state = self.state();
+        loop {
+            if let Some(conn) = state.idle.pop() {
+                return Ok(Slot {
+                    pool: self,
+                    conn: Some(conn),
+                });
+            }
+            if state.open < self.max {
+                state.open += 1;
+                return Ok(Slot {
+                    pool: self,
+                    conn: None,
+                });
+            }
+            let wait = left(deadline, timeout)?;
+            state = self
+                .freed
+                .wait_timeout(state, wait)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Runs `script` once with `key` and `args`, within `timeout` in all: waiting for a slot,
+    /// connecting, selecting the database, loading the script and running it share one deadline.
     fn run<T: redis::FromRedisValue>(
         &self,
         timeout: Duration,
@@ -32,10 +131,10 @@ impl Pool {
         key: &[u8],
         args: &[String],
     ) -> Result<T, Cause> {
-        let start = Instant::now();
-        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let from_pool = pooled.is_some();
-        match self.run_on(pooled, start, timeout, script, key, args) {
+        let deadline = Instant::now() + timeout;
+        let mut slot = self.slot(deadline, timeout)?;
+        let from_pool = slot.conn.is_some();
+        match self.run_in(&mut slot, deadline, timeout, script, key, args) {
             // A pooled connection the server closed (it restarted): once more on a fresh one, in
             // the time left. Had the first call run before the reply was lost, the retry charges
             // twice: a permit lost, never one too many.
@@ -44,62 +143,82 @@ impl Pool {
                     && !e.is_timeout()
                     && (e.is_connection_dropped() || e.is_io_error()) =>
             {
-                self.run_on(None, start, timeout, script, key, args)
+                self.run_in(&mut slot, deadline, timeout, script, key, args)
             }
             other => other,
         }
     }
 
-    fn run_on<T: redis::FromRedisValue>(
+    /// Runs the script on the slot's connection (opening one if it has none). A connection that
+    /// failed is dropped from the slot.
+    fn run_in<T: redis::FromRedisValue>(
         &self,
-        conn: Option<Connection>,
-        start: Instant,
+        slot: &mut Slot<'_>,
+        deadline: Instant,
         timeout: Duration,
         script: &Script,
         key: &[u8],
         args: &[String],
     ) -> Result<T, Cause> {
-        let left = timeout.saturating_sub(start.elapsed());
-        if left.is_zero() {
-            return Err(Cause::Timeout(timeout));
-        }
-        let mut conn = match conn {
+        let mut conn = match slot.conn.take() {
             Some(conn) => conn,
-            None => self
-                .client
-                .get_connection_with_timeout(left)
-                .map_err(Cause::Redis)?,
+            None => self.connect(deadline, timeout)?,
         };
-        let left = timeout.saturating_sub(start.elapsed());
-        if left.is_zero() {
-            return Err(Cause::Timeout(timeout));
+        let result = invoke(&mut conn, deadline, timeout, script, key, args);
+        // An error the server sent leaves the connection usable; anything else (a timeout in the
+        // middle of a reply, a closed socket) does not.
+        let usable = match &result {
+            Ok(_) => true,
+            Err(Cause::Redis(e)) => matches!(e.kind(), redis::ErrorKind::Server(_)),
+            Err(_) => false,
+        };
+        if usable && conn.is_open() {
+            slot.conn = Some(conn);
         }
-        conn.set_read_timeout(Some(left)).map_err(Cause::Redis)?;
-        conn.set_write_timeout(Some(left)).map_err(Cause::Redis)?;
-        let mut invocation = script.key(key);
-        for arg in args {
-            invocation.arg(arg.as_str());
+        result
+    }
+
+    /// A fresh connection, its database selected, by `deadline`.
+    fn connect(&self, deadline: Instant, timeout: Duration) -> Result<Connection, Cause> {
+        let mut conn = self
+            .client
+            .get_connection_with_timeout(left(deadline, timeout)?)
+            .map_err(Cause::Redis)?;
+        if self.db != 0 {
+            bound(&conn, deadline, timeout)?;
+            redis::cmd("SELECT")
+                .arg(self.db)
+                .query::<()>(&mut conn)
+                .map_err(Cause::Redis)?;
         }
-        match invocation.invoke::<T>(&mut conn) {
-            Ok(reply) => {
-                self.idle
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(conn);
-                Ok(reply)
-            }
-            // An error the server sent leaves the connection usable; anything else (a timeout
-            // in the middle of a reply, a closed socket) does not.
-            Err(e) => {
-                if matches!(e.kind(), redis::ErrorKind::Server(_)) && conn.is_open() {
-                    self.idle
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(conn);
-                }
-                Err(Cause::Redis(e))
-            }
+        Ok(conn)
+    }
+}
+
+/// `EVALSHA`, and after `NOSCRIPT` (a server restarted, or `SCRIPT FLUSH`) `SCRIPT LOAD` and
+/// `EVALSHA` again: each command bounded by the time left before `deadline`.
+fn invoke<T: redis::FromRedisValue>(
+    conn: &mut Connection,
+    deadline: Instant,
+    timeout: Duration,
+    script: &Script,
+    key: &[u8],
+    args: &[String],
+) -> Result<T, Cause> {
+    let mut evalsha = redis::cmd("EVALSHA");
+    evalsha.arg(script.get_hash()).arg(1).arg(key);
+    for arg in args {
+        evalsha.arg(arg.as_str());
+    }
+    bound(conn, deadline, timeout)?;
+    match evalsha.query::<T>(conn) {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            bound(conn, deadline, timeout)?;
+            script.load(conn).map_err(Cause::Redis)?;
+            bound(conn, deadline, timeout)?;
+            evalsha.query::<T>(conn).map_err(Cause::Redis)
         }
+        other => other.map_err(Cause::Redis),
     }
 }
 
@@ -148,13 +267,10 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         Builder::new(id, config)
     }
 
-    pub(crate) fn open(inner: Inner, client: redis::Client) -> Self {
+    pub(crate) fn open(inner: Inner, pool: Pool) -> Self {
         RedisKeyedRateLimiter {
             inner: Arc::new(inner),
-            pool: Arc::new(Pool {
-                client,
-                idle: Mutex::new(Vec::new()),
-            }),
+            pool: Arc::new(pool),
             key: PhantomData,
         }
     }

@@ -105,7 +105,7 @@ pub struct StoreError {
     cause: Cause,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Cause {
     Timeout(Duration),
     Redis(redis::RedisError),

@@ -1,11 +1,20 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Without `blocking` or `async` the crate has its types and builder, but nothing to connect with.
+#![cfg_attr(not(any(feature = "blocking", feature = "async")), allow(dead_code))]
 
+#[cfg(feature = "async")]
 mod aio;
+#[cfg(feature = "blocking")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
 mod error;
 mod key;
 mod local;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
+mod observe;
 mod rate;
 mod script;
 #[cfg(feature = "tower")]
@@ -13,11 +22,14 @@ mod script;
 mod tower;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::IntoConnectionInfo;
 use ritmo_core::{Clock, InvalidPermits};
 
+#[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use aio::{AsyncConnection, RedisKeyedRateLimiter, RedisRateLimiter, Reservation};
 pub use error::{AcquireOrStoreError, Error, StoreError};
 pub use key::StoreKey;
@@ -38,6 +50,10 @@ pub const DEFAULT_CLOCK_MARGIN: Duration = Duration::from_secs(10);
 
 /// The most keys the in-process fallback keeps unless told otherwise.
 pub const DEFAULT_FALLBACK_KEYS: usize = 65_536;
+
+/// The most connections a blocking limiter opens at once unless told otherwise
+/// ([`Builder::pool_size`]): 16.
+pub const DEFAULT_POOL_SIZE: usize = 16;
 
 /// What a limiter does when the store does not answer within its timeout (or answers with an
 /// error): declared once, when it is built.
@@ -222,6 +238,7 @@ pub struct Builder {
     timeout: Duration,
     policy: FailurePolicy,
     fallback_keys: usize,
+    pool_size: usize,
     clock: Option<Arc<dyn Clock + Send + Sync>>,
     margin: Option<Duration>,
 }
@@ -251,20 +268,24 @@ impl Builder {
             timeout: DEFAULT_TIMEOUT,
             policy: FailurePolicy::Reject,
             fallback_keys: DEFAULT_FALLBACK_KEYS,
+            pool_size: DEFAULT_POOL_SIZE,
             clock: None,
             margin: None,
         }
     }
 
     /// The first part of every Redis key (default `ritmo`): keys are `{<prefix>:<id>}` and
-    /// `{<prefix>:<id>}:<key>`.
+    /// `{<prefix>:<id>}:<key>`, prefix and id with `%`, `{`, `}` and `:` written as `%25`, `%7B`,
+    /// `%7D` and `%3A` so that no two (prefix, id, key) triples share a Redis key; the braces are
+    /// a Redis Cluster hash tag, so one limiter's keys share one slot.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
     }
 
-    /// How long a call waits for the store's answer (connecting included) before the failure
-    /// policy decides instead.
+    /// How long a call waits for the store's answer before the failure policy decides instead:
+    /// one deadline for the whole call, waiting for a pooled connection, connecting, the
+    /// handshake (`AUTH`, `SELECT`), loading the script and running it included.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -280,6 +301,15 @@ impl Builder {
     /// beyond that, a new key is refused with [`Reason::Unavailable`] while the store is away.
     pub fn fallback_capacity(mut self, keys: usize) -> Self {
         self.fallback_keys = keys;
+        self
+    }
+
+    /// The most connections a blocking limiter keeps open at once (default
+    /// [`DEFAULT_POOL_SIZE`], at least 1): a call beyond that waits for a connection to come
+    /// back, within the timeout, and then the failure policy decides. The async limiters share
+    /// one multiplexed connection and ignore it.
+    pub fn pool_size(mut self, connections: usize) -> Self {
+        self.pool_size = connections.max(1);
         self
     }
 
@@ -337,15 +367,39 @@ impl Builder {
                 policy,
                 clock: self.clock,
                 margin_ms,
+                away: AtomicBool::new(false),
             },
             timeout,
         ))
     }
 
-    fn client(info: impl IntoConnectionInfo) -> Result<redis::Client, Error> {
-        redis::Client::open(info).map_err(Error::Connection)
+    /// The connection settings, without redis-rs's `CLIENT SETINFO` handshake: two round trips
+    /// that carry nothing ritmo needs, and each of which would wait for a hung server.
+    fn info(info: impl IntoConnectionInfo) -> Result<redis::ConnectionInfo, Error> {
+        let info = info.into_connection_info().map_err(Error::Connection)?;
+        let redis = info.redis_settings().clone().set_skip_set_lib_name();
+        Ok(info.set_redis_settings(redis))
     }
 
+    #[cfg(feature = "async")]
+    fn client(info: impl IntoConnectionInfo) -> Result<redis::Client, Error> {
+        redis::Client::open(Self::info(info)?).map_err(Error::Connection)
+    }
+
+    /// A blocking pool: the connection selects no database itself, the pool does (in the time
+    /// the call has left).
+    #[cfg(feature = "blocking")]
+    fn pool(&self, info: impl IntoConnectionInfo) -> Result<blocking::Pool, Error> {
+        let info = Self::info(info)?;
+        let db = info.redis_settings().db();
+        let redis = info.redis_settings().clone().set_db(0);
+        let client =
+            redis::Client::open(info.set_redis_settings(redis)).map_err(Error::Connection)?;
+        Ok(blocking::Pool::new(client, db, self.pool_size))
+    }
+
+    #[cfg(feature = "async")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     /// An async limiter with one quota, on tokio. Connects lazily (a store that is down now is
     /// handled by the failure policy at each call) and reconnects by itself. Must be called inside
     /// a tokio runtime with its timer enabled.
@@ -355,6 +409,8 @@ impl Builder {
         aio::RedisKeyedRateLimiter::<()>::open(inner, client, timeout).map(RedisRateLimiter::from)
     }
 
+    #[cfg(feature = "async")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     /// An async limiter with one quota per key, on tokio (see [`connect`](Builder::connect)).
     pub fn connect_keyed<K: StoreKey + ?Sized>(
         self,
@@ -365,6 +421,8 @@ impl Builder {
         aio::RedisKeyedRateLimiter::open(inner, client, timeout)
     }
 
+    #[cfg(feature = "async")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     /// An async limiter with one quota, on a connection the caller opened: a
     /// `MultiplexedConnection`, a Redis Cluster connection (see [`AsyncConnection`]). The
     /// timeout still bounds every call; reconnecting is the connection's business.
@@ -373,6 +431,8 @@ impl Builder {
         Ok(aio::RedisKeyedRateLimiter::<(), C>::with_connection(inner, conn).into())
     }
 
+    #[cfg(feature = "async")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     /// An async limiter with one quota per key, on a connection the caller opened (see
     /// [`connect_with`](Builder::connect_with)).
     pub fn connect_keyed_with<K: StoreKey + ?Sized, C: AsyncConnection>(
@@ -383,24 +443,28 @@ impl Builder {
         Ok(aio::RedisKeyedRateLimiter::with_connection(inner, conn))
     }
 
+    #[cfg(feature = "blocking")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
     /// A blocking limiter with one quota. Connects at its first call, and again after an error.
     pub fn connect_blocking(
         self,
         info: impl IntoConnectionInfo,
     ) -> Result<blocking::RedisRateLimiter, Error> {
-        let client = Self::client(info)?;
+        let pool = self.pool(info)?;
         let (inner, _) = self.inner(false)?;
-        Ok(blocking::RedisKeyedRateLimiter::<()>::open(inner, client).into())
+        Ok(blocking::RedisKeyedRateLimiter::<()>::open(inner, pool).into())
     }
 
+    #[cfg(feature = "blocking")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
     /// A blocking limiter with one quota per key.
     pub fn connect_blocking_keyed<K: StoreKey + ?Sized>(
         self,
         info: impl IntoConnectionInfo,
     ) -> Result<blocking::RedisKeyedRateLimiter<K>, Error> {
-        let client = Self::client(info)?;
+        let pool = self.pool(info)?;
         let (inner, _) = self.inner(true)?;
-        Ok(blocking::RedisKeyedRateLimiter::open(inner, client))
+        Ok(blocking::RedisKeyedRateLimiter::open(inner, pool))
     }
 }
 
@@ -409,6 +473,17 @@ enum Policy {
     Reject,
     Admit,
     Local(Local),
+}
+
+impl Policy {
+    /// The policy's name in events and metric labels.
+    fn name(&self) -> &'static str {
+        match self {
+            Policy::Reject => "reject",
+            Policy::Admit => "admit",
+            Policy::Local(_) => "local",
+        }
+    }
 }
 
 /// What every client shares: the config in microseconds, the key layout, the policy.
@@ -423,6 +498,9 @@ pub(crate) struct Inner {
     clock: Option<Arc<dyn Clock + Send + Sync>>,
     /// The expiry margin in milliseconds, as the scripts take it.
     margin_ms: String,
+    /// The last decision came from the failure policy, the store having failed: switches are
+    /// reported (`tracing`, `metrics`).
+    away: AtomicBool,
 }
 
 impl std::fmt::Debug for Inner {
@@ -446,7 +524,11 @@ pub(crate) enum Decision {
         written: u64,
         increment: u64,
     },
-    Rejected(RateLimitExceeded, Option<KeyStatus>),
+    Rejected(
+        RateLimitExceeded,
+        // Read by the async limiters' `reserve_with_status` only.
+        #[cfg_attr(not(feature = "async"), allow(dead_code))] Option<KeyStatus>,
+    ),
 }
 
 impl Decision {
@@ -473,8 +555,7 @@ impl Inner {
     fn redis_key<K: StoreKey + ?Sized>(&self, key: &K) -> Vec<u8> {
         let mut out = self.base.clone();
         if self.keyed {
-            out.push(b':');
-            key.write_key(&mut out);
+            key::append_key(&mut out, key);
         }
         out
     }
@@ -509,14 +590,29 @@ impl Inner {
         }
     }
 
-    /// The acquire script's arguments after the key: now, increment, window, max_wait.
+    /// The acquire script's arguments after the key, for one request: now, window, margin,
+    /// increment, max_wait.
     fn acquire_args(&self, call: &Call) -> [String; 5] {
+        let [now, window, margin] = self.acquire_head();
+        let [increment, max_wait] = self.acquire_request(call);
+        [now, window, margin, increment, max_wait]
+    }
+
+    /// The acquire script's first arguments, shared by every request of one script call: now,
+    /// window, expiry margin.
+    fn acquire_head(&self) -> [String; 3] {
         [
             self.now_arg(),
-            self.rate.increment(call.k).to_string(),
             self.rate.window.to_string(),
-            call.max_wait.to_string(),
             self.margin_ms.clone(),
+        ]
+    }
+
+    /// One request's arguments to the acquire script: increment, max_wait.
+    fn acquire_request(&self, call: &Call) -> [String; 2] {
+        [
+            self.rate.increment(call.k).to_string(),
+            call.max_wait.to_string(),
         ]
     }
 
@@ -532,8 +628,19 @@ impl Inner {
 
     fn decide(&self, call: &Call, reply: Result<Vec<i64>, Cause>) -> Decision {
         let reply = match reply {
-            Ok(reply) => reply,
-            Err(_) => return self.policy_decides(call),
+            Ok(reply) => {
+                // One relaxed load on the path the store answers; the swap only after a failure.
+                if self.away.load(Ordering::Relaxed) && self.away.swap(false, Ordering::Relaxed) {
+                    observe::to_store(self.id, self.policy.name());
+                }
+                reply
+            }
+            Err(cause) => {
+                if !self.away.swap(true, Ordering::Relaxed) {
+                    observe::to_policy(self.id, self.policy.name(), &cause);
+                }
+                return self.policy_decides(call);
+            }
         };
         let get = |i: usize| reply.get(i).map_or(0, |&v| (v.max(0) as u64).min(MAX));
         let (status, now, a, b) = (get(0), get(1), get(2), get(3));
@@ -568,12 +675,24 @@ impl Inner {
 
     fn policy_decides(&self, call: &Call) -> Decision {
         match &self.policy {
-            Policy::Reject => Decision::Rejected(self.unavailable(), None),
-            Policy::Admit => Decision::granted(Permit::new(Source::Open, None, Duration::ZERO)),
+            Policy::Reject => {
+                observe::unavailable(self.id);
+                Decision::Rejected(self.unavailable(), None)
+            }
+            Policy::Admit => {
+                observe::answered_by(self.id, "admit");
+                Decision::granted(Permit::new(Source::Open, None, Duration::ZERO))
+            }
             Policy::Local(local) => {
+                observe::answered_by(self.id, "local");
                 match local.take(&call.key, call.k, call.reserve, self.unavailable()) {
                     Ok(wait) => Decision::granted(Permit::new(Source::Fallback, None, wait)),
-                    Err(e) => Decision::Rejected(e, None),
+                    Err(e) => {
+                        if e.reason() == Reason::Unavailable {
+                            observe::unavailable(self.id);
+                        }
+                        Decision::Rejected(e, None)
+                    }
                 }
             }
         }
@@ -661,7 +780,7 @@ fn saturate_u64(x: u128) -> u64 {
     u64::try_from(x).unwrap_or(u64::MAX)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "blocking"))]
 mod tests {
     use super::*;
 
@@ -727,6 +846,7 @@ mod tests {
         assert_eq!(e.reason(), Reason::Unavailable);
     }
 
+    #[cfg(feature = "async")]
     #[tokio::test]
     async fn the_async_client_never_hangs_on_a_dead_address() {
         let limiter = builder("x", config())

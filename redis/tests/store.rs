@@ -484,3 +484,70 @@ async fn call_runs_the_work_only_with_a_permit() {
     .await
     .unwrap();
 }
+
+/// Ids and client keys full of the bytes the key layout uses (braces, colons, percent signs) and
+/// of bytes Redis clients trip on (CRLF, NUL, non-UTF-8, 1 KB): every (id, key) pair has a quota
+/// of its own, and one limiter's keys share its hash tag.
+#[test]
+fn hostile_ids_and_keys_never_share_a_quota() {
+    let Some(server) = support::Server::start() else {
+        return;
+    };
+    let config = Config::new(1, Duration::from_secs(60)).unwrap();
+    let keyed = |id: &'static str| -> blocking::RedisKeyedRateLimiter<[u8]> {
+        ritmo_redis::builder(id, config)
+            .connect_blocking_keyed(server.url())
+            .unwrap()
+    };
+    let long = vec![b'}'; 1024];
+    let pairs: Vec<(&'static str, Option<&[u8]>)> = vec![
+        // The two collisions: keyed "a}:b" + "c" against keyed "a" + "b}:c", and the
+        // single "x}:y" against keyed "x" + "y}".
+        ("a}:b", Some(b"c")),
+        ("a", Some(b"b}:c")),
+        ("x}:y", None),
+        ("x", Some(b"y}")),
+        ("x", Some(b"")),
+        ("x", None),
+        ("", None),
+        ("", Some(b"")),
+        (":", Some(b"")),
+        ("{", Some(b"}")),
+        ("%7D", Some(b"%")),
+        ("}", Some(b"%7D")),
+        ("a\r\n", Some(b"\0\xff\xfe")),
+        ("a", Some(b"\r\n\0\xff\xfe")),
+        ("a", Some(&long)),
+        ("a", Some(&long[1..])),
+    ];
+    for (id, key) in &pairs {
+        let granted = match key {
+            Some(key) => keyed(id).try_acquire(key).map(|p| p.source()),
+            None => ritmo_redis::builder(id, config)
+                .connect_blocking(server.url())
+                .unwrap()
+                .try_acquire()
+                .map(|p| p.source()),
+        };
+        assert_eq!(
+            granted.map_err(|e| e.reason()),
+            Ok(Source::Store),
+            "{id:?} / {key:?} found its quota already spent by another pair"
+        );
+    }
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(keys.len(), pairs.len(), "one Redis key per pair");
+    // Each key's hash tag (the bytes between the first `{` and the next `}`) is its limiter's.
+    for key in &keys {
+        let open = key.iter().position(|&b| b == b'{').unwrap();
+        let close = open + key[open..].iter().position(|&b| b == b'}').unwrap();
+        let tag = &key[open + 1..close];
+        assert!(
+            tag.starts_with(b"ritmo:") && !tag.contains(&b'{'),
+            "{key:?}"
+        );
+    }
+}

@@ -257,3 +257,83 @@ pub fn free_port() -> u16 {
 pub fn listening(port: u16) -> bool {
     TcpStream::connect(("127.0.0.1", port)).is_ok()
 }
+
+/// A TCP server on 127.0.0.1 that accepts every connection and reads what it is sent, but answers
+/// late or never: a slow or hung store that is not Redis. Stops accepting when dropped.
+pub struct Slow {
+    port: u16,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Slow {
+    /// Answers each read with a Redis error after `delay`; `None`: never answers.
+    pub fn start(delay: Option<Duration>) -> Slow {
+        use std::io::{Read, Write};
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (count, done) = (accepted.clone(), stop.clone());
+        thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                count.fetch_add(1, Ordering::SeqCst);
+                let done = done.clone();
+                thread::spawn(move || {
+                    stream.set_nonblocking(false).unwrap();
+                    stream
+                        .set_read_timeout(Some(Duration::from_millis(50)))
+                        .unwrap();
+                    let mut buf = [0u8; 4096];
+                    while !done.load(Ordering::Relaxed) {
+                        match stream.read(&mut buf) {
+                            Ok(0) => return,
+                            Ok(_) => {
+                                if let Some(delay) = delay {
+                                    thread::sleep(delay);
+                                    if stream.write_all(b"-ERR too slow\r\n").is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                ) => {}
+                            Err(_) => return,
+                        }
+                    }
+                });
+            }
+        });
+        Slow {
+            port,
+            accepted,
+            stop,
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>/`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// How many connections it has accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Slow {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
