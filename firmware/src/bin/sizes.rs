@@ -6,7 +6,8 @@ use core::mem::size_of;
 
 #[cfg(target_arch = "arm")]
 use panic_semihosting as _;
-use ritmo_core::{Config, ManualClock, RateLimitExceeded, RateLimiter};
+use ritmo_core::keyed::KeyedLimiter;
+use ritmo_core::{Bands, Config, ManualClock, RateLimitExceeded, RateLimiter};
 use ritmo_firmware::{exit, log, MachineClock};
 
 #[cfg(target_arch = "riscv32")]
@@ -27,6 +28,21 @@ fn main() -> ! {
     log!(
         "size_of RateLimitExceeded = {}",
         size_of::<RateLimitExceeded>()
+    );
+    log!(
+        "size_of KeyedLimiter<u32, MachineClock, 8> = {}",
+        size_of::<KeyedLimiter<u32, MachineClock, 8>>()
+    );
+    // One slot more, minus the table's own fields.
+    let key_slot = size_of::<KeyedLimiter<u32, MachineClock, 9>>()
+        - size_of::<KeyedLimiter<u32, MachineClock, 8>>();
+    log!(
+        "size_of keyed slot (KeyedLimiter<u32, MachineClock, N>, per N) = {}",
+        key_slot
+    );
+    log!(
+        "size_of Bands<MachineClock, 2> = {}",
+        size_of::<Bands<MachineClock, 2>>()
     );
     #[cfg(feature = "registry")]
     {
