@@ -1,0 +1,201 @@
+//! What a [`KeyedRateLimiter`] reports without taking anything: a key's available permits and
+//! `retry_after`, the live keys, and reclaiming idle ones.
+
+use std::hash::Hash;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ritmo_core::{Clock, InvalidPermits, KeySnapshot, KeyedSnapshot};
+
+use super::KeyedRateLimiter;
+use super::reclaim::Room;
+
+impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
+    /// Calls of one permit `key` would pass right now without waiting, in `0..=permits`: the full
+    /// burst for a key never seen, 0 for a new key the map has no room for. Takes nothing.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// l.try_acquire_n(&1u8, 3).unwrap();
+    /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (1, 4));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn available_permits(&self, key: &K) -> u32 {
+        let now = self.rate.now();
+        if let Some(state) = self.map.get(key) {
+            return self.rate.available(state.tat(), now);
+        }
+        if !self.rate.enabled() || self.has_room() {
+            self.rate.config().permits()
+        } else {
+            0
+        }
+    }
+
+    /// Whether a new key would find room now (dropping idle keys to make it, if need be).
+    fn has_room(&self) -> bool {
+        self.held.load(Ordering::Acquire) < self.max_keys
+            || matches!(self.make_room(false), Room::Yes)
+    }
+
+    /// How long until one permit for `key` would pass without waiting: zero if one is there now;
+    /// for a new key the map has no room for, when the soonest key may be idle. Takes nothing.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// l.try_acquire_n(&1u8, 4).unwrap();
+    /// assert_eq!(l.retry_after(&1), Duration::from_millis(250));
+    /// assert_eq!(l.retry_after(&2), Duration::ZERO);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn retry_after(&self, key: &K) -> Duration {
+        self.retry_after_n(key, 1).unwrap_or(Duration::ZERO)
+    }
+
+    /// How long until `k` permits for `key` would pass at once. Takes nothing.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// l.try_acquire_n(&1u8, 4).unwrap();
+    /// assert_eq!(l.retry_after_n(&1, 2).unwrap(), Duration::from_millis(500));
+    /// assert!(l.retry_after_n(&1, 5).is_err());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, InvalidPermits> {
+        self.rate.check_permits(k)?;
+        if !self.rate.enabled() {
+            return Ok(Duration::ZERO);
+        }
+        let now = self.rate.now();
+        if let Some(state) = self.map.get(key) {
+            return Ok(self.rate.duration(self.rate.wait(state.tat(), now, k)));
+        }
+        let wait = if self.held.load(Ordering::Acquire) < self.max_keys {
+            0
+        } else {
+            match self.make_room(false) {
+                Room::Yes => 0,
+                Room::No(wait) => wait,
+            }
+        };
+        Ok(self.rate.duration(wait.max(self.rate.wait(0, now, k))))
+    }
+
+    /// How many keys are being limited right now (not idle). Scans the map.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, &clock);
+    /// l.try_acquire(&1u8).unwrap();
+    /// l.try_acquire(&2u8).unwrap();
+    /// assert_eq!(l.len(), 2);
+    /// clock.advance(Duration::from_millis(250));
+    /// assert_eq!(l.len(), 0);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        let now = self.rate.now();
+        self.map
+            .iter()
+            .filter(|e| !self.rate.is_idle(e.value().tat(), now))
+            .count()
+    }
+
+    /// Its id, live keys, keys held, capacity (`max_keys`) and permits per key
+    /// ([`KeyedSnapshot`]). Takes nothing; scans the map.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, KeyedSnapshot, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// l.try_acquire(&1u8).unwrap();
+    /// assert_eq!(
+    ///     l.snapshot(),
+    ///     KeyedSnapshot { id: "x", live_keys: 1, keys_held: 1, capacity: 10, permits: 4 }
+    /// );
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> KeyedSnapshot {
+        KeyedSnapshot {
+            id: self.id(),
+            live_keys: self.len(),
+            keys_held: self.keys_held(),
+            capacity: self.max_keys,
+            permits: self.config().permits(),
+        }
+    }
+
+    /// Whether no key is being limited right now.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::<u8, _>::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// assert!(l.is_empty());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The keys being limited right now, each with the permits it would pass now (in no
+    /// particular order).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, KeySnapshot, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// l.try_acquire_n(&7u8, 3).unwrap();
+    /// assert_eq!(l.live_keys(), vec![KeySnapshot { key: 7, available_permits: 1 }]);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn live_keys(&self) -> Vec<KeySnapshot<K>> {
+        let now = self.rate.now();
+        self.map
+            .iter()
+            .filter_map(|e| {
+                let tat = e.value().tat();
+                (!self.rate.is_idle(tat, now)).then(|| KeySnapshot {
+                    key: e.key().clone(),
+                    available_permits: self.rate.available(tat, now),
+                })
+            })
+            .collect()
+    }
+
+    /// Drops every idle key now and returns how many keys are left (all live). Never needed:
+    /// idle keys are reclaimed whenever a new key needs their room. For tests and measurements.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, &clock);
+    /// l.try_acquire(&1u8).unwrap();
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(l.reclaim_idle(), 0);
+    /// assert_eq!(l.keys_held(), 0);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reclaim_idle(&self) -> usize {
+        self.make_room(true);
+        self.map.shrink_to_fit();
+        self.held.load(Ordering::Acquire)
+    }
+}

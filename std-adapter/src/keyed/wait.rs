@@ -1,0 +1,205 @@
+//! Waiting for a key's permits on a server: parking the thread (`acquire`, `call`) and, with
+//! the feature `tokio`, tokio's timer (`acquire_async`, `call_async`).
+
+use std::hash::Hash;
+
+use ritmo_core::{AcquireError, Clock, RateLimitExceeded};
+
+use super::KeyedRateLimiter;
+#[cfg(feature = "tokio")]
+use super::KeyedReservation;
+use crate::wait::ParkWait;
+
+impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
+    /// Takes one permit for `key`, parking the thread until its slot if it arrives within
+    /// `max_wait`. The thread's [`Interrupt`](crate::Interrupt) ends the wait: the permit goes
+    /// back and the call fails with [`Reason::Interrupted`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::KeyedRateLimiter;
+    /// let c = Config::new(1, Duration::from_millis(10))?.with_max_wait(Duration::from_millis(50));
+    /// let l = KeyedRateLimiter::new("x", c, 10);
+    /// l.acquire(&"ada")?;
+    /// l.acquire(&"ada")?; // parks about 10 ms
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
+        self.acquire_with(key, &mut ParkWait::new())
+    }
+
+    /// Takes `k` permits for `key` as one unit, parking until their slot as
+    /// [`acquire`](Self::acquire).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::new("x", Config::new(4, Duration::from_secs(60))?, 10);
+    /// l.acquire_n(&"ada", 4)?;
+    /// assert!(l.acquire_n(&"ada", 1).is_err()); // max_wait 0: rejected at once
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
+        self.acquire_n_with(key, k, &mut ParkWait::new())
+    }
+
+    /// Runs `work` once a permit for `key` is had (waiting as [`acquire`](Self::acquire)); if the
+    /// call is rejected, `work` never runs.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::new("x", Config::new(1, Duration::from_secs(60))?, 10);
+    /// assert_eq!(l.call(&"ada", || 42), Ok(42));
+    /// assert!(l.call(&"ada", || 43).is_err());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn call<T>(&self, key: &K, work: impl FnOnce() -> T) -> Result<T, RateLimitExceeded> {
+        self.acquire(key)?;
+        Ok(work())
+    }
+
+    /// Runs the fallible `work` once a permit for `key` is had; a rejection becomes the caller's
+    /// error type through `From<RateLimitExceeded>`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::{Config, RateLimitExceeded};
+    /// use ritmo_std::KeyedRateLimiter;
+    /// #[derive(Debug)]
+    /// struct Busy;
+    /// impl From<RateLimitExceeded> for Busy { fn from(_: RateLimitExceeded) -> Self { Busy } }
+    /// let l = KeyedRateLimiter::new("x", Config::new(1, Duration::from_secs(60))?, 10);
+    /// assert_eq!(l.try_call(&"ada", || Ok::<_, Busy>(1)).unwrap(), 1);
+    /// assert!(l.try_call(&"ada", || Ok::<_, Busy>(2)).is_err());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn try_call<T, E: From<RateLimitExceeded>>(
+        &self,
+        key: &K,
+        work: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.acquire(key)?;
+        work()
+    }
+}
+
+/// Async waits on tokio's timer, without holding a thread.
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
+    /// Takes one permit for `key`, sleeping on tokio's timer until its slot if it arrives within
+    /// `max_wait`. Dropping the future before then gives the permit back (when no later call for
+    /// the key was made).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::{KeyedRateLimiter, TokioClock};
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
+    /// let l = KeyedRateLimiter::with_clock("api", c, 100, TokioClock::new());
+    /// l.acquire_async(&"ada").await.unwrap();
+    /// l.acquire_async(&"ada").await.unwrap(); // paused time jumps to the slot
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn acquire_async(&self, key: &K) -> Result<(), RateLimitExceeded> {
+        sleep_until_slot(self.reserve(key)?).await;
+        Ok(())
+    }
+
+    /// Takes `k` permits for `key` as one unit, sleeping until their slot as
+    /// [`acquire_async`](Self::acquire_async).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::{KeyedRateLimiter, TokioClock};
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("api", c, 100, TokioClock::new());
+    /// l.acquire_n_async(&"ada", 4).await.unwrap();
+    /// l.acquire_n_async(&"ada", 2).await.unwrap();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn acquire_n_async(&self, key: &K, k: u32) -> Result<(), AcquireError> {
+        sleep_until_slot(self.reserve_n(key, k)?).await;
+        Ok(())
+    }
+
+    /// Runs the future `work` once a permit for `key` is had; if the call is rejected, `work`
+    /// never runs.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_std::KeyedRateLimiter;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let l = KeyedRateLimiter::new("api", Config::new(1, Duration::from_secs(60))?, 100);
+    /// assert_eq!(l.call_async(&"ada", async { 7 }).await, Ok(7));
+    /// assert!(l.call_async(&"ada", async { 8 }).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call_async<F: Future>(
+        &self,
+        key: &K,
+        work: F,
+    ) -> Result<F::Output, RateLimitExceeded> {
+        self.acquire_async(key).await?;
+        Ok(work.await)
+    }
+
+    /// Runs the fallible future `work` once a permit for `key` is had; a rejection becomes the
+    /// caller's error type through `From<RateLimitExceeded>`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::{Config, RateLimitExceeded};
+    /// use ritmo_std::KeyedRateLimiter;
+    /// #[derive(Debug)]
+    /// struct Busy;
+    /// impl From<RateLimitExceeded> for Busy { fn from(_: RateLimitExceeded) -> Self { Busy } }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// let l = KeyedRateLimiter::new("api", Config::new(1, Duration::from_secs(60))?, 100);
+    /// assert_eq!(l.try_call_async(&"ada", async { Ok::<_, Busy>(1) }).await.unwrap(), 1);
+    /// assert!(l.try_call_async(&"ada", async { Ok::<_, Busy>(2) }).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn try_call_async<T, E, F>(&self, key: &K, work: F) -> Result<T, E>
+    where
+        E: From<RateLimitExceeded>,
+        F: Future<Output = Result<T, E>>,
+    {
+        self.acquire_async(key).await?;
+        work.await
+    }
+}
+
+/// Sleeps until the reservation's slot, then keeps it; dropped before that, the reservation goes
+/// with it and gives its permits back.
+#[cfg(feature = "tokio")]
+async fn sleep_until_slot<K: Hash + Eq + Clone, C: Clock>(reservation: KeyedReservation<'_, K, C>) {
+    let clock = reservation.limiter().clock();
+    let deadline = reservation.slot();
+    let rate = clock.tick_rate();
+    loop {
+        let now = clock.now();
+        if now >= deadline {
+            break;
+        }
+        let left = rate.duration_ceil(deadline - now);
+        tokio::time::sleep_until(tokio::time::Instant::now() + left).await;
+    }
+    reservation.commit();
+}
