@@ -69,7 +69,7 @@ impl<const HZ: u64> KeyedSubject for Map<'_, HZ> {
     fn retry_after(&self, key: &u8) -> Duration {
         self.limiter.retry_after(key)
     }
-    fn len(&self) -> usize {
+    fn live_key_count(&self) -> usize {
         self.limiter.len()
     }
 }

@@ -44,8 +44,8 @@ pub trait KeyedSubject {
     fn available_permits(&self, key: &u8) -> u32;
     /// `retry_after(key)`.
     fn retry_after(&self, key: &u8) -> Duration;
-    /// `len()`: live keys.
-    fn len(&self) -> usize;
+    /// `len()`: how many keys are live.
+    fn live_key_count(&self) -> usize;
 }
 
 /// What a keyed `reserve_n` answered, as an [`Outcome`].
@@ -142,10 +142,10 @@ pub fn run_keyed<S: KeyedSubject>(
             expected.check(&got, &units).map_err(at)?;
         }
         let live = model.live_keys(now).len();
-        if subject.len() != live {
+        if subject.live_key_count() != live {
             return Err(format!(
                 "after step {step} at {now}: len() {}, the model has {live} live keys",
-                subject.len()
+                subject.live_key_count()
             ));
         }
     }
