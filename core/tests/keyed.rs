@@ -71,7 +71,7 @@ impl<const HZ: u64, const N: usize> KeyedSubject for Table<'_, HZ, N> {
     fn retry_after(&self, key: &u8) -> Duration {
         self.limiter.retry_after(key)
     }
-    fn len(&self) -> usize {
+    fn live_key_count(&self) -> usize {
         self.limiter.len()
     }
 }

@@ -1,7 +1,8 @@
-//! The reference model of ritmo's core (the GCRA rules applied literally in `u128`), run against a
-//! real Redis: random sequences of advance / try_acquire_n / reserve / cancel / commit on a
-//! caller-supplied `ManualClock`, so every decision, wait and refund is deterministic; peeks after
-//! every step; the window bound over all the permits used. A smaller case runs on Redis's `TIME`.
+//! The shared reference model (`ritmo-test-support`, SPEC's GCRA in `u128`, here in the store's
+//! microseconds), run against a real Redis: random sequences of advance / try_acquire_n / reserve
+//! / cancel / commit on a caller-supplied `ManualClock`, so every decision, wait and refund is
+//! deterministic; peeks after every step; the window bound over all the permits used. A smaller
+//! case runs on Redis's `TIME`. Plus SPEC §17's `max_wait` rule on a coarse caller clock.
 
 mod support;
 
@@ -13,12 +14,13 @@ use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
 use ritmo_core::{AcquireError, Clock, Config, ManualClock, Reason, TickRate};
 use ritmo_redis::blocking::{RedisKeyedRateLimiter, Reservation};
 use ritmo_redis::{Permit, Source};
+use ritmo_test_support::{Gcra, Op, Outcome, Ticket, Units, Use, window_bound};
 
-/// A `ManualClock` every limiter of a case reads.
+/// A `ManualClock::<HZ>` every limiter of a case reads.
 #[derive(Clone)]
-struct Shared(Arc<ManualClock>);
+struct Shared<const HZ: u64 = 1_000_000_000>(Arc<ManualClock<HZ>>);
 
-impl Clock for Shared {
+impl<const HZ: u64> Clock for Shared<HZ> {
     fn now(&self) -> u64 {
         self.0.now()
     }
@@ -27,102 +29,10 @@ impl Clock for Shared {
     }
 }
 
-/// The core's model in the store's unit, microseconds: `T = ceil(P / n)` rounded up to the
-/// microsecond, `tau = (n - 1) * T`, all state in `tat`.
-#[derive(Debug)]
-struct Model {
-    n: u128,
-    t: u128,
-    tau: u128,
-    max_wait: u128,
-    tat: u128,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Outcome {
-    Admitted,
-    Reserved { wait: u128 },
-    Rejected { retry_after: u128 },
-    Invalid,
-}
-
-impl Model {
-    fn new(n: u32, period_ns: u128, max_wait_ns: u128) -> Self {
-        let n = n as u128;
-        let t = period_ns.div_ceil(n * 1_000);
-        Model {
-            n,
-            t,
-            tau: (n - 1) * t,
-            max_wait: max_wait_ns / 1_000,
-            tat: 0,
-        }
-    }
-
-    fn wait(&self, now: u128, k: u128) -> Option<u128> {
-        let start = self.tat.max(now);
-        if start + (k - 1) * self.t <= now + self.tau {
-            None
-        } else {
-            Some(start + (k - 1) * self.t - self.tau - now)
-        }
-    }
-
-    fn try_acquire(&mut self, now: u128, k: u128) -> Outcome {
-        if k == 0 || k > self.n {
-            return Outcome::Invalid;
-        }
-        match self.wait(now, k) {
-            None => {
-                self.tat = self.tat.max(now) + k * self.t;
-                Outcome::Admitted
-            }
-            Some(wait) => Outcome::Rejected { retry_after: wait },
-        }
-    }
-
-    fn reserve(&mut self, now: u128, k: u128) -> (Outcome, Option<u128>) {
-        if k == 0 || k > self.n {
-            return (Outcome::Invalid, None);
-        }
-        match self.wait(now, k) {
-            None => {
-                self.tat = self.tat.max(now) + k * self.t;
-                (Outcome::Reserved { wait: 0 }, Some(self.tat))
-            }
-            Some(wait) if wait <= self.max_wait => {
-                self.tat = self.tat.max(now) + k * self.t;
-                (Outcome::Reserved { wait }, Some(self.tat))
-            }
-            Some(wait) => (Outcome::Rejected { retry_after: wait }, None),
-        }
-    }
-
-    fn cancel(&mut self, written: u128, k: u128) -> bool {
-        if self.tat == written {
-            self.tat -= k * self.t;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn available(&self, now: u128) -> u32 {
-        (1..=self.n)
-            .take_while(|k| self.wait(now, *k).is_none())
-            .count() as u32
-    }
-}
-
-#[derive(Debug, Clone)]
-enum Op {
-    Advance(u64),
-    TryAcquire(u32),
-    TryOne,
-    Reserve(u32),
-    Cancel(usize),
-    Commit(usize),
-}
+/// The store's unit: the microsecond. On a nanosecond caller clock the store reads
+/// `floor(ns / 1000)`, a microsecond clock whose unit is its tick: `T = ceil(P / n)` rounded up
+/// to the microsecond, every wait a whole number of microseconds.
+const STORE: Units = Units::MICROS;
 
 fn op(n: u32, period: u64) -> impl Strategy<Value = Op> {
     prop_oneof![
@@ -137,7 +47,7 @@ fn op(n: u32, period: u64) -> impl Strategy<Value = Op> {
 }
 
 /// Permits per period, period in ns (at least 1 us per permit), max_wait in ns, start of the
-/// clock in ns, the steps.
+/// clock in ns, the steps (advances in ns).
 fn scenario() -> impl Strategy<Value = (u32, u64, u64, u64, Vec<Op>)> {
     (1u32..=12, 1_000u64..=5_000_000_000).prop_flat_map(|(n, period)| {
         let period = period.max(n as u64 * 1_000);
@@ -151,41 +61,9 @@ fn scenario() -> impl Strategy<Value = (u32, u64, u64, u64, Vec<Op>)> {
     })
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Use {
-    at: u128,
-    k: u128,
-}
-
-fn check_window_bound(uses: &[Use], n: u128, t: u128) -> Result<(), TestCaseError> {
-    let mut uses = uses.to_vec();
-    uses.sort_by_key(|u| u.at);
-    for i in 0..uses.len() {
-        let mut count = 0;
-        for u in &uses[i..] {
-            count += u.k;
-            let w = u.at - uses[i].at;
-            prop_assert!(
-                count <= n + w / t,
-                "{count} permits in a window of {w} us (n = {n}, T = {t})"
-            );
-        }
-    }
-    Ok(())
-}
-
+/// A Redis answer as an [`Outcome`]; a rejection must give its reason.
 fn outcome_of(result: Result<Permit, AcquireError>) -> Outcome {
-    match result {
-        Ok(_) => Outcome::Admitted,
-        Err(AcquireError::RateLimited(e)) => {
-            assert_eq!(e.reason(), Reason::NoPermitInTime);
-            Outcome::Rejected {
-                retry_after: e.retry_after().as_micros(),
-            }
-        }
-        Err(AcquireError::InvalidPermits(_)) => Outcome::Invalid,
-        Err(e) => panic!("unexpected {e:?}"),
-    }
+    Outcome::of_try(result.map(|_| ()))
 }
 
 fn run_case(
@@ -202,62 +80,66 @@ fn run_case(
         .timeout(Duration::from_secs(5))
         .connect_blocking_keyed(url)
         .unwrap();
-    let mut model = Model::new(n, period as u128, max_wait as u128);
-    let mut open: Vec<(Reservation, u128, u128, u128)> = Vec::new();
+    let mut model = Gcra::new(STORE, config);
+    let mut open: Vec<(Reservation, Ticket)> = Vec::new();
     let mut uses = Vec::new();
     let key = case;
-    let now_us = |c: &Shared| (c.now() / 1_000) as u128;
+    let now_us = |c: &Shared| c.now() / 1_000;
+    let fail = TestCaseError::fail;
 
     for op in ops {
         let now = now_us(&clock);
         match op {
             Op::Advance(d) => clock.0.advance_ticks(d),
             Op::TryAcquire(k) => {
-                let expected = model.try_acquire(now, k as u128);
+                let expected = model.try_acquire(now, k);
                 let result = limiter.try_acquire_n(&key, k);
                 if let Ok(p) = &result {
                     prop_assert_eq!(p.source(), Source::Store);
-                    prop_assert_eq!(p.store_time_micros(), Some(now as u64));
+                    prop_assert_eq!(p.store_time_micros(), Some(now));
+                }
+                if let Err(AcquireError::RateLimited(e)) = &result {
+                    prop_assert_eq!(e.reason(), Reason::NoPermitInTime);
                 }
                 let got = outcome_of(result);
-                prop_assert_eq!(&got, &expected);
+                expected.check(&got, &STORE).map_err(fail)?;
                 if got == Outcome::Admitted {
-                    uses.push(Use {
-                        at: now,
-                        k: k as u128,
-                    });
+                    uses.push(Use::at_reading(&STORE, now, k));
                 }
             }
             Op::TryOne => {
                 let expected = model.try_acquire(now, 1);
                 let got = outcome_of(limiter.try_acquire(&key).map_err(Into::into));
-                prop_assert_eq!(&got, &expected);
+                expected.check(&got, &STORE).map_err(fail)?;
                 if got == Outcome::Admitted {
-                    uses.push(Use { at: now, k: 1 });
+                    uses.push(Use::at_reading(&STORE, now, 1));
                 }
             }
             Op::Reserve(k) => {
-                let (expected, written) = model.reserve(now, k as u128);
+                let (expected, ticket) = model.reserve(now, k);
                 match limiter.reserve_n(&key, k) {
                     Ok(r) => {
-                        let wait = r.wait_time().as_micros();
-                        prop_assert_eq!(Outcome::Reserved { wait }, expected);
-                        prop_assert_eq!(r.permit().store_time_micros(), Some(now as u64));
-                        open.push((r, written.unwrap(), k as u128, now + wait));
+                        let wait = r.wait_time();
+                        let slot = now + wait.as_micros() as u64;
+                        expected
+                            .check(&Outcome::Reserved { wait, slot }, &STORE)
+                            .map_err(fail)?;
+                        prop_assert_eq!(r.permit().store_time_micros(), Some(now));
+                        open.push((r, ticket.unwrap()));
                     }
-                    Err(e) => prop_assert_eq!(outcome_of(Err(e)), expected),
+                    Err(e) => expected.check(&outcome_of(Err(e)), &STORE).map_err(fail)?,
                 }
             }
             Op::Cancel(i) if !open.is_empty() => {
-                let (r, written, k, _) = open.remove(i % open.len());
-                prop_assert_eq!(r.cancel(), model.cancel(written, k));
+                let (r, ticket) = open.remove(i % open.len());
+                model.cancel(&ticket, r.cancel()).map_err(fail)?;
             }
             Op::Commit(i) if !open.is_empty() => {
-                let (r, _, k, slot) = open.remove(i % open.len());
+                let (r, ticket) = open.remove(i % open.len());
                 r.commit();
-                uses.push(Use { at: slot, k });
+                uses.push(ticket.used());
             }
-            Op::Cancel(_) | Op::Commit(_) => {}
+            _ => {}
         }
         let now = now_us(&clock);
         prop_assert_eq!(
@@ -265,15 +147,15 @@ fn run_case(
             model.available(now)
         );
         prop_assert_eq!(
-            limiter.retry_after(&key).unwrap().as_micros(),
-            model.wait(now, 1).unwrap_or(0)
+            limiter.retry_after(&key).unwrap(),
+            model.retry_after(now, 1)
         );
     }
-    for (r, _, k, slot) in open {
+    for (r, ticket) in open {
         r.commit();
-        uses.push(Use { at: slot, k });
+        uses.push(ticket.used());
     }
-    check_window_bound(&uses, n as u128, model.t)
+    window_bound(&uses, n, config.period(), &STORE).map_err(fail)
 }
 
 #[test]
@@ -392,4 +274,47 @@ fn on_redis_time_decisions_waits_and_refunds() {
         .unwrap();
     assert!(pttl > 400_000 && pttl <= 500_000, "pttl {pttl}");
     r.commit();
+}
+
+/// SPEC §17 for Redis with a coarse caller clock: issue 20's 1 Hz example, 1 per 600 ms,
+/// `max_wait` 1.5 s, on a caller's `ManualClock::<1>` (the store counts its microseconds). Spend
+/// one, reserve one (its permit at 0.6 s, which the caller's clock shows at 1 s), reserve
+/// another: its permit at 1.2 s is seen at the tick of 2 s, beyond `max_wait`: refused at once.
+/// Fails on 0.2, which admits it with a wait of 1.2 s (and reports waits in microseconds, not
+/// to the caller's tick).
+#[test]
+fn redis_max_wait_holds_at_the_whole_tick_of_a_1_hz_caller_clock() {
+    let Some(server) = support::Server::start() else {
+        return;
+    };
+    let config = Config::new(1, Duration::from_millis(600))
+        .unwrap()
+        .with_max_wait(Duration::from_millis(1500));
+    let clock = Shared::<1>(Arc::new(ManualClock::<1>::with_reading(0)));
+    let limiter = ritmo_redis::blocking::RedisRateLimiter::builder("coarse", config)
+        .clock(clock.clone())
+        .timeout(Duration::from_secs(5))
+        .connect_blocking(server.url())
+        .unwrap();
+    let units = Units::with_unit(1, 1_000_000);
+    let mut model = Gcra::new(units, config);
+    assert_eq!(
+        outcome_of(limiter.try_acquire().map_err(Into::into)),
+        model.try_acquire(0, 1)
+    );
+    let first = limiter.reserve_n(1);
+    assert!(first.is_ok() && matches!(model.reserve(0, 1).0, Outcome::Reserved { .. }));
+    let expected = model.reserve(0, 1).0;
+    assert_eq!(
+        expected,
+        Outcome::Rejected {
+            retry_after: Duration::from_secs(2)
+        }
+    );
+    let second = limiter.reserve_n(1);
+    assert!(
+        second.is_err(),
+        "a wait to the tick of 2 s on a 1 Hz caller clock with max_wait 1.5 s was admitted (wait_time {:?})",
+        second.as_ref().map(|r| r.wait_time()).ok()
+    );
 }

@@ -370,3 +370,94 @@ impl Gcra {
         Some(avail)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(n: u32, ms: u64) -> Config {
+        Config::new(n, Duration::from_millis(ms)).unwrap()
+    }
+
+    #[test]
+    fn a_burst_then_the_steady_rate() {
+        let mut m = Gcra::new(Units::NANOS, cfg(10, 1000));
+        for _ in 0..10 {
+            assert_eq!(m.try_acquire(0, 1), Outcome::Admitted);
+        }
+        assert_eq!(
+            m.try_acquire(0, 1),
+            Outcome::Rejected {
+                retry_after: Duration::from_millis(100)
+            }
+        );
+        assert_eq!(m.available(100_000_000), 1);
+        assert_eq!(m.try_acquire(0, 11), Outcome::Invalid);
+        assert_eq!(m.try_acquire(0, 0), Outcome::Invalid);
+    }
+
+    #[test]
+    fn the_tail_rule() {
+        let mut m = Gcra::new(
+            Units::NANOS,
+            cfg(1, 1000).with_max_wait(Duration::from_secs(5)),
+        );
+        assert_eq!(m.try_acquire(0, 1), Outcome::Admitted);
+        let (_, a) = m.reserve(0, 1);
+        let (_, b) = m.reserve(0, 1);
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(m.refund(&a), Refund::Kept);
+        assert!(
+            m.cancel(&a, true).is_err(),
+            "a refund that is not the newest"
+        );
+        m.cancel(&b, true).unwrap();
+        assert_eq!(m.refund(&a), Refund::Returned);
+        m.cancel(&a, true).unwrap();
+        assert_eq!(m.retry_after(0, 1), Duration::from_secs(1));
+    }
+
+    /// `RateLimiter::reconfigure`'s documented example: 10 per s, spend 4 (6 left); 5 per s:
+    /// min(6, 5); 100 per s: still 5, then one every 10 ms.
+    #[test]
+    fn reconfigure_keeps_min_of_available_and_new_permits() {
+        let mut m = Gcra::new(Units::NANOS, cfg(10, 1000));
+        assert_eq!(m.try_acquire(0, 4), Outcome::Admitted);
+        assert_eq!(m.reconfigure(0, cfg(5, 1000)), Some(6));
+        assert_eq!(m.available(0), 5);
+        assert_eq!(m.reconfigure(0, cfg(100, 1000)), Some(5));
+        assert_eq!(m.available(0), 5);
+        assert_eq!(m.available(10_000_000), 6);
+        assert_eq!(m.reconfigure(0, cfg(100, 1000)), None, "the same config");
+    }
+
+    /// Issue 20: changing only `max_wait` leaves the state as it was, owed permits included.
+    #[test]
+    fn reconfigure_of_max_wait_alone_changes_no_state() {
+        let c = cfg(2, 1000).with_max_wait(Duration::from_secs(5));
+        let mut m = Gcra::new(Units::NANOS, c);
+        assert_eq!(m.try_acquire(0, 2), Outcome::Admitted);
+        let (_, owed) = m.reserve(0, 1);
+        let tat = m.tat();
+        for s in [6, 7, 8] {
+            m.reconfigure(0, c.with_max_wait(Duration::from_secs(s)));
+            assert_eq!(m.tat(), tat);
+        }
+        assert_eq!(m.refund(&owed.unwrap()), Refund::Either);
+    }
+
+    #[test]
+    fn on_a_coarse_clock_waits_are_whole_ticks() {
+        let c = cfg(3, 1000).with_max_wait(Duration::from_secs(1));
+        let mut m = Gcra::new(Units::new(32_768), c);
+        assert_eq!(m.try_acquire(0, 3), Outcome::Admitted);
+        let (r, _) = m.reserve(0, 1);
+        assert_eq!(
+            r,
+            Outcome::Reserved {
+                wait: Duration::from_nanos(333_343_506),
+                slot: 10_923
+            }
+        );
+    }
+}

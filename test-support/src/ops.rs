@@ -186,3 +186,32 @@ pub fn keyed_schedule(
         (Just(c), prop::collection::vec(step, 1..len.max(2)))
     })
 }
+
+/// [`keyed_schedule`] shaped to fill a table: long periods (1 to 10 s), most steps taking
+/// permits, few and short advances, so that every slot is often live and new keys are refused.
+pub fn crowded_keyed_schedule(
+    max_permits: u32,
+    units: Units,
+    keys: u8,
+    len: usize,
+) -> impl Strategy<Value = (Config, Vec<KeyedOp>)> {
+    let keys = keys.max(1);
+    (config(max_permits, Duration::from_secs(10)), 1u64..=10).prop_flat_map(move |(c, secs)| {
+        let c = Config::new(c.permits(), Duration::from_secs(secs))
+            .expect("a valid config")
+            .with_max_wait(c.max_wait());
+        let period = period_ticks(&units, c.period());
+        let n = c.permits();
+        let op = prop_oneof![
+            2 => (0..=(period / 8).max(1)).prop_map(Op::Advance),
+            6 => (1..=n).prop_map(Op::TryAcquire),
+            2 => Just(Op::TryOne),
+            3 => (1..=n).prop_map(Op::Reserve),
+            2 => any::<usize>().prop_map(Op::Cancel),
+            1 => any::<usize>().prop_map(Op::Drop),
+            1 => any::<usize>().prop_map(Op::Commit),
+        ];
+        let step = (0..keys, op).prop_map(|(key, op)| KeyedOp { key, op });
+        (Just(c), prop::collection::vec(step, 1..len.max(2)))
+    })
+}

@@ -11,35 +11,58 @@ use core::time::Duration;
 
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
 
-/// A clock's tick rate and the model's unit on it (`1 / 2^shift` of a tick).
+/// A clock's tick rate and the model's unit on it (`1 / per_tick` of a tick: `1 / 2^s` for the
+/// core's limiters, a microsecond for the Redis store).
 ///
 /// ```
 /// use ritmo_test_support::Units;
 /// let rtc = Units::new(32_768);
-/// assert_eq!(rtc.shift(), 15); // 32768 << 15 >= 10^9
+/// assert_eq!(rtc.per_tick(), 1 << 15); // 32768 << 15 >= 10^9
 /// assert_eq!(rtc.ticks_ceil(rtc.from_ticks(7) + 1), 8);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Units {
     hz: u64,
-    shift: u32,
+    per_tick: u128,
 }
 
 impl Units {
     /// A nanosecond clock (`ManualClock::new()`): the unit is the tick.
     pub const NANOS: Units = Units {
         hz: 1_000_000_000,
-        shift: 0,
+        per_tick: 1,
     };
 
-    /// A clock of `hz` ticks per second (0 is taken as 1, as `TickRate::from_hz` does).
+    /// A microsecond clock counted in its ticks: the Redis store's time (`TIME`, or a caller's
+    /// nanosecond clock read as `floor(ns / 1000)`).
+    pub const MICROS: Units = Units {
+        hz: 1_000_000,
+        per_tick: 1,
+    };
+
+    /// A clock of `hz` ticks per second (0 is taken as 1, as `TickRate::from_hz` does), counted
+    /// as the core's limiters count it: in `1 / 2^s` of a tick, `s` the smallest shift that makes
+    /// that at most a nanosecond.
     pub fn new(hz: u64) -> Units {
         let hz = hz.max(1);
         let mut shift = 0;
         while (u128::from(hz) << shift) < NANOS_PER_SECOND {
             shift += 1;
         }
-        Units { hz, shift }
+        Units {
+            hz,
+            per_tick: 1 << shift,
+        }
+    }
+
+    /// A clock of `hz` ticks per second counted in `1 / per_tick` of a tick (at least 1): a
+    /// store that keeps its own unit, such as Redis's microseconds
+    /// (`Units::with_unit(1, 1_000_000)` for a 1 Hz clock read by a microsecond store).
+    pub fn with_unit(hz: u64, per_tick: u128) -> Units {
+        Units {
+            hz: hz.max(1),
+            per_tick: per_tick.max(1),
+        }
     }
 
     /// Ticks per second.
@@ -47,24 +70,24 @@ impl Units {
         self.hz
     }
 
-    /// Units per tick, as a power of two.
-    pub fn shift(&self) -> u32 {
-        self.shift
+    /// Units per tick.
+    pub fn per_tick(&self) -> u128 {
+        self.per_tick
     }
 
     /// Units per second.
     pub fn per_second(&self) -> u128 {
-        u128::from(self.hz) << self.shift
+        u128::from(self.hz) * self.per_tick
     }
 
     /// A clock reading in units.
     pub fn from_ticks(&self, ticks: u64) -> u128 {
-        u128::from(ticks) << self.shift
+        u128::from(ticks) * self.per_tick
     }
 
     /// The first whole tick at or after `units`.
     pub fn ticks_ceil(&self, units: u128) -> u128 {
-        units.div_ceil(1u128 << self.shift)
+        units.div_ceil(self.per_tick)
     }
 
     /// The emission interval `T = period / permits` in units, rounded up, at least one unit.
@@ -113,7 +136,7 @@ mod tests {
         ] {
             let u = Units::new(hz);
             assert!(u.per_second() >= NANOS_PER_SECOND, "{hz}");
-            if u.shift() > 0 {
+            if u.per_tick() > 1 {
                 assert!(u.per_second() / 2 < NANOS_PER_SECOND, "{hz}");
             }
         }
@@ -140,5 +163,9 @@ mod tests {
             333_333_334
         );
         assert_eq!(rtc.ticks_floor(Duration::from_secs(1)), 32_768);
+        // A 1 Hz clock read by a microsecond store: T = ceil(P / n) in microseconds.
+        let redis = Units::with_unit(1, 1_000_000);
+        assert_eq!(redis.interval(3, Duration::from_secs(1)), 333_334);
+        assert_eq!(redis.duration(2), Duration::from_secs(2));
     }
 }
