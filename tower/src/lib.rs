@@ -2,6 +2,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod charge;
+mod forwarded;
 pub mod headers;
 pub mod key;
 mod layer;
