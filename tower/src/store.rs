@@ -4,6 +4,7 @@
 //! a cheap handle (`&'static` limiter, `Arc`, a client to a remote store): the layer clones it into
 //! every service and future, so there is no lock and no `Buffer` per request.
 
+use core::fmt;
 use core::future::{Future, Pending};
 use core::time::Duration;
 
@@ -136,6 +137,34 @@ impl Denial {
         Denial { error, status }
     }
 }
+
+/// The error, then the key's status: `... (0 permits left, the next in 250ms)`.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+/// use ritmo_tower::{Denial, Status};
+/// let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+/// limiter.try_acquire()?;
+/// let error = AcquireError::from(limiter.try_acquire().unwrap_err());
+/// let denial = Denial::new(error, Status::new(0, Duration::from_millis(250)));
+/// let boxed: Box<dyn std::error::Error> = Box::new(denial);
+/// assert!(boxed.to_string().ends_with("(0 permits left, the next in 250ms)"), "{boxed}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl fmt::Display for Denial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({} permits left, the next in {:?})",
+            self.error,
+            self.status.remaining(),
+            self.status.reset()
+        )
+    }
+}
+
+impl std::error::Error for Denial {}
 
 /// A store's answer: decided now, or a future to await.
 #[derive(Debug)]
