@@ -155,10 +155,12 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
     ) -> Result<Response<B>, E> {
         let mut response = self.0.respond(rejection);
         let headers = response.headers_mut();
+        // Never earlier than the end of the `RateLimit` field's effective window (draft -11 §6).
+        let window = headers::effective_window_secs(&rejection.policy, &rejection.status);
         set_if_absent(
             headers,
             header::RETRY_AFTER,
-            HeaderValue::from(rejection.retry_after_secs()),
+            HeaderValue::from(rejection.retry_after_secs().max(window)),
         );
         set_if_absent(headers, RATELIMIT_POLICY, policy_header.clone());
         set_if_absent(
