@@ -22,7 +22,6 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::get;
 
-
 use ritmo_core::Config;
 use ritmo_std::{IpKey, KeyedRateLimiter};
 use ritmo_tower::RateLimitLayer;

@@ -274,7 +274,14 @@ mod tests {
         ] {
             assert_eq!(for_nodes(bad), Err(Malformed), "{bad}");
         }
-        for bad_node in ["1.2.3.4:", "1.2.3.4:123456", "[::1", "2001:db8::1", "[::1]80", "_x"] {
+        for bad_node in [
+            "1.2.3.4:",
+            "1.2.3.4:123456",
+            "[::1",
+            "2001:db8::1",
+            "[::1]80",
+            "_x",
+        ] {
             assert_eq!(node_ip(bad_node), None, "{bad_node}");
         }
         assert_eq!(node_ip("1.2.3.4:_p-1"), ip("1.2.3.4"));

@@ -479,8 +479,14 @@ mod tests {
             PeerIp::new().ipv6_prefix(bits).extract(&r).unwrap()
         };
         assert_eq!(key("::ffff:1.2.3.4", 64), ip("1.2.3.4"));
-        assert_eq!(key("2001:db8::1:2:3:4", 48).ip(), "2001:db8::".parse::<IpAddr>().unwrap());
-        assert_eq!(key("2001:db8::1", 128).ip(), "2001:db8::1".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            key("2001:db8::1:2:3:4", 48).ip(),
+            "2001:db8::".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            key("2001:db8::1", 128).ip(),
+            "2001:db8::1".parse::<IpAddr>().unwrap()
+        );
         assert_eq!(key("2001:db8::1", 0).ip(), "::".parse::<IpAddr>().unwrap());
     }
 }

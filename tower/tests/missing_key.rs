@@ -48,10 +48,10 @@ fn keyed() -> &'static KeyedRateLimiter<IpKey, ManualClock> {
 fn run<L>(layer: L, n: usize) -> (Vec<StatusCode>, String)
 where
     L: Layer<
-            tower::util::ServiceFn<
-                fn(Request<()>) -> std::future::Ready<Result<Response<String>, Infallible>>,
-            >,
+        tower::util::ServiceFn<
+            fn(Request<()>) -> std::future::Ready<Result<Response<String>, Infallible>>,
         >,
+    >,
     L::Service: Service<Request<()>, Response = Response<String>, Error = Infallible>,
 {
     let captured = Captured::default();

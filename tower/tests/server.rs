@@ -92,7 +92,10 @@ async fn each_client_ip_has_its_own_quota() {
     assert_eq!(ratelimit(response.headers()).1, 1);
     assert_eq!(keyed.available_permits(&IpKey::new(loopback(3))), 1);
     assert_eq!(keyed.available_permits(&IpKey::new(loopback(2))), 0);
-    assert_eq!(keyed.retry_after(&IpKey::new(loopback(2))), Duration::from_millis(500));
+    assert_eq!(
+        keyed.retry_after(&IpKey::new(loopback(2))),
+        Duration::from_millis(500)
+    );
     assert_eq!(keyed.len(), 2);
 }
 
