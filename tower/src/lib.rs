@@ -6,6 +6,7 @@ mod forwarded;
 pub mod headers;
 pub mod key;
 mod layer;
+mod owned;
 mod reject;
 mod store;
 
@@ -13,6 +14,7 @@ pub use layer::{
     CostError, Errors, Fields, Http, LayerEvent, MissingKey, Mode, RateLimit, RateLimitLayer,
     RefundCause, ResponseFuture,
 };
+pub use owned::OwnedPermit;
 pub use reject::{
     BoxError, DefaultResponse, MissingKeyError, OnReject, Rejection, RespondWith, respond_with,
 };
