@@ -291,8 +291,8 @@ mod tests {
     fn node() -> impl Strategy<Value = (IpAddr, String)> {
         (
             prop_oneof![
-                any::<[u8; 4]>().prop_map(|b| IpAddr::from(b)),
-                any::<[u16; 8]>().prop_map(|s| IpAddr::from(s)),
+                any::<[u8; 4]>().prop_map(IpAddr::from),
+                any::<[u16; 8]>().prop_map(IpAddr::from),
             ],
             proptest::option::of(1u16..),
         )

@@ -284,6 +284,11 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
 /// Cloning it, and the services it makes, copies one `Arc`: no lock, no `Buffer`, and every clone
 /// limits through the same store.
 ///
+/// A request without a key is refused with `400` (see [`missing_key`](Self::missing_key)). When
+/// the extractor says that can only be a setup error ([`KeyExtractor::why_missing`]: `PeerIp` on
+/// a server that records no connection address, an axum app without feature `axum`), the layer
+/// logs it once as a `tracing` error with the fix.
+///
 /// ```
 /// use std::time::Duration;
 /// use ritmo_core::{Config, RateLimiter};

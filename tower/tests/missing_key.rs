@@ -2,6 +2,7 @@
 //! fix, the first time, instead of answering `400` to every request without a word.
 
 use std::convert::Infallible;
+use std::future::{Ready, ready};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +12,7 @@ use ritmo_core::{Config, ManualClock};
 use ritmo_std::{IpKey, KeyedRateLimiter};
 use ritmo_tower::RateLimitLayer;
 use ritmo_tower::key::{ForwardedIp, Header, PeerIp};
+use tower::util::ServiceFn;
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 /// Everything the subscriber writes.
@@ -43,16 +45,15 @@ fn keyed() -> &'static KeyedRateLimiter<IpKey, ManualClock> {
     )))
 }
 
+/// The inner service: answers `200 ok`.
+type Handler = fn(Request<()>) -> Ready<Result<Response<String>, Infallible>>;
+
 /// Sends `n` requests without a connection address through `layer` and returns their statuses
 /// and what was logged.
 fn run<L>(layer: L, n: usize) -> (Vec<StatusCode>, String)
 where
-    L: Layer<
-        tower::util::ServiceFn<
-            fn(Request<()>) -> std::future::Ready<Result<Response<String>, Infallible>>,
-        >,
-    >,
-    L::Service: Service<Request<()>, Response = Response<String>, Error = Infallible>,
+    L: Layer<ServiceFn<Handler>>,
+    L::Service: Service<Request<()>, Response = Response<String>, Error = Infallible> + Clone,
 {
     let captured = Captured::default();
     let writer = captured.clone();
@@ -60,47 +61,21 @@ where
         .with_writer(move || writer.clone())
         .with_ansi(false)
         .finish();
-    let handler: fn(Request<()>) -> std::future::Ready<Result<Response<String>, Infallible>> =
-        |_| std::future::ready(Ok(Response::new("ok".to_owned())));
+    let handler: Handler = |_| ready(Ok(Response::new("ok".to_owned())));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .unwrap();
     let statuses = tracing::subscriber::with_default(subscriber, || {
-        let mut service = layer.layer(service_fn(handler));
+        let service = layer.layer(service_fn(handler));
         (0..n)
             .map(|_| {
-                let call = service.ready_and_call(Request::new(()));
+                let call = service.clone().oneshot(Request::new(()));
                 runtime.block_on(call).unwrap().status()
             })
             .collect()
     });
     (statuses, captured.text())
-}
-
-trait ReadyAndCall<R>: Service<R> {
-    fn ready_and_call(&mut self, request: R) -> Self::Future;
-}
-
-impl<S: Service<R>, R> ReadyAndCall<R> for S
-where
-    S::Error: std::fmt::Debug,
-{
-    fn ready_and_call(&mut self, request: R) -> Self::Future {
-        let ready = futures_ready(self);
-        assert!(ready, "the layer's service is always ready");
-        self.call(request)
-    }
-}
-
-fn futures_ready<S: Service<R>, R>(service: &mut S) -> bool
-where
-    S::Error: std::fmt::Debug,
-{
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runtime.block_on(ServiceExt::ready(service)).is_ok()
 }
 
 #[test]
