@@ -133,7 +133,12 @@ pub struct KeySnapshot<K> {
 }
 
 impl<K> KeySnapshot<K> {
-    /// `key` with `available_permits` (the struct is `#[non_exhaustive]`: fields may be added).
+    /// `key` with `available_permits` (the struct is `#[non_exhaustive]`: fields may be added,
+    /// so other crates build it with this, not with a struct literal).
+    ///
+    /// ```compile_fail
+    /// let _ = ritmo_core::keyed::KeySnapshot { key: 1u8, available_permits: 2 };
+    /// ```
     pub const fn new(key: K, available_permits: u32) -> Self {
         KeySnapshot {
             key,
@@ -174,7 +179,12 @@ pub struct KeyedSnapshot {
 }
 
 impl KeyedSnapshot {
-    /// A snapshot with these numbers (the struct is `#[non_exhaustive]`: fields may be added).
+    /// A snapshot with these numbers (the struct is `#[non_exhaustive]`: fields may be added, so
+    /// other crates build it with this, not with a struct literal).
+    ///
+    /// ```compile_fail
+    /// let _ = ritmo_core::keyed::KeyedSnapshot { id: "x", live_keys: 0, keys_held: 0, capacity: 1, permits: 1 };
+    /// ```
     pub const fn new(
         id: &'static str,
         live_keys: usize,
