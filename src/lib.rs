@@ -105,8 +105,11 @@ pub mod __private {
     }
 }
 
-/// One quota shared by many processes, in Redis or Valkey: the same GCRA, run atomically by a Lua
-/// script (async on tokio, and blocking).
+/// One quota shared by many processes, in Redis or Valkey (feature `redis`): the same GCRA, run
+/// atomically by a Lua script (async on tokio, and blocking).
+///
+/// A module of re-exports, as [`server`] is, so that the compiler's import hints name
+/// `ritmo::redis::...` paths, which a program depending on `ritmo` alone can write.
 ///
 /// ```
 /// # #[cfg(feature = "redis")]
@@ -114,10 +117,17 @@ pub mod __private {
 /// ```
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub use ritmo_redis as redis;
+pub mod redis {
+    #[doc(inline)]
+    pub use ritmo_redis::*;
+}
 
-/// The HTTP layer: a `tower::Layer` for axum, hyper and tonic, with `429`, `Retry-After` and the
-/// IETF `RateLimit` fields.
+/// The HTTP layer (feature `tower`): a `tower::Layer` for axum, hyper and tonic, with `429`,
+/// `Retry-After` and the IETF `RateLimit` fields. On axum, turn on feature `axum` too, so that
+/// the per-IP keys read axum's connection info.
+///
+/// A module of re-exports, as [`server`] is, so that the compiler's import hints name
+/// `ritmo::tower::...` paths, which a program depending on `ritmo` alone can write.
 ///
 /// ```
 /// # #[cfg(feature = "tower")]
@@ -125,7 +135,10 @@ pub use ritmo_redis as redis;
 /// ```
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub use ritmo_tower as tower;
+pub mod tower {
+    #[doc(inline)]
+    pub use ritmo_tower::*;
+}
 
 /// The traits a program needs in scope, and the types it names most: `use ritmo::prelude::*;`.
 ///

@@ -317,10 +317,7 @@ fn run_with<S: Keyed>(
         }
         let expected: Vec<KeySnapshot<u8>> = (0..keys)
             .filter(|&k| is_live(k))
-            .map(|key| KeySnapshot {
-                key,
-                available_permits: model[key as usize].available_permits(),
-            })
+            .map(|key| KeySnapshot::new(key, model[key as usize].available_permits()))
             .collect();
         let mut live = subject.live_keys();
         live.sort_by_key(|s| s.key);

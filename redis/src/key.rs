@@ -2,11 +2,14 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use ritmo_std::IpKey;
+
 /// A value a keyed limiter can limit by: it writes the bytes that name its quota in the store.
 ///
 /// Two keys that write the same bytes share one quota, so an implementation must write different
 /// bytes for values that must be limited apart. Implemented for text, bytes, integers, `char`,
-/// `bool`, IP addresses and references to them; implement it for a key type of your own by
+/// `bool`, IP addresses, [`IpKey`] (an IPv6 key as its prefix, `2001:db8:1:2::`) and references
+/// to them; implement it for a key type of your own by
 /// writing its fields (with a separator that cannot occur inside them).
 ///
 /// ```
@@ -77,7 +80,7 @@ macro_rules! display_keys {
 }
 display_keys!(
     u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, char, bool, IpAddr, Ipv4Addr,
-    Ipv6Addr
+    Ipv6Addr, IpKey
 );
 
 /// The Redis key of a limiter with one quota: `{<prefix>:<id>}`, prefix and id escaped by

@@ -199,6 +199,45 @@ pub struct Refusal {
     pub status: Option<KeyStatus>,
 }
 
+/// The error, then the key's status when the store read it: `... (0 permits left, the next in
+/// 250ms)`.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+/// use ritmo_redis::{KeyStatus, Refusal};
+/// let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+/// limiter.try_acquire()?;
+/// let error = AcquireError::from(limiter.try_acquire().unwrap_err());
+/// let refusal = Refusal::new(error, Some(KeyStatus::new(0, Duration::from_millis(250))));
+/// let boxed: Box<dyn std::error::Error> = Box::new(refusal);
+/// assert!(boxed.to_string().ends_with("(0 permits left, the next in 250ms)"), "{boxed}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.error)?;
+        match self.status {
+            Some(s) => write!(
+                f,
+                " ({} permits left, the next in {:?})",
+                s.remaining(),
+                s.reset()
+            ),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+impl Refusal {
+    /// A refusal: the error, and the key's status if the store read it.
+    pub const fn new(error: ritmo_core::AcquireError, status: Option<KeyStatus>) -> Self {
+        Refusal { error, status }
+    }
+}
+
 /// Settings for a limiter named `id` on `config`, shared through Redis; finish with one of the
 /// [`Builder`]'s `connect` methods (async or blocking, one quota or one per key).
 ///

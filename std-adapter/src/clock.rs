@@ -146,6 +146,18 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 pub struct InstantClock;
 
 impl InstantClock {
+    /// The clock (a unit struct: `InstantClock::new()` and `InstantClock` are the same value),
+    /// for code written as for every other clock, `StdClock::new()` or `CoarseClock::new()`.
+    ///
+    /// ```
+    /// use ritmo_std::InstantClock;
+    /// static CLOCK: InstantClock = InstantClock::new();
+    /// assert_eq!(CLOCK, InstantClock);
+    /// ```
+    pub const fn new() -> Self {
+        InstantClock
+    }
+
     /// The instant a reading counts from.
     ///
     /// ```

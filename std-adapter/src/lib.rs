@@ -54,6 +54,11 @@ pub mod tokio;
 pub mod tracing;
 mod wait;
 
+/// The README's examples, run as doctests (they import `ritmo::...`, as a facade user does).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use annotated::{DEFAULT_REGISTRY_CAPACITY, default_registry};
 pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};

@@ -15,7 +15,7 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::{Arc, LazyLock};
@@ -29,7 +29,7 @@ use axum::routing::get;
 use criterion::Criterion;
 use http::Request;
 use ritmo_core::{Config, RateLimiter};
-use ritmo_std::{KeyedRateLimiter, StdClock};
+use ritmo_std::{IpKey, KeyedRateLimiter, StdClock};
 use ritmo_tower::RateLimitLayer;
 use ritmo_tower::key::{Global, PeerIp};
 use tower::ServiceExt;
@@ -44,7 +44,7 @@ static UNLIMITED: LazyLock<RateLimiter<StdClock>> = LazyLock::new(|| {
 });
 
 /// The same quota for each client IP.
-static PER_IP: LazyLock<KeyedRateLimiter<IpAddr>> = LazyLock::new(|| {
+static PER_IP: LazyLock<KeyedRateLimiter<IpKey>> = LazyLock::new(|| {
     let config = Config::new(u32::MAX, Duration::from_nanos(u64::from(u32::MAX))).unwrap();
     KeyedRateLimiter::new("bench", config, 1024)
 });

@@ -21,16 +21,15 @@ use axum::Router;
 use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::routing::get;
-use std::net::IpAddr;
 
 use ritmo_core::Config;
-use ritmo_std::KeyedRateLimiter;
+use ritmo_std::{IpKey, KeyedRateLimiter};
 use ritmo_tower::RateLimitLayer;
 use ritmo_tower::charge::not_304_or_5xx;
 use ritmo_tower::key::PeerIp;
 
 /// The quota of each client IP: 5 requests per 10 s (a burst of 5, then one every 2 s).
-static API: LazyLock<KeyedRateLimiter<IpAddr>> = LazyLock::new(|| {
+static API: LazyLock<KeyedRateLimiter<IpKey>> = LazyLock::new(|| {
     let config = Config::new(5, Duration::from_secs(10)).expect("a valid config");
     KeyedRateLimiter::new("api", config, 100_000)
 });

@@ -1,5 +1,7 @@
 //! The response fields: `Retry-After`, and the IETF `RateLimit-Policy` and `RateLimit` fields as
-//! structured-field lists (`"api";q=10;w=1` and `"api";r=3;t=1`).
+//! structured-field lists (`"api";q=10;w=1` and `"api";r=3;t=1`), as
+//! draft-ietf-httpapi-ratelimit-headers-11 defines them: `r` the available quota, `t` the
+//! effective window (the seconds within which the client can use no more than `r`).
 
 use core::fmt::Write as _;
 use core::time::Duration;
@@ -105,15 +107,38 @@ pub fn policy_value(policy: &Policy) -> HeaderValue {
     HeaderValue::try_from(out).unwrap_or_else(|_| HeaderValue::from_static("\"ratelimit\""))
 }
 
-/// `"name";r=3;t=1`: `r` the permits available now, `t` the seconds until one more is, rounded up
-/// (0 when the quota is full).
+/// The effective window `t` of the `RateLimit` field, in whole seconds: how long the client can
+/// use no more than the `remaining` permits. With GCRA that lasts until one more permit comes
+/// back: [`Status::reset`], or with the quota full (nothing owed, nothing coming back until a
+/// permit is spent) one emission interval, `window / quota`. Rounded up, so that a client
+/// keeping to `r` per `t` never sends more than the limiter admits; never 0.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_tower::{headers::effective_window_secs, Policy, Status};
+/// let p = Policy::new("api", 10, Duration::from_secs(60)); // one permit back every 6 s
+/// assert_eq!(effective_window_secs(&p, &Status::new(0, Duration::from_millis(100))), 1);
+/// assert_eq!(effective_window_secs(&p, &Status::new(3, Duration::from_millis(4500))), 5);
+/// assert_eq!(effective_window_secs(&p, &Status::new(10, Duration::ZERO)), 6);
+/// ```
+pub fn effective_window_secs(policy: &Policy, status: &Status) -> u64 {
+    let window = if status.reset().is_zero() {
+        policy.window() / policy.quota().max(1)
+    } else {
+        status.reset()
+    };
+    seconds_ceil(window).max(1)
+}
+
+/// `"name";r=3;t=1`: `r` the permits available now, `t` the effective window (see
+/// [`effective_window_secs`]).
 ///
 /// ```
 /// use core::time::Duration;
 /// use ritmo_tower::{headers::status_value, Policy, Status};
 /// let p = Policy::new("api", 10, Duration::from_secs(1));
 /// assert_eq!(status_value(&p, &Status::new(0, Duration::from_millis(100))), "\"api\";r=0;t=1");
-/// assert_eq!(status_value(&p, &Status::new(10, Duration::ZERO)), "\"api\";r=10;t=0");
+/// assert_eq!(status_value(&p, &Status::new(10, Duration::ZERO)), "\"api\";r=10;t=1");
 /// ```
 pub fn status_value(policy: &Policy, status: &Status) -> HeaderValue {
     let mut out = String::with_capacity(24 + policy.name().len());
@@ -122,7 +147,7 @@ pub fn status_value(policy: &Policy, status: &Status) -> HeaderValue {
         out,
         ";r={};t={}",
         status.remaining(),
-        seconds_ceil(status.reset())
+        effective_window_secs(policy, status)
     );
     HeaderValue::try_from(out).unwrap_or_else(|_| HeaderValue::from_static("\"ratelimit\";r=0"))
 }

@@ -4,11 +4,14 @@
 //! An extractor that finds no key returns `None`; the layer then does what
 //! [`MissingKey`](crate::MissingKey) says (reject, or pass unlimited).
 
-use core::net::{IpAddr, Ipv6Addr, SocketAddr};
+use core::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue, Request};
 use ipnet::IpNet;
+pub use ritmo_std::IpKey;
+
+use crate::forwarded;
 
 /// Finds the key a request is limited by.
 ///
@@ -20,7 +23,28 @@ pub trait KeyExtractor<Req>: Clone + Send + Sync + 'static {
 
     /// The request's key, or `None` if it has none.
     fn extract(&self, request: &Req) -> Option<Self::Key>;
+
+    /// Why `request` has no key when that can only be a setup error (the server never records
+    /// what this extractor reads), with how to fix it; `None` (the default) when a request
+    /// without a key is normal (an optional API-key header). The layer logs it as a `tracing`
+    /// error the first time it happens, so a misconfigured layer never answers every request
+    /// without a word.
+    fn why_missing(&self, request: &Req) -> Option<&'static str> {
+        let _ = request;
+        None
+    }
 }
+
+/// What [`PeerIp`] and [`ForwardedIp`] say when a request carries no connection address.
+#[cfg(feature = "axum")]
+const NO_PEER_ADDRESS: &str = "no connection address in the request's extensions: serve the \
+axum app with `into_make_service_with_connect_info::<SocketAddr>()`, or insert the peer's \
+`SocketAddr` into each request's extensions (hyper)";
+#[cfg(not(feature = "axum"))]
+const NO_PEER_ADDRESS: &str = "no connection address in the request's extensions: on axum, turn \
+on the `axum` feature (`ritmo = { features = [\"axum\"] }` or ritmo-tower's `axum`) and serve \
+the app with `into_make_service_with_connect_info::<SocketAddr>()`; on hyper, insert the peer's \
+`SocketAddr` into each request's extensions";
 
 /// One quota for every request: the key is `()`.
 ///
@@ -43,18 +67,23 @@ impl<Req> KeyExtractor<Req> for Global {
 ///
 /// Read from the request's extensions: axum's `ConnectInfo<SocketAddr>` (feature `axum`, inserted
 /// by `into_make_service_with_connect_info::<SocketAddr>()`), or a plain `SocketAddr` that a hyper
-/// server inserted itself. IPv6 clients are grouped by their /64 prefix by default (one host
-/// usually holds a whole /64, so per-address keys would let it rotate through 2^64 fresh quotas);
-/// IPv4-mapped IPv6 addresses count as the IPv4 address.
+/// server inserted itself. The key is an [`IpKey`], the keyed limiter's own IP key: IPv6 clients
+/// are grouped by their /64 prefix by default (one host usually holds a whole /64, so
+/// per-address keys would let it rotate through 2^64 fresh quotas); IPv4-mapped IPv6 addresses
+/// count as the IPv4 address.
 ///
 /// ```
 /// use std::net::{IpAddr, SocketAddr};
-/// use ritmo_tower::key::{KeyExtractor, PeerIp};
+/// use ritmo_tower::key::{IpKey, KeyExtractor, PeerIp};
 /// let mut request = http::Request::new(());
 /// request.extensions_mut().insert(SocketAddr::from(([0x2001, 0xdb8, 0, 7, 1, 2, 3, 4], 443)));
-/// let key = PeerIp::new().extract(&request).unwrap();
-/// assert_eq!(key, "2001:db8:0:7::".parse::<IpAddr>().unwrap());
+/// let key: IpKey = PeerIp::new().extract(&request).unwrap();
+/// assert_eq!(key.ip(), "2001:db8:0:7::".parse::<IpAddr>().unwrap());
 /// ```
+///
+/// Without the `axum` feature (of ritmo-tower, or of the `ritmo` facade) axum's `ConnectInfo` is
+/// not read, and on an axum router no request has a key: the layer then logs an error once (see
+/// [`RateLimitLayer`](crate::RateLimitLayer)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerIp {
     ipv6_prefix: u8,
@@ -79,8 +108,8 @@ impl PeerIp {
         self
     }
 
-    fn key(&self, ip: IpAddr) -> IpAddr {
-        group(ip, self.ipv6_prefix)
+    fn key(&self, ip: IpAddr) -> IpKey {
+        IpKey::with_ipv6_prefix(ip, self.ipv6_prefix)
     }
 }
 
@@ -99,28 +128,15 @@ pub(crate) fn peer_addr<B>(request: &Request<B>) -> Option<IpAddr> {
         .map(|addr| addr.ip())
 }
 
-/// IPv4-mapped addresses as IPv4; IPv6 masked to its first `bits` bits.
-fn group(ip: IpAddr, bits: u8) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return IpAddr::V4(v4);
-            }
-            let mask = match bits {
-                0 => 0,
-                b => u128::MAX << (128 - u32::from(b.min(128))),
-            };
-            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
-        }
-    }
-}
-
 impl<B> KeyExtractor<Request<B>> for PeerIp {
-    type Key = IpAddr;
+    type Key = IpKey;
 
-    fn extract(&self, request: &Request<B>) -> Option<IpAddr> {
+    fn extract(&self, request: &Request<B>) -> Option<IpKey> {
         peer_addr(request).map(|ip| self.key(ip))
+    }
+
+    fn why_missing(&self, request: &Request<B>) -> Option<&'static str> {
+        peer_addr(request).is_none().then_some(NO_PEER_ADDRESS)
     }
 }
 
@@ -159,7 +175,7 @@ pub enum ForwardedHeader {
 ///     .unwrap();
 /// request.extensions_mut().insert(SocketAddr::from(([10, 0, 0, 2], 40000)));
 /// // 10.0.0.7 and the connection are trusted; 6.6.6.6 was written by the client itself.
-/// assert_eq!(behind_lb.extract(&request), Some("203.0.113.9".parse::<IpAddr>().unwrap()));
+/// assert_eq!(behind_lb.extract(&request).unwrap().ip(), "203.0.113.9".parse::<IpAddr>().unwrap());
 /// ```
 #[derive(Debug, Clone)]
 pub struct ForwardedIp {
@@ -201,19 +217,19 @@ impl ForwardedIp {
         self.trusted.iter().any(|net| net.contains(&ip))
     }
 
-    /// The client's address from the chain `entries` (left to right, as written), with `peer`
-    /// the connection's address.
-    fn client<'a>(
+    /// The client's address from the chain `entries` (left to right, as written; `None` for an
+    /// entry that is not an address), with `peer` the connection's address.
+    fn client(
         &self,
         peer: IpAddr,
-        entries: impl DoubleEndedIterator<Item = &'a str>,
+        entries: impl DoubleEndedIterator<Item = Option<IpAddr>>,
     ) -> Option<IpAddr> {
         if !self.is_trusted(peer) {
             return Some(peer);
         }
         let mut leftmost = peer;
         for entry in entries.rev() {
-            let ip = parse_entry(entry)?;
+            let ip = entry?;
             if !self.is_trusted(ip) {
                 return Some(ip);
             }
@@ -223,7 +239,8 @@ impl ForwardedIp {
     }
 }
 
-/// One hop: `1.2.3.4`, `1.2.3.4:80`, `2001:db8::1`, `[2001:db8::1]:80`, optionally quoted.
+/// One `X-Forwarded-For` hop: `1.2.3.4`, `1.2.3.4:80`, `2001:db8::1`, `[2001:db8::1]:80`,
+/// optionally quoted.
 fn parse_entry(entry: &str) -> Option<IpAddr> {
     let entry = entry.trim().trim_matches('"');
     if let Ok(ip) = entry.parse::<IpAddr>() {
@@ -236,43 +253,46 @@ fn parse_entry(entry: &str) -> Option<IpAddr> {
     inner.split(']').next()?.parse().ok()
 }
 
-/// The `for=` values of a `Forwarded` element list.
-fn forwarded_for(value: &str) -> impl DoubleEndedIterator<Item = &str> {
-    value.split(',').filter_map(|element| {
-        element.split(';').find_map(|pair| {
-            let (name, value) = pair.split_once('=')?;
-            name.trim()
-                .eq_ignore_ascii_case("for")
-                .then_some(value.trim())
-        })
-    })
-}
-
 impl<B> KeyExtractor<Request<B>> for ForwardedIp {
-    type Key = IpAddr;
+    type Key = IpKey;
 
-    fn extract(&self, request: &Request<B>) -> Option<IpAddr> {
+    fn extract(&self, request: &Request<B>) -> Option<IpKey> {
         let peer = peer_addr(request)?;
         let name = match self.header {
             ForwardedHeader::XForwardedFor => "x-forwarded-for",
             ForwardedHeader::Forwarded => "forwarded",
         };
         // Every occurrence of the header, in order, is one list.
-        let mut values = Vec::new();
+        let mut entries = Vec::new();
         for value in request.headers().get_all(name) {
-            values.push(value.to_str().ok()?);
+            let value = value.to_str().ok()?;
+            match self.header {
+                ForwardedHeader::XForwardedFor => {
+                    entries.extend(value.split(',').map(parse_entry));
+                }
+                ForwardedHeader::Forwarded => {
+                    // A field line that breaks RFC 7239's grammar cannot be read from the right
+                    // (a quote may hide separators): no entry of it is believed.
+                    let Ok(nodes) = forwarded::for_nodes(value) else {
+                        entries.push(None);
+                        continue;
+                    };
+                    // Elements without `for=` say nothing about the client.
+                    entries.extend(
+                        nodes
+                            .into_iter()
+                            .flatten()
+                            .map(|node| forwarded::node_ip(&node)),
+                    );
+                }
+            }
         }
-        let client = match self.header {
-            ForwardedHeader::XForwardedFor => {
-                let entries: Vec<&str> = values.iter().flat_map(|v| v.split(',')).collect();
-                self.client(peer, entries.into_iter())
-            }
-            ForwardedHeader::Forwarded => {
-                let entries: Vec<&str> = values.iter().flat_map(|v| forwarded_for(v)).collect();
-                self.client(peer, entries.into_iter())
-            }
-        }?;
+        let client = self.client(peer, entries.into_iter())?;
         Some(self.peer.key(client))
+    }
+
+    fn why_missing(&self, request: &Request<B>) -> Option<&'static str> {
+        peer_addr(request).is_none().then_some(NO_PEER_ADDRESS)
     }
 }
 
@@ -350,8 +370,8 @@ mod tests {
         request
     }
 
-    fn ip(text: &str) -> IpAddr {
-        text.parse().unwrap()
+    fn ip(text: &str) -> IpKey {
+        IpKey::new(text.parse().unwrap())
     }
 
     #[test]
@@ -410,10 +430,63 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_grouping_and_mapped_v4() {
-        assert_eq!(group(ip("::ffff:1.2.3.4"), 64), ip("1.2.3.4"));
-        assert_eq!(group(ip("2001:db8::1:2:3:4"), 48), ip("2001:db8::"));
-        assert_eq!(group(ip("2001:db8::1"), 128), ip("2001:db8::1"));
-        assert_eq!(group(ip("2001:db8::1"), 0), ip("::"));
+    fn forwarded_quoted_values_are_read_as_rfc_7239_says() {
+        let x = ForwardedIp::trusting(["10.0.0.0/8".parse().unwrap()])
+            .header(ForwardedHeader::Forwarded);
+        let with = |value: &str| {
+            let mut r = Request::builder()
+                .header("forwarded", value)
+                .body(())
+                .unwrap();
+            r.extensions_mut()
+                .insert(SocketAddr::from(([10, 0, 0, 1], 1)));
+            x.extract(&r)
+        };
+        // A proxy's `host` holding `;` and `,`: neither is a separator inside quotes.
+        assert_eq!(
+            with(r#"host="a;for=6.6.6.6";for="[2001:db8::1]:4711""#),
+            Some(ip("2001:db8::"))
+        );
+        assert_eq!(
+            with(r#"for=192.0.2.7;host="x,for=6.6.6.6""#),
+            Some(ip("192.0.2.7"))
+        );
+        // A field that breaks the grammar is not believed: no key.
+        assert_eq!(with(r#"for="[2001:db8::1]:4711"#), None);
+        assert_eq!(with("for=[2001:db8::1]:4711"), None);
+    }
+
+    #[test]
+    fn forwarded_garbage_on_the_clients_own_line_is_never_read() {
+        let x = ForwardedIp::trusting(["10.0.0.0/8".parse().unwrap()])
+            .header(ForwardedHeader::Forwarded);
+        let mut r = Request::builder()
+            .header("forwarded", r#"for="unterminated"#)
+            .header("forwarded", "for=198.51.100.4, for=10.2.2.2")
+            .body(())
+            .unwrap();
+        r.extensions_mut()
+            .insert(SocketAddr::from(([10, 0, 0, 1], 1)));
+        assert_eq!(x.extract(&r), Some(ip("198.51.100.4")));
+    }
+
+    #[test]
+    fn peer_ip_groups_ipv6_and_maps_v4() {
+        let key = |addr: &str, bits: u8| {
+            let mut r = Request::new(());
+            r.extensions_mut()
+                .insert(SocketAddr::new(addr.parse().unwrap(), 1));
+            PeerIp::new().ipv6_prefix(bits).extract(&r).unwrap()
+        };
+        assert_eq!(key("::ffff:1.2.3.4", 64), ip("1.2.3.4"));
+        assert_eq!(
+            key("2001:db8::1:2:3:4", 48).ip(),
+            "2001:db8::".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            key("2001:db8::1", 128).ip(),
+            "2001:db8::1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(key("2001:db8::1", 0).ip(), "::".parse::<IpAddr>().unwrap());
     }
 }

@@ -6,6 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, ready};
 use core::time::Duration;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use http::{HeaderValue, Response, StatusCode, header};
 use pin_project_lite::pin_project;
@@ -154,10 +155,12 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
     ) -> Result<Response<B>, E> {
         let mut response = self.0.respond(rejection);
         let headers = response.headers_mut();
+        // Never earlier than the end of the `RateLimit` field's effective window (draft -11 §6).
+        let window = headers::effective_window_secs(&rejection.policy, &rejection.status);
         set_if_absent(
             headers,
             header::RETRY_AFTER,
-            HeaderValue::from(rejection.retry_after_secs()),
+            HeaderValue::from(rejection.retry_after_secs().max(window)),
         );
         set_if_absent(headers, RATELIMIT_POLICY, policy_header.clone());
         set_if_absent(
@@ -248,9 +251,26 @@ struct Shared<St, X, M, Cl> {
     policy: Policy,
     policy_header: HeaderValue,
     listener: Option<Listener>,
+    /// Whether the layer has logged that its extractor cannot find a key (once per layer).
+    told_missing: AtomicBool,
 }
 
 impl<St, X, M, Cl> Shared<St, X, M, Cl> {
+    /// Logs, once, why requests have no key when that is a setup error.
+    #[cold]
+    fn tell_missing(&self, why: &str) {
+        if !self.told_missing.swap(true, Ordering::Relaxed) {
+            let outcome = match self.missing_key {
+                MissingKey::Reject(status) => format!("refused with {status}"),
+                MissingKey::Pass => "served without any limit".to_owned(),
+            };
+            tracing::error!(
+                policy = self.policy.name(),
+                "ritmo rate-limit layer: a request has no rate-limit key and is {outcome}: {why}"
+            );
+        }
+    }
+
     fn publish(&self, event: LayerEvent) {
         if let Some(listener) = &self.listener {
             listener(&event);
@@ -263,6 +283,11 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
 ///
 /// Cloning it, and the services it makes, copies one `Arc`: no lock, no `Buffer`, and every clone
 /// limits through the same store.
+///
+/// A request without a key is refused with `400` (see [`missing_key`](Self::missing_key)). When
+/// the extractor says that can only be a setup error ([`KeyExtractor::why_missing`]: `PeerIp` on
+/// a server that records no connection address, an axum app without feature `axum`), the layer
+/// logs it once as a `tracing` error with the fix.
 ///
 /// ```
 /// use std::time::Duration;
@@ -359,6 +384,7 @@ impl<St: Store, X> RateLimitLayer<St, X> {
                 admitted_fields: true,
                 missing_key: MissingKey::Reject(StatusCode::BAD_REQUEST),
                 listener: None,
+                told_missing: AtomicBool::new(false),
             }),
         }
     }
@@ -390,6 +416,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             policy: arc.policy,
             policy_header: arc.policy_header.clone(),
             listener: arc.listener.clone(),
+            told_missing: AtomicBool::new(arc.told_missing.load(Ordering::Relaxed)),
         });
         RateLimitLayer {
             shared: Arc::new(f(shared)),
@@ -530,6 +557,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             policy: s.policy,
             policy_header: s.policy_header,
             listener: s.listener,
+            told_missing: s.told_missing,
         })
     }
 
@@ -582,6 +610,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             policy: s.policy,
             policy_header: s.policy_header,
             listener: s.listener,
+            told_missing: s.told_missing,
         })
     }
 
@@ -660,6 +689,9 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         let shared = Arc::clone(&self.shared);
         let Some(key) = shared.extractor.extract(&request) else {
+            if let Some(why) = shared.extractor.why_missing(&request) {
+                shared.tell_missing(why);
+            }
             let served = shared.missing_key == MissingKey::Pass;
             shared.publish(LayerEvent::MissingKey { served });
             return match shared.missing_key {

@@ -2,9 +2,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod charge;
+mod forwarded;
 pub mod headers;
 pub mod key;
 mod layer;
+mod owned;
 mod reject;
 mod store;
 
@@ -12,6 +14,7 @@ pub use layer::{
     CostError, Errors, Fields, Http, LayerEvent, MissingKey, Mode, RateLimit, RateLimitLayer,
     RefundCause, ResponseFuture,
 };
+pub use owned::OwnedPermit;
 pub use reject::{
     BoxError, DefaultResponse, MissingKeyError, OnReject, Rejection, RespondWith, respond_with,
 };

@@ -4,6 +4,7 @@
 //! a cheap handle (`&'static` limiter, `Arc`, a client to a remote store): the layer clones it into
 //! every service and future, so there is no lock and no `Buffer` per request.
 
+use core::fmt;
 use core::future::{Future, Pending};
 use core::time::Duration;
 
@@ -137,6 +138,34 @@ impl Denial {
     }
 }
 
+/// The error, then the key's status: `... (0 permits left, the next in 250ms)`.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+/// use ritmo_tower::{Denial, Status};
+/// let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+/// limiter.try_acquire()?;
+/// let error = AcquireError::from(limiter.try_acquire().unwrap_err());
+/// let denial = Denial::new(error, Status::new(0, Duration::from_millis(250)));
+/// let boxed: Box<dyn std::error::Error> = Box::new(denial);
+/// assert!(boxed.to_string().ends_with("(0 permits left, the next in 250ms)"), "{boxed}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl fmt::Display for Denial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({} permits left, the next in {:?})",
+            self.error,
+            self.status.remaining(),
+            self.status.reset()
+        )
+    }
+}
+
+impl std::error::Error for Denial {}
+
 /// A store's answer: decided now, or a future to await.
 #[derive(Debug)]
 pub enum Decision<P, F> {
@@ -167,8 +196,15 @@ pub trait Permit: Send + 'static {
 /// Where the layer takes permits: a limiter, a keyed limiter, a remote store.
 ///
 /// Implement it for a cheap, clonable handle (`&'static` or `Arc`): the layer clones it into every
-/// service and every response future. Implemented for `&'static RateLimiter<C>` (one global quota,
-/// key `()`) and `&'static KeyedRateLimiter<K, C>` (one quota per key).
+/// service and every response future. Implemented for `&'static RateLimiter<C>` and
+/// `Arc<RateLimiter<C>>` (one global quota, key `()`), `&'static KeyedRateLimiter<K, C>` and
+/// `Arc<KeyedRateLimiter<K, C>>` (one quota per key), the Redis limiters (ritmo-redis, feature
+/// `tower`), and `Arc<S>` of any store.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a store the rate-limit layer can take permits from",
+    label = "not a `Store`",
+    note = "give the layer a `&'static` limiter (`RateLimitLayer::new(&*LIMITER, key)` on a `static` or `LazyLock`) or an `Arc` of one: `RateLimitLayer::new(Arc::clone(&limiter), key)`"
+)]
 pub trait Store: Clone + Send + Sync + 'static {
     /// What requests are limited by: `()` for one global quota, an IP address, an API key.
     type Key: Clone + Send + 'static;
@@ -340,7 +376,7 @@ where
 }
 
 /// One key's status: the permits available, and how long until one more is.
-fn keyed_status<K: Hash + Eq + Clone, C: Clock>(
+pub(crate) fn keyed_status<K: Hash + Eq + Clone, C: Clock>(
     limiter: &KeyedRateLimiter<K, C>,
     key: &K,
 ) -> Status {
@@ -408,5 +444,37 @@ where
             self.try_acquire_n(key, permits)
         };
         Some(taken.map_err(|error| Denial::new(error, keyed_status(self, key))))
+    }
+}
+
+/// Any store behind an `Arc`: the layer's clones share the one store.
+impl<S: Store> Store for std::sync::Arc<S> {
+    type Key = S::Key;
+    type Permit = S::Permit;
+    type Acquire = S::Acquire;
+
+    fn policy(&self) -> Policy {
+        (**self).policy()
+    }
+
+    fn max_wait(&self) -> Duration {
+        (**self).max_wait()
+    }
+
+    fn acquire(
+        &self,
+        key: &S::Key,
+        permits: u32,
+        max_wait: Duration,
+    ) -> Decision<S::Permit, S::Acquire> {
+        (**self).acquire(key, permits, max_wait)
+    }
+
+    fn status(&self, key: &S::Key) -> Option<Status> {
+        (**self).status(key)
+    }
+
+    fn take(&self, key: &S::Key, permits: u32) -> Option<Result<(), Denial>> {
+        (**self).take(key, permits)
     }
 }

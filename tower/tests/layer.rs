@@ -17,7 +17,7 @@ use ritmo_tower::charge::not_304_or_5xx;
 use ritmo_tower::key::{Global, Header, PeerIp, from_fn};
 use ritmo_tower::{
     BoxError, LayerEvent, MissingKey, MissingKeyError, RateLimitLayer, RefundCause, Rejection,
-    respond_with,
+    Store, respond_with,
 };
 use support::{MapStore, ceil_secs, expected, header, leak, policy, ratelimit};
 use tower::{Layer, Service, ServiceBuilder, ServiceExt, service_fn};
@@ -797,4 +797,21 @@ async fn a_store_that_answers_later() {
     let response = svc.clone().oneshot(get("/")).await.unwrap();
     assert_eq!(response.status(), 429);
     assert_eq!(header(response.headers(), "retry-after"), "1");
+}
+
+#[tokio::test]
+async fn a_store_behind_an_arc_is_a_store() {
+    let store = Arc::new(MapStore::new(
+        "shared",
+        Config::new(1, Duration::from_secs(1)).unwrap(),
+        clock(),
+    ));
+    let service = RateLimitLayer::new(Arc::clone(&store), Global).layer(service_fn(handler));
+    let first = service.clone().oneshot(get("/")).await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert_eq!(ratelimit(first.headers()).1, 0);
+    let second = service.clone().oneshot(get("/")).await.unwrap();
+    assert_eq!(second.status(), 429);
+    // The layer limited through the store the Arc shares.
+    assert_eq!(store.status(&()).unwrap().remaining(), 0);
 }

@@ -15,8 +15,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use ritmo_core::{Clock, Config};
-use ritmo_std::KeyedRateLimiter;
 use ritmo_std::StdClock;
+use ritmo_std::{IpKey, KeyedRateLimiter};
 use ritmo_tower::key::PeerIp;
 use ritmo_tower::{Decision, KeyedPermit, Policy, RateLimitLayer, Status, Store};
 use support::net::{client, get as fetch, serve};
@@ -25,18 +25,18 @@ const RUN: Duration = Duration::from_secs(2);
 const PERMITS: u32 = 40;
 const PERIOD: Duration = Duration::from_secs(1);
 
-type Keyed = &'static KeyedRateLimiter<IpAddr, StdClock>;
+type Keyed = &'static KeyedRateLimiter<IpKey, StdClock>;
 
 /// The per-IP keyed limiter, recording for each admission the clock reading it decided at.
 #[derive(Clone)]
 struct Recording {
     inner: Keyed,
-    admitted: Arc<Mutex<HashMap<IpAddr, Vec<u64>>>>,
+    admitted: Arc<Mutex<HashMap<IpKey, Vec<u64>>>>,
 }
 
 impl Store for Recording {
-    type Key = IpAddr;
-    type Permit = KeyedPermit<IpAddr, StdClock>;
+    type Key = IpKey;
+    type Permit = KeyedPermit<IpKey, StdClock>;
     type Acquire = <Keyed as Store>::Acquire;
 
     fn policy(&self) -> Policy {
@@ -45,7 +45,7 @@ impl Store for Recording {
 
     fn acquire(
         &self,
-        key: &IpAddr,
+        key: &IpKey,
         permits: u32,
         max_wait: Duration,
     ) -> Decision<Self::Permit, Self::Acquire> {
@@ -57,7 +57,7 @@ impl Store for Recording {
         decision
     }
 
-    fn status(&self, key: &IpAddr) -> Option<Status> {
+    fn status(&self, key: &IpKey) -> Option<Status> {
         Store::status(&self.inner, key)
     }
 }
@@ -135,7 +135,7 @@ async fn admitted_per_key_never_exceed_the_bound_and_nothing_else_is_throttled()
     let tick_hz = u128::from(clock.tick_rate().hz());
     let t = (PERIOD.as_nanos() * tick_hz).div_ceil(1_000_000_000 * u128::from(PERMITS));
     for (ip, slots) in &admitted {
-        let ok = counts.get(&(*ip, 200)).copied().unwrap_or(0);
+        let ok = counts.get(&(ip.ip(), 200)).copied().unwrap_or(0);
         assert_eq!(
             slots.len() as u64,
             ok,
@@ -155,10 +155,10 @@ async fn admitted_per_key_never_exceed_the_bound_and_nothing_else_is_throttled()
                 );
             }
         }
-        if *ip != polite {
+        if ip.ip() != polite {
             // The floods were limited, and the accounting adds up.
             assert!(
-                counts.get(&(*ip, 429)).copied().unwrap_or(0) > 0,
+                counts.get(&(ip.ip(), 429)).copied().unwrap_or(0) > 0,
                 "{ip} was never limited"
             );
         }

@@ -11,7 +11,7 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use ritmo_core::{Config, ManualClock};
-use ritmo_std::{KeyedRateLimiter, StdClock};
+use ritmo_std::{IpKey, KeyedRateLimiter, StdClock};
 use ritmo_tower::charge::not_304_or_5xx;
 use ritmo_tower::key::{ForwardedIp, Global, PeerIp};
 use ritmo_tower::{LayerEvent, RateLimitLayer, RefundCause};
@@ -79,7 +79,7 @@ async fn statuses_and_every_field_match_the_limiter() {
 async fn each_client_ip_has_its_own_quota() {
     let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new()));
     let config = Config::new(2, Duration::from_secs(1)).unwrap();
-    let keyed: &'static KeyedRateLimiter<IpAddr, &ManualClock> = Box::leak(Box::new(
+    let keyed: &'static KeyedRateLimiter<IpKey, &ManualClock> = Box::leak(Box::new(
         KeyedRateLimiter::with_clock("per-ip", config, 1000, clock),
     ));
     let addr = serve(app().layer(RateLimitLayer::new(keyed, PeerIp::new()))).await;
@@ -90,9 +90,12 @@ async fn each_client_ip_has_its_own_quota() {
     let response = fetch(&b, addr, "/").await;
     assert_eq!(response.status(), 200);
     assert_eq!(ratelimit(response.headers()).1, 1);
-    assert_eq!(keyed.available_permits(&loopback(3)), 1);
-    assert_eq!(keyed.available_permits(&loopback(2)), 0);
-    assert_eq!(keyed.retry_after(&loopback(2)), Duration::from_millis(500));
+    assert_eq!(keyed.available_permits(&IpKey::new(loopback(3))), 1);
+    assert_eq!(keyed.available_permits(&IpKey::new(loopback(2))), 0);
+    assert_eq!(
+        keyed.retry_after(&IpKey::new(loopback(2))),
+        Duration::from_millis(500)
+    );
     assert_eq!(keyed.len(), 2);
 }
 
@@ -187,7 +190,7 @@ async fn behind_a_trusted_proxy_the_rightmost_untrusted_forwarded_address_is_the
     // The "proxy" is every 127.x address; clients are named by X-Forwarded-For.
     let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new()));
     let config = Config::new(1, Duration::from_secs(60)).unwrap();
-    let keyed: &'static KeyedRateLimiter<IpAddr, &ManualClock> = Box::leak(Box::new(
+    let keyed: &'static KeyedRateLimiter<IpKey, &ManualClock> = Box::leak(Box::new(
         KeyedRateLimiter::with_clock("xff", config, 1000, clock),
     ));
     let key = ForwardedIp::trusting(["127.0.0.0/8".parse().unwrap()]);

@@ -73,8 +73,13 @@ impl fmt::Display for Reason {
 /// assert_eq!(err.reason(), Reason::NoPermitInTime);
 /// assert_eq!(err.retry_after(), Duration::from_secs(1));
 /// assert_eq!(err.to_string(), "rate limiter 'api': no permit in time; retry after 1s");
+/// // `Debug` shows the wait as a duration, not as the limiter's internal ticks.
+/// assert_eq!(
+///     format!("{err:?}"),
+///     "RateLimitExceeded { id: \"api\", reason: NoPermitInTime, retry_after: 1s }"
+/// );
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RateLimitExceeded {
     id: &'static str,
     reason: Reason,
@@ -83,6 +88,18 @@ pub struct RateLimitExceeded {
     shift: u8,
     wait: u64,
     unit_hz: u64,
+}
+
+/// The id, the reason and `retry_after`: the raw wait in internal units (and their rate and
+/// shift) would mean nothing to a reader.
+impl fmt::Debug for RateLimitExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitExceeded")
+            .field("id", &self.id)
+            .field("reason", &self.reason)
+            .field("retry_after", &self.retry_after())
+            .finish()
+    }
 }
 
 impl RateLimitExceeded {

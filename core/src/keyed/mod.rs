@@ -125,15 +125,31 @@ pub trait KeyListener<K: ?Sized>: Sync {
 /// let peers: KeyedLimiter<u8, _, 4> =
 ///     KeyedLimiter::with_clock("peers", Config::new(3, Duration::from_secs(1))?, ManualClock::new(), 9);
 /// peers.try_acquire(&1).unwrap();
-/// assert_eq!(peers.live_keys().as_slice(), &[KeySnapshot { key: 1, available_permits: 2 }]);
+/// assert_eq!(peers.live_keys().as_slice(), &[KeySnapshot::new(1, 2)]);
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct KeySnapshot<K> {
     /// The key.
     pub key: K,
     /// Calls of one permit it would pass right now without waiting.
     pub available_permits: u32,
+}
+
+impl<K> KeySnapshot<K> {
+    /// `key` with `available_permits` (the struct is `#[non_exhaustive]`: fields may be added,
+    /// so other crates build it with this, not with a struct literal).
+    ///
+    /// ```compile_fail
+    /// let _ = ritmo_core::keyed::KeySnapshot { key: 1u8, available_permits: 2 };
+    /// ```
+    pub const fn new(key: K, available_permits: u32) -> Self {
+        KeySnapshot {
+            key,
+            available_permits,
+        }
+    }
 }
 
 /// What a keyed limiter reports about itself: its id, how many keys it is limiting now, how many
@@ -146,14 +162,14 @@ pub struct KeySnapshot<K> {
 /// use ritmo_core::keyed::{KeyedLimiter, KeyedSnapshot};
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("peers", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
 /// l.try_acquire(&1).unwrap();
-/// assert_eq!(
-///     l.snapshot(),
-///     KeyedSnapshot { id: "peers", live_keys: 1, keys_held: 1, capacity: 8, permits: 2 }
-/// );
+/// assert_eq!(l.snapshot(), KeyedSnapshot::new("peers", 1, 1, 8, 2));
+/// let s = l.snapshot();
+/// assert_eq!((s.id, s.live_keys, s.keys_held, s.capacity, s.permits), ("peers", 1, 1, 8, 2));
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub struct KeyedSnapshot {
     /// The limiter's id.
     pub id: &'static str,
@@ -165,6 +181,30 @@ pub struct KeyedSnapshot {
     pub capacity: usize,
     /// Permits per period, for each key.
     pub permits: u32,
+}
+
+impl KeyedSnapshot {
+    /// A snapshot with these numbers (the struct is `#[non_exhaustive]`: fields may be added, so
+    /// other crates build it with this, not with a struct literal).
+    ///
+    /// ```compile_fail
+    /// let _ = ritmo_core::keyed::KeyedSnapshot { id: "x", live_keys: 0, keys_held: 0, capacity: 1, permits: 1 };
+    /// ```
+    pub const fn new(
+        id: &'static str,
+        live_keys: usize,
+        keys_held: usize,
+        capacity: usize,
+        permits: u32,
+    ) -> Self {
+        KeyedSnapshot {
+            id,
+            live_keys,
+            keys_held,
+            capacity,
+            permits,
+        }
+    }
 }
 
 /// A limiter that applies one config to each key separately, in a fixed table of `N` keys with no

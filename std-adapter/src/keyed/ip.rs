@@ -134,6 +134,23 @@ impl From<SocketAddr> for IpKey {
     }
 }
 
+/// Parses an address (`203.0.113.7`, `2001:db8::1`) into its key, IPv6 by its `/64`.
+///
+/// ```
+/// use ritmo_std::IpKey;
+/// let k: IpKey = "2001:db8:1:2::7".parse()?;
+/// assert_eq!(k.to_string(), "2001:db8:1:2::");
+/// assert!("not an address".parse::<IpKey>().is_err());
+/// # Ok::<(), std::net::AddrParseError>(())
+/// ```
+impl std::str::FromStr for IpKey {
+    type Err = std::net::AddrParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.parse::<IpAddr>().map(IpKey::new)
+    }
+}
+
 impl fmt::Display for IpKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.ip().fmt(f)

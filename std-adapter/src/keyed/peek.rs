@@ -122,20 +122,17 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// # use ritmo_std::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire(&1u8).unwrap();
-    /// assert_eq!(
-    ///     l.snapshot(),
-    ///     KeyedSnapshot { id: "x", live_keys: 1, keys_held: 1, capacity: 10, permits: 4 }
-    /// );
+    /// assert_eq!(l.snapshot(), KeyedSnapshot::new("x", 1, 1, 10, 4));
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn snapshot(&self) -> KeyedSnapshot {
-        KeyedSnapshot {
-            id: self.id(),
-            live_keys: self.len(),
-            keys_held: self.keys_held(),
-            capacity: self.max_keys,
-            permits: self.config().permits(),
-        }
+        KeyedSnapshot::new(
+            self.id(),
+            self.len(),
+            self.keys_held(),
+            self.max_keys,
+            self.config().permits(),
+        )
     }
 
     /// Whether no key is being limited right now.
@@ -161,7 +158,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// # use ritmo_std::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire_n(&7u8, 3).unwrap();
-    /// assert_eq!(l.live_keys(), vec![KeySnapshot { key: 7, available_permits: 1 }]);
+    /// assert_eq!(l.live_keys(), vec![KeySnapshot::new(7, 1)]);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn live_keys(&self) -> Vec<KeySnapshot<K>> {
@@ -170,10 +167,8 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             .iter()
             .filter_map(|e| {
                 let tat = e.value().tat();
-                (!self.rate.is_idle(tat, now)).then(|| KeySnapshot {
-                    key: e.key().clone(),
-                    available_permits: self.rate.available(tat, now),
-                })
+                (!self.rate.is_idle(tat, now))
+                    .then(|| KeySnapshot::new(e.key().clone(), self.rate.available(tat, now)))
             })
             .collect()
     }
