@@ -9,14 +9,14 @@
 //! makes room; if every key is still being limited, the new key is refused with
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
 //!
-//! A refused new key costs O(1): the map remembers, with their states, the soonest live keys its
-//! last scan saw and every key put in or refunded since, and every other key was at or after a
-//! known instant. Room is made from the remembered keys one by one as they go idle; a scan of the
-//! whole map runs only once none is left and the clock has passed that instant, and it frees every
-//! idle key at once. `retry_after` of a refusal is exact while the soonest key is a remembered
-//! one (always, for a map of up to 16 keys); otherwise it is the earliest instant the others can
-//! be idle, never later than the truth.
-//!
+//! A refused new key usually costs O(1): the map remembers, with their states, the soonest live
+//! keys its last scan saw and every key put in or refunded since, and every other key was at or
+//! after a known instant. Room is made from the remembered keys one by one as they go idle; a scan
+//! of the whole map runs only when no remembered key is idle and the soonest remembered one is no
+//! longer known to be the soonest of all, and it frees every idle key at once. `retry_after` of a
+//! refusal is exact: never early, so a client that waits it out finds room unless other calls
+//! took it.
+
 //! Keys are hashed with AHash under random keys drawn once per process (`ahash::RandomState`):
 //! clients who choose their keys cannot choose them to collide.
 //!

@@ -108,6 +108,8 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         let mut freed = 0;
         // Each step pops or refreshes one note; a refreshed note is exact, so this ends.
         let mut steps = 2 * reclaim.candidates.len() + 2;
+        // Whether the loop ended on the soonest noted key with its state as it is now.
+        let mut exact = false;
         while steps > 0 {
             steps -= 1;
             let Some(Reverse(Soonest(noted, key))) = reclaim.candidates.peek() else {
@@ -134,7 +136,10 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                         freed += 1;
                     }
                 }
-                Some(_) => break, // the soonest noted key, exactly, and still live
+                Some(_) => {
+                    exact = true; // the soonest noted key, exactly, and still live
+                    break;
+                }
             }
         }
         if freed > 0 {
@@ -143,25 +148,27 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 return Room::Yes;
             }
         }
-        // No key is idle before `bound`: the noted ones (the soonest is exact when the loop
-        // above ended on it) and the others (at or after `threshold`).
-        let bound = reclaim
-            .candidates
-            .peek()
-            .map_or(u64::MAX, |c| c.0.0)
-            .min(reclaim.threshold);
-        if !force && now < bound {
-            return Room::No(bound - now);
+        // The soonest noted key, when exact, is the soonest of all if it is no later than every
+        // key not noted (all at or after `threshold`): then its wait is the answer, exactly.
+        // Otherwise only a scan knows which key is idle first: a refusal's `retry_after` is never
+        // early.
+        if !force && exact {
+            let noted = reclaim.candidates.peek().map_or(u64::MAX, |c| c.0.0);
+            if noted <= reclaim.threshold && now < noted {
+                return Room::No(noted - now);
+            }
         }
         let keep = self.keep();
         let mut soonest: BinaryHeap<Soonest<K>> = BinaryHeap::with_capacity(keep + 1);
         let mut scanned_freed = 0;
+        let mut live = 0;
         self.map.retain(|key, state| {
             let tat = state.tat();
             if self.rate.is_idle(tat, now) {
                 scanned_freed += 1;
                 return false;
             }
+            live += 1;
             if soonest.len() < keep || soonest.peek().is_some_and(|top| tat < top.0) {
                 soonest.push(Soonest(tat, key.clone()));
                 if soonest.len() > keep {
@@ -172,7 +179,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         });
         self.held.fetch_sub(scanned_freed, Ordering::AcqRel);
         // Keys not remembered were at or after the latest remembered one (when it is full).
-        reclaim.threshold = if soonest.len() == keep {
+        reclaim.threshold = if live > keep {
             soonest.peek().map_or(u64::MAX, |top| top.0)
         } else {
             u64::MAX
