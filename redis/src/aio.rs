@@ -310,7 +310,7 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
             error: e.into(),
             status: None,
         })?;
-        call.max_wait = crate::rate::saturate(max_wait.as_micros());
+        call.max_wait = self.inner.wait_bound(max_wait);
         match self.decide(&call).await {
             Decision::Granted {
                 permit,

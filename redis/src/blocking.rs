@@ -320,7 +320,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         max_wait: Duration,
     ) -> Result<Reservation, AcquireError> {
         let mut call = self.inner.call(key, k, true)?;
-        call.max_wait = crate::rate::saturate(max_wait.as_micros());
+        call.max_wait = self.inner.wait_bound(max_wait);
         Ok(self.reserve_call(call)?)
     }
 

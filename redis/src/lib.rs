@@ -599,6 +599,34 @@ impl Inner {
         out
     }
 
+    /// `max_wait` in the store's microseconds. On Redis's clock, rounded down to the microsecond
+    /// it counts in; on a caller's clock, the whole ticks of that clock it holds (a caller sees
+    /// its slot at the first tick at or after it, so a wait is compared in whole ticks).
+    pub(crate) fn wait_bound(&self, max_wait: Duration) -> u64 {
+        match &self.clock {
+            None => rate::saturate(max_wait.as_micros()),
+            Some(clock) => {
+                let hz = u128::from(clock.tick_rate().hz().max(1));
+                let ticks = max_wait.as_nanos().saturating_mul(hz) / 1_000_000_000;
+                rate::saturate(ticks.saturating_mul(1_000_000) / hz)
+            }
+        }
+    }
+
+    /// A wait in the store's microseconds as a caller sees it: on a caller's clock, rounded up
+    /// to that clock's whole tick (and then to the nanosecond).
+    pub(crate) fn wait_duration(&self, us: u64) -> Duration {
+        match &self.clock {
+            Some(clock) if us > 0 && us < MAX => {
+                let rate = clock.tick_rate();
+                let hz = u128::from(rate.hz().max(1));
+                let ticks = (u128::from(us) * hz).div_ceil(1_000_000);
+                rate.duration_ceil(u64::try_from(ticks).unwrap_or(u64::MAX))
+            }
+            _ => micros(us),
+        }
+    }
+
     /// The `now` argument: the caller's clock in microseconds, or "" for Redis's `TIME`.
     fn now_arg(&self) -> String {
         match &self.clock {
@@ -625,7 +653,11 @@ impl Inner {
             key: self.redis_key(key),
             k,
             reserve,
-            max_wait: if reserve { self.rate.max_wait } else { 0 },
+            max_wait: if reserve {
+                self.wait_bound(self.config.max_wait())
+            } else {
+                0
+            },
         }
     }
 
@@ -688,7 +720,7 @@ impl Inner {
                 if let Policy::Local(local) = &self.policy {
                     local.warm(&call.key, call.k);
                 }
-                let mut permit = Permit::new(Source::Store, Some(now), micros(b));
+                let mut permit = Permit::new(Source::Store, Some(now), self.wait_duration(b));
                 permit.status = Some(self.status(a, now));
                 Decision::Granted {
                     permit,
@@ -697,7 +729,11 @@ impl Inner {
                 }
             }
             _ => Decision::Rejected(
-                RateLimitExceeded::from_parts(self.id, Reason::NoPermitInTime, micros(a)),
+                RateLimitExceeded::from_parts(
+                    self.id,
+                    Reason::NoPermitInTime,
+                    self.wait_duration(a),
+                ),
                 Some(self.status(b, now)),
             ),
         }
@@ -709,7 +745,10 @@ impl Inner {
         if remaining >= self.rate.permits {
             return KeyStatus::new(remaining, Duration::ZERO);
         }
-        KeyStatus::new(remaining, micros(self.rate.wait(tat, now, remaining + 1)))
+        KeyStatus::new(
+            remaining,
+            self.wait_duration(self.rate.wait(tat, now, remaining + 1)),
+        )
     }
 
     fn policy_decides(&self, call: &Call) -> Decision {
@@ -770,11 +809,9 @@ impl Inner {
             return Ok(Duration::ZERO);
         }
         match reply {
-            Ok(r) if r.len() == 2 => Ok(micros(self.rate.wait(
-                r[1].max(0) as u64,
-                r[0].max(0) as u64,
-                k,
-            ))),
+            Ok(r) if r.len() == 2 => {
+                Ok(self.wait_duration(self.rate.wait(r[1].max(0) as u64, r[0].max(0) as u64, k)))
+            }
             other => self.peek_fallback(
                 other,
                 |local| {
