@@ -180,18 +180,14 @@ where
     S: Service<Request<B>, Response = Response<RB>> + Send + 'static,
     S::Future: Send,
     B: Send + 'static,
+    RB: 'static,
 {
     type Response = Response<RB>;
     type Error = S::Error;
 
-    fn send(
-        &mut self,
-        request: Request<B>,
-    ) -> impl Future<Output = Result<Response<RB>, S::Error>> + Send + '_ {
-        async move {
-            poll_fn(|cx| self.0.poll_ready(cx)).await?;
-            self.0.call(request).await
-        }
+    async fn send(&mut self, request: Request<B>) -> Result<Response<RB>, S::Error> {
+        poll_fn(|cx| self.0.poll_ready(cx)).await?;
+        self.0.call(request).await
     }
 }
 

@@ -1,33 +1,5 @@
 //! [`Outbound`]: the client's quota and the server's holds, one per key, and the one send loop
 //! that the tower layer and the reqwest middleware both run.
-//!
-//! # The rules, in the order a request meets them
-//!
-//! 1. **Key.** The request's key: its `host:port` ([`HostKey`], the default), one global key, or
-//!    any function of the request ([`Target`]).
-//! 2. **Server hold.** If a server asked this key to wait, the request waits until that wait
-//!    ends, if it ends within `max_wait` of the request's start; otherwise it is refused at once
-//!    with [`Cause::ServerHold`] and `retry_after` = what is left of the server's wait.
-//! 3. **Local quota.** Then it takes a permit of the client's own quota (ritmo's GCRA, one per
-//!    key), waiting for its slot within what is left of `max_wait`; otherwise it is refused at
-//!    once with [`Cause::LocalQuota`] and the quota's `retry_after`.
-//! 4. If a server's hold for the key began while the request waited for its slot, the slot is
-//!    given back and the request goes back to step 2: nothing is ever sent while its key is held.
-//! 5. **Send**, and read the response ([`headers::server_wait`](crate::headers::server_wait)):
-//!    a wait the server asks for holds the key from the moment the response arrives, capped at
-//!    `max_hold` (default one hour). Holds only add waiting: the server can never make the client
-//!    send faster than its own quota.
-//! 6. **Retry once** (off by default): a `429` whose hold ends within `max_wait` is sent again,
-//!    once, through steps 2 to 5, for idempotent methods (`GET`, `HEAD`, `OPTIONS`, `TRACE`,
-//!    `PUT`, `DELETE`) or any method when allowed, and only when the request can be copied
-//!    before it is sent. If the second try is refused locally, the first `429` is returned.
-//!
-//! A request future dropped while it waits gives its permit back (the tail rule of ritmo's
-//! reservations) and sends nothing.
-//!
-//! Announced policies (`RateLimit-Policy`) are read but not adopted as a new quota: the keyed
-//! limiter applies one config to every key, and has no per-key `reconfigure`; holds already
-//! follow what the server says is left.
 
 use core::future::Future;
 use core::time::Duration;
@@ -41,7 +13,9 @@ use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};
 use ritmo_std::{KeyedRateLimiter, TokioClock};
 use tokio::time::Instant;
 
+use crate::adopt::Adopted;
 use crate::error::{Cause, Error, Limited};
+use crate::headers::{RATELIMIT_POLICY, announced_policies};
 use crate::hold::Holds;
 
 /// How long a server's hold may last at most unless set otherwise: one hour.
@@ -160,6 +134,7 @@ struct Inner<K: 'static> {
     key: Box<KeyFn<K>>,
     max_wait: Duration,
     retry: Retry,
+    adopted: Option<Adopted<K>>,
     counters: Counters,
 }
 
@@ -179,6 +154,7 @@ pub struct Builder<K> {
     max_keys: usize,
     max_hold: Duration,
     retry: Retry,
+    adopt: bool,
 }
 
 impl<K> core::fmt::Debug for Builder<K> {
@@ -189,6 +165,7 @@ impl<K> core::fmt::Debug for Builder<K> {
             .field("max_keys", &self.max_keys)
             .field("max_hold", &self.max_hold)
             .field("retry", &self.retry)
+            .field("adopt", &self.adopt)
             .finish_non_exhaustive()
     }
 }
@@ -202,7 +179,17 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
             max_keys: DEFAULT_MAX_KEYS,
             max_hold: DEFAULT_MAX_HOLD,
             retry: Retry::Never,
+            adopt: false,
         }
+    }
+
+    /// Adopts a policy a server announces (`RateLimit-Policy: "name";q=..;w=..`) as an extra
+    /// quota of the key, when it is stricter than the client's own (off by default). Announced
+    /// again with other numbers, it is reconfigured (no fresh burst); announced as no stricter,
+    /// it is dropped. At most [`MAX_POLICIES`](crate::MAX_POLICIES) per key.
+    pub fn adopt_policies(mut self, on: bool) -> Self {
+        self.adopt = on;
+        self
     }
 
     /// The longest hold a server can impose (default [`DEFAULT_MAX_HOLD`], one hour): a longer
@@ -239,8 +226,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
     /// Build it inside the tokio runtime when the runtime's clock is paused (tests): its clock
     /// starts at the runtime's time.
     pub fn build(self) -> Outbound<K> {
-        let limiter =
-            KeyedRateLimiter::with_clock(self.id, self.config, self.max_keys, TokioClock::new());
+        let clock = TokioClock::new();
+        let limiter = KeyedRateLimiter::with_clock(self.id, self.config, self.max_keys, clock);
+        let adopted = self
+            .adopt
+            .then(|| Adopted::new(self.id, self.config, clock, self.max_keys));
         Outbound {
             inner: Arc::new(Inner {
                 limiter,
@@ -248,6 +238,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
                 key: self.key,
                 max_wait: self.config.max_wait(),
                 retry: self.retry,
+                adopted,
                 counters: Counters::default(),
             }),
         }
@@ -255,6 +246,40 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
 }
 
 /// A client's rate limiting: its own quota per key and the holds its servers asked for.
+///
+/// # The rules, in the order a request meets them
+///
+/// 1. **Key.** The request's key: its `host:port` ([`HostKey`], the default), one global key, or
+///    any function of the request ([`Target`]).
+/// 2. **Server hold.** If a server asked this key to wait, the request waits until that wait
+///    ends, if it ends within `max_wait` of the request's start; otherwise it is refused at once
+///    with [`Cause::ServerHold`] and `retry_after` = what is left of the server's wait.
+/// 3. **Local quota.** Then it takes a permit of the client's own quota (ritmo's GCRA, one per
+///    key) and of every policy adopted for the key, waiting for the latest slot within what is
+///    left of `max_wait`; otherwise it is refused at once with [`Cause::LocalQuota`] and the
+///    refusing quota's `retry_after`, and every permit taken goes back.
+/// 4. If a server's hold for the key began while the request waited for its slot, the slot is
+///    given back and the request goes back to step 2: nothing is ever sent while its key is held.
+/// 5. **Send**, and read the response ([`headers::server_wait`](crate::headers::server_wait)):
+///    a wait the server asks for holds the key from the moment the response arrives, capped at
+///    `max_hold` (default one hour). Holds only add waiting: the server can never make the client
+///    send faster than its own quota.
+/// 6. **Retry once** (off by default): a `429` whose hold ends within `max_wait` is sent again,
+///    once, through steps 2 to 5, for idempotent methods (`GET`, `HEAD`, `OPTIONS`, `TRACE`,
+///    `PUT`, `DELETE`) or any method when allowed, and only when the request can be copied
+///    before it is sent. If the second try is refused locally, the first `429` is returned.
+///
+/// A request future dropped while it waits gives its permit back (the tail rule of ritmo's
+/// reservations) and sends nothing.
+///
+/// With [`Builder::adopt_policies`], a policy `q` per `w` that a server announces in
+/// `RateLimit-Policy` becomes an extra quota of the key that received it (step 3), if it is
+/// stricter than the client's own (a lower rate, or the same rate with a smaller burst). One
+/// ritmo limiter per policy name; announced again with other numbers it is `reconfigure`d
+/// (the permits available become `min(available, new permits)`: no fresh burst), announced as
+/// no stricter it is dropped; at most [`MAX_POLICIES`](crate::MAX_POLICIES) per key.
+///
+/// # Use
 ///
 /// Cheap to clone: every clone shares the quota and the holds. Hand it to
 /// [`ClientLayer`](crate::ClientLayer) (tower) or, with feature `reqwest`, to
@@ -384,7 +409,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
     }
 
     /// Waits until a request for `key` may be sent now: the server's hold, then a permit of the
-    /// client's quota, all within `max_wait` (see the [module docs](self)). Send the request as
+    /// client's quota, all within `max_wait` (see the [rules](Outbound)). Send the request as
     /// soon as this returns `Ok`. Dropped while it waits, it gives its permit back.
     pub async fn acquire(&self, key: &K) -> Result<(), Limited> {
         let inner = &*self.inner;
@@ -410,45 +435,75 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
                 tokio::time::sleep_until(end).await;
                 continue;
             }
-            let reservation = match inner.limiter.reserve_n_within(key, 1, left(deadline, now)) {
+            let budget = left(deadline, now);
+            let reservation = match inner.limiter.reserve_n_within(key, 1, budget) {
                 Ok(r) => r,
-                Err(AcquireError::RateLimited(error)) => {
-                    bump(&inner.counters.limited_local);
-                    return Err(Limited::new(error, Cause::LocalQuota));
-                }
-                // One permit never exceeds a valid config's burst; kept total all the same.
-                Err(_) => {
-                    bump(&inner.counters.limited_local);
-                    let error = RateLimitExceeded::from_parts(
-                        inner.limiter.id(),
-                        Reason::NoPermitInTime,
-                        inner.limiter.config().period(),
-                    );
-                    return Err(Limited::new(error, Cause::LocalQuota));
-                }
+                Err(e) => return Err(self.local_refusal(e)),
             };
-            while !reservation.is_ready() {
+            let bands = match &inner.adopted {
+                Some(adopted) => adopted.limiters(key),
+                None => Vec::new(),
+            };
+            let mut extra = Vec::with_capacity(bands.len());
+            for band in &bands {
+                match band.reserve_n_within(1, budget) {
+                    Ok(r) => extra.push(r),
+                    // Every permit taken so far goes back with `extra` and `reservation`.
+                    Err(e) => return Err(self.local_refusal(e)),
+                }
+            }
+            loop {
+                let wait = extra
+                    .iter()
+                    .map(|r| r.remaining())
+                    .fold(reservation.remaining(), Duration::max);
+                if reservation.is_ready() && extra.iter().all(|r| r.is_ready()) {
+                    break;
+                }
                 if !waited_local {
                     waited_local = true;
                     bump(&inner.counters.waited_local);
                 }
-                tokio::time::sleep(reservation.remaining()).await;
+                tokio::time::sleep(wait).await;
             }
             if inner.holds.until(key, Instant::now()).is_some() {
-                // A hold began while this request waited for its slot: give the slot back (it
-                // returns only if no later request reserved behind it) and wait for the hold.
+                // A hold began while this request waited for its slot: give the slots back
+                // (each returns only if no later request reserved behind it) and wait for it.
+                drop(extra);
                 drop(reservation);
                 continue;
             }
             reservation.commit();
+            extra.into_iter().for_each(|r| r.commit());
             return Ok(());
         }
     }
 
+    /// A refusal of the client's own quota (or of an adopted policy).
+    fn local_refusal(&self, error: AcquireError) -> Limited {
+        bump(&self.inner.counters.limited_local);
+        let error = match error {
+            AcquireError::RateLimited(e) => e,
+            // One permit never exceeds a valid config's burst; kept total all the same.
+            _ => RateLimitExceeded::from_parts(
+                self.inner.limiter.id(),
+                Reason::NoPermitInTime,
+                self.inner.limiter.config().period(),
+            ),
+        };
+        Limited::new(error, Cause::LocalQuota)
+    }
+
     /// Reads a response for `key`: if its server asks to wait, holds the key until then (capped
-    /// at `max_hold`, never shortening a longer hold already running). Returns the wait it asked
-    /// for, after the cap (`None` if it asked for none, or its values were ignored).
+    /// at `max_hold`, never shortening a longer hold already running), and with
+    /// [`Builder::adopt_policies`] adopts its stricter announced policies. Returns the wait it
+    /// asked for, after the cap (`None` if it asked for none, or its values were ignored).
     pub fn observe(&self, key: &K, status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
+        if let Some(adopted) = &self.inner.adopted
+            && headers.contains_key(&RATELIMIT_POLICY)
+        {
+            adopted.announce(key, &announced_policies(headers));
+        }
         let wait = crate::headers::server_wait(status, headers, SystemTime::now())?;
         let now = Instant::now();
         let end = self.inner.holds.hold(key, wait, now)?;

@@ -14,6 +14,8 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap()
 }
 
+type Log = Arc<Mutex<Vec<u64>>>;
+
 /// A service that records when each request arrives and answers the first with `first` after
 /// `delay`, the rest with a plain `200` at once.
 fn recorder(
@@ -29,7 +31,7 @@ fn recorder(
     > + Clone
     + Send
     + 'static,
-    Arc<Mutex<Vec<u64>>>,
+    Log,
 ) {
     let sent: Arc<Mutex<Vec<u64>>> = Arc::default();
     let first = Arc::new(Mutex::new(Some(first)));
