@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use core::time::Duration;
@@ -16,6 +17,9 @@ use tokio::time::Instant;
 #[derive(Debug)]
 pub(crate) struct Holds<K> {
     until: Mutex<HashMap<K, Instant>>,
+    /// How many holds the map has (ended ones included until they are dropped): a request reads
+    /// this and skips the lock while no server has asked for anything.
+    len: AtomicUsize,
     max_hold: Duration,
     max_keys: usize,
 }
@@ -24,6 +28,7 @@ impl<K: Hash + Eq + Clone> Holds<K> {
     pub(crate) fn new(max_hold: Duration, max_keys: usize) -> Self {
         Holds {
             until: Mutex::new(HashMap::new()),
+            len: AtomicUsize::new(0),
             max_hold,
             max_keys: max_keys.max(1),
         }
@@ -31,11 +36,15 @@ impl<K: Hash + Eq + Clone> Holds<K> {
 
     /// When `key`'s hold ends, if it has not ended at `now`.
     pub(crate) fn until(&self, key: &K, now: Instant) -> Option<Instant> {
+        if self.len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
         let mut map = self.until.lock().unwrap_or_else(PoisonError::into_inner);
         match map.get(key) {
             Some(&end) if end > now => Some(end),
             Some(_) => {
                 map.remove(key);
+                self.len.store(map.len(), Ordering::Release);
                 None
             }
             None => None,
@@ -60,6 +69,7 @@ impl<K: Hash + Eq + Clone> Holds<K> {
         let mut map = self.until.lock().unwrap_or_else(PoisonError::into_inner);
         if !map.contains_key(key) && map.len() >= self.max_keys {
             map.retain(|_, &mut e| e > now);
+            self.len.store(map.len(), Ordering::Release);
             if map.len() >= self.max_keys {
                 tracing::warn!(
                     target: "ritmo_client",
@@ -73,7 +83,9 @@ impl<K: Hash + Eq + Clone> Holds<K> {
         if *slot < end {
             *slot = end;
         }
-        Some(*slot)
+        let end = *slot;
+        self.len.store(map.len(), Ordering::Release);
+        Some(end)
     }
 
     /// The cap on a hold.

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::adopt::Adopted;
 use crate::error::{Cause, Error, Limited};
-use crate::headers::{RATELIMIT_POLICY, announced_policies};
+use crate::headers::{RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_REMAINING, announced_policies};
 use crate::hold::Holds;
 
 /// How long a server's hold may last at most unless set otherwise: one hour.
@@ -416,8 +416,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         let start = Instant::now();
         let deadline = start.checked_add(inner.max_wait).unwrap_or(start);
         let (mut waited_local, mut waited_server) = (false, false);
+        let mut now = start;
         loop {
-            let now = Instant::now();
             if let Some(end) = inner.holds.until(key, now) {
                 if end > deadline {
                     bump(&inner.counters.limited_server);
@@ -433,6 +433,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
                     bump(&inner.counters.waited_server);
                 }
                 tokio::time::sleep_until(end).await;
+                now = Instant::now();
                 continue;
             }
             let budget = left(deadline, now);
@@ -452,6 +453,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
                     Err(e) => return Err(self.local_refusal(e)),
                 }
             }
+            let mut slept = false;
             loop {
                 let wait = extra
                     .iter()
@@ -465,13 +467,17 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
                     bump(&inner.counters.waited_local);
                 }
                 tokio::time::sleep(wait).await;
+                slept = true;
             }
-            if inner.holds.until(key, Instant::now()).is_some() {
-                // A hold began while this request waited for its slot: give the slots back
-                // (each returns only if no later request reserved behind it) and wait for it.
-                drop(extra);
-                drop(reservation);
-                continue;
+            if slept {
+                now = Instant::now();
+                if inner.holds.until(key, now).is_some() {
+                    // A hold began while this request waited for its slot: give the slots back
+                    // (each returns only if no later request reserved behind it) and wait.
+                    drop(extra);
+                    drop(reservation);
+                    continue;
+                }
             }
             reservation.commit();
             extra.into_iter().for_each(|r| r.commit());
@@ -504,11 +510,18 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         {
             adopted.announce(key, &announced_policies(headers));
         }
+        // Most responses carry none of the fields: no wall-clock read for them.
+        if status != StatusCode::TOO_MANY_REQUESTS
+            && status != StatusCode::SERVICE_UNAVAILABLE
+            && !headers.contains_key(&RATELIMIT)
+            && !headers.contains_key(&X_RATELIMIT_REMAINING)
+        {
+            return None;
+        }
         let wait = crate::headers::server_wait(status, headers, SystemTime::now())?;
         let now = Instant::now();
-        let end = self.inner.holds.hold(key, wait, now)?;
+        self.inner.holds.hold(key, wait, now)?;
         bump(&self.inner.counters.holds);
-        let _ = end;
         Some(wait.min(self.inner.holds.max_hold()))
     }
 
