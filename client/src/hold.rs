@@ -14,6 +14,17 @@ use std::sync::{Mutex, PoisonError};
 use core::time::Duration;
 use tokio::time::Instant;
 
+/// About 30 years: what an instant beyond the clock's range is taken as (tokio does the same).
+const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `t + d`, or as far as the clock reaches when that overflows (a `max_hold` or `max_wait` of
+/// `Duration::MAX`): never a panic, never an instant earlier than it should be within range.
+pub(crate) fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .or_else(|| t.checked_add(FAR.min(d)))
+        .unwrap_or(t)
+}
+
 #[derive(Debug)]
 pub(crate) struct Holds<K> {
     until: Mutex<HashMap<K, Instant>>,
@@ -65,7 +76,7 @@ impl<K: Hash + Eq + Clone> Holds<K> {
         } else {
             wait
         };
-        let end = now.checked_add(wait)?;
+        let end = later(now, wait);
         let mut map = self.until.lock().unwrap_or_else(PoisonError::into_inner);
         if !map.contains_key(key) && map.len() >= self.max_keys {
             map.retain(|_, &mut e| e > now);
@@ -122,6 +133,15 @@ mod tests {
         );
         assert_eq!(h.until(&"a", t0 + Duration::from_secs(10)), None);
         assert_eq!(h.held(t0), 0, "an ended hold is forgotten");
+    }
+
+    #[test]
+    fn an_unbounded_cap_is_a_far_hold_not_an_overflow() {
+        let h = Holds::new(Duration::MAX, 2);
+        let t0 = Instant::now();
+        let end = h.hold(&"a", Duration::MAX, t0).unwrap();
+        assert!(end >= t0 + FAR);
+        assert!(h.until(&"a", t0 + Duration::from_secs(3600)).is_some());
     }
 
     #[test]

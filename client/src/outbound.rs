@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::adopt::Adopted;
 use crate::error::{Cause, Error, Limited};
 use crate::headers::{RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_REMAINING, announced_policies};
-use crate::hold::Holds;
+use crate::hold::{Holds, later};
 
 /// How long a server's hold may last at most unless set otherwise: one hour.
 pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(3600);
@@ -414,7 +414,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
     pub async fn acquire(&self, key: &K) -> Result<(), Limited> {
         let inner = &*self.inner;
         let start = Instant::now();
-        let deadline = start.checked_add(inner.max_wait).unwrap_or(start);
+        let deadline = later(start, inner.max_wait);
         let (mut waited_local, mut waited_server) = (false, false);
         let mut now = start;
         loop {
