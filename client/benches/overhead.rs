@@ -119,7 +119,7 @@ fn main() {
     let mut group = c.benchmark_group("client-layer");
     for name in STACKS {
         let run = stack(name);
-        group.bench_function(name, |b| b.iter(|| run()));
+        group.bench_function(name, |b| b.iter(&run));
     }
     group.finish();
     c.final_summary();

@@ -47,8 +47,7 @@ impl tracing::Subscriber for Collect {
 fn events_of(f: impl FnOnce()) -> Vec<(String, String)> {
     let collect = Collect::default();
     tracing::subscriber::with_default(collect.clone(), f);
-    let events = collect.0.lock().unwrap().clone();
-    events
+    collect.0.lock().unwrap().clone()
 }
 
 fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
