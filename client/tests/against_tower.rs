@@ -15,10 +15,10 @@ use ritmo_tower::RateLimitLayer;
 use ritmo_tower::key::Global;
 use tower::{Layer, ServiceExt};
 
-/// The server's quota: 5 per second (a burst of 5, then one every 200 ms), far below the
-/// client's own 100 per second: only the server's fields can keep the client from its 429s.
-async fn limited_server(admitted_fields: bool) -> std::net::SocketAddr {
-    let config = Config::new(5, Duration::from_secs(1)).unwrap();
+/// The server's quota: a burst of 5, then one every `period / 5`, far below the client's own 100
+/// per second: only the server's fields can keep the client from its 429s.
+async fn limited_server(admitted_fields: bool, period: Duration) -> std::net::SocketAddr {
+    let config = Config::new(5, period).unwrap();
     let limiter: &'static RateLimiter<StdClock> = Box::leak(Box::new(RateLimiter::with_clock(
         "api",
         config,
@@ -37,8 +37,12 @@ async fn limited_server(admitted_fields: bool) -> std::net::SocketAddr {
     addr
 }
 
-async fn run(admitted_fields: bool, requests: usize) -> (Vec<u16>, ritmo_client::Stats) {
-    let addr = limited_server(admitted_fields).await;
+async fn run(
+    admitted_fields: bool,
+    period: Duration,
+    requests: usize,
+) -> (Vec<u16>, ritmo_client::Stats) {
+    let addr = limited_server(admitted_fields, period).await;
     let config = Config::new(100, Duration::from_secs(1))
         .unwrap()
         .with_max_wait(Duration::from_secs(3));
@@ -66,9 +70,12 @@ async fn run(admitted_fields: bool, requests: usize) -> (Vec<u16>, ritmo_client:
 
 #[tokio::test]
 async fn learns_from_admitted_responses_and_never_gets_a_429() {
-    let (statuses, stats) = tokio::time::timeout(Duration::from_secs(30), run(true, 12))
-        .await
-        .expect("ends within its deadline");
+    let (statuses, stats) = tokio::time::timeout(
+        Duration::from_secs(30),
+        run(true, Duration::from_secs(1), 12),
+    )
+    .await
+    .expect("ends within its deadline");
     assert_eq!(
         statuses,
         vec![200; 12],
@@ -81,11 +88,16 @@ async fn learns_from_admitted_responses_and_never_gets_a_429() {
 async fn a_429_is_never_followed_by_another() {
     // Without fields on admitted responses the client only learns from a 429 (Retry-After and
     // RateLimit): it then waits for the server's reset, so the next request is admitted. (It
-    // cannot know how much of the refilled quota is left: announced policies are not adopted,
-    // so one 429 per refill is the most it can get; with ritmo-tower's default fields, none.)
-    let (statuses, stats) = tokio::time::timeout(Duration::from_secs(30), run(false, 12))
-        .await
-        .expect("ends within its deadline");
+    // cannot know how much of the refilled quota is left: without `adopt_policies` one 429 per
+    // refill is the most it can get; with ritmo-tower's default fields, none.) 5 per 5 s: one
+    // permit back a second, so the burst's 429 comes whatever the machine's speed, and then
+    // each refill's.
+    let (statuses, stats) = tokio::time::timeout(
+        Duration::from_secs(30),
+        run(false, Duration::from_secs(5), 10),
+    )
+    .await
+    .expect("ends within its deadline");
     assert_eq!(
         statuses[..6],
         [200, 200, 200, 200, 200, 429],
