@@ -140,6 +140,19 @@ pub mod tower {
     pub use ritmo_tower::*;
 }
 
+/// The client side, beside the server side above: a `tower::Layer` for HTTP clients (hyper,
+/// tonic) that keeps a dependency's quota per host and holds back when its server says wait
+/// (`Retry-After`, the IETF `RateLimit` fields, `X-RateLimit-*`); with feature `reqwest`, the
+/// same as a `reqwest_middleware::Middleware` in `ritmo::client::reqwest`.
+///
+/// ```
+/// # #[cfg(feature = "client")]
+/// assert_eq!(ritmo::client::DEFAULT_MAX_HOLD, core::time::Duration::from_secs(3600));
+/// ```
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
+pub use ritmo_client as client;
+
 /// The traits a program needs in scope, and the types it names most: `use ritmo::prelude::*;`.
 ///
 /// Always core's ([`Clock`], [`ManualTime`], [`Wait`], [`Listener`], [`Config`],

@@ -1,0 +1,256 @@
+//! [`ClientLayer`]: the client's rate limiting as a `tower::Layer` for any
+//! `Service<http::Request<B>>` (hyper-util's client, a tonic channel, your own).
+
+use core::future::{Future, poll_fn};
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use std::hash::Hash;
+
+use http::{Request, Response};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::error::Error;
+use crate::outbound::{Outbound, Target, Transport};
+
+/// How a request is copied for a retry, before it is sent ([`ClientLayer::replay_with`]).
+///
+/// Implemented by [`NoReplay`] (never: the default), [`CloneBody`] (bodies that are `Clone`:
+/// `String`, `Bytes`, `Full<Bytes>`, ...), and by any `Fn(&Request<B>) -> Option<Request<B>>`.
+pub trait Replay<B> {
+    /// A copy of the request to send again, or `None` if it cannot be sent twice (a stream).
+    fn replay(&self, request: &Request<B>) -> Option<Request<B>>;
+}
+
+/// Never retries: no request is copied.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoReplay;
+
+impl<B> Replay<B> for NoReplay {
+    fn replay(&self, _: &Request<B>) -> Option<Request<B>> {
+        None
+    }
+}
+
+/// Copies requests whose body is `Clone` (method, URI, version, headers, body; extensions are
+/// not copied).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CloneBody;
+
+impl<B: Clone> Replay<B> for CloneBody {
+    fn replay(&self, request: &Request<B>) -> Option<Request<B>> {
+        let mut copy = Request::new(request.body().clone());
+        *copy.method_mut() = request.method().clone();
+        *copy.uri_mut() = request.uri().clone();
+        *copy.version_mut() = request.version();
+        *copy.headers_mut() = request.headers().clone();
+        Some(copy)
+    }
+}
+
+impl<B, F: Fn(&Request<B>) -> Option<Request<B>>> Replay<B> for F {
+    fn replay(&self, request: &Request<B>) -> Option<Request<B>> {
+        self(request)
+    }
+}
+
+/// The request's target: the URI's host and port, else the `Host` header's.
+pub(crate) fn target_of<B>(request: &Request<B>) -> Target<'_> {
+    let uri = request.uri();
+    let scheme = uri.scheme_str();
+    let (host, port) = match uri.host() {
+        Some(host) => (Some(host), uri.port_u16()),
+        None => match request
+            .headers()
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.parse::<http::uri::Authority>().ok())
+        {
+            // The header's host lives in a parsed copy: keep only its port, and the host text
+            // as the header spells it (lower-cased by `HostKey`).
+            Some(authority) => {
+                let text = request
+                    .headers()
+                    .get(http::header::HOST)
+                    .and_then(|h| h.to_str().ok());
+                let host = text.map(|t| t.rsplit_once(':').map_or(t, |(h, _)| h));
+                (host, authority.port_u16())
+            }
+            None => (None, None),
+        },
+    };
+    let port = port.or(match scheme {
+        Some("https") => Some(443),
+        Some("http") => Some(80),
+        _ => None,
+    });
+    Target::new(
+        request.method(),
+        scheme,
+        host,
+        port,
+        uri.path(),
+        request.headers(),
+    )
+}
+
+/// The client's rate limiting as a `tower::Layer`: a permit of the client's quota per request,
+/// the server's holds obeyed, see [`Outbound`] for the rules.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo_core::Config;
+/// use ritmo_client::{ClientLayer, CloneBody, Outbound};
+///
+/// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
+/// let outbound = Outbound::per_host("backend", config).retry_once(true).build();
+/// let layer = ClientLayer::new(outbound.clone()).replay_with(CloneBody);
+/// // let client = tower::ServiceBuilder::new().layer(layer).service(hyper_util_client);
+/// # let _ = layer;
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClientLayer<K: 'static, R = NoReplay> {
+    outbound: Outbound<K>,
+    replay: R,
+}
+
+impl<K> ClientLayer<K> {
+    /// A layer over `outbound` that never retries (see [`replay_with`](Self::replay_with)).
+    pub fn new(outbound: Outbound<K>) -> Self {
+        ClientLayer {
+            outbound,
+            replay: NoReplay,
+        }
+    }
+}
+
+impl<K, R> ClientLayer<K, R> {
+    /// How requests are copied for the retry of a `429` (retries also need
+    /// [`Builder::retry_once`](crate::Builder::retry_once)).
+    pub fn replay_with<R2>(self, replay: R2) -> ClientLayer<K, R2> {
+        ClientLayer {
+            outbound: self.outbound,
+            replay,
+        }
+    }
+}
+
+impl<S, K, R: Clone> Layer<S> for ClientLayer<K, R> {
+    type Service = RateLimited<S, K, R>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimited {
+            inner,
+            outbound: self.outbound.clone(),
+            replay: self.replay.clone(),
+        }
+    }
+}
+
+/// A service whose requests wait for the client's quota and the server's holds
+/// ([`ClientLayer`]).
+#[derive(Debug, Clone)]
+pub struct RateLimited<S, K: 'static, R = NoReplay> {
+    inner: S,
+    outbound: Outbound<K>,
+    replay: R,
+}
+
+impl<S, K, R> RateLimited<S, K, R> {
+    /// The client's limiter and holds.
+    pub fn outbound(&self) -> &Outbound<K> {
+        &self.outbound
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+/// The future of a [`RateLimited`] service: boxed (the wait borrows the shared limiter, and a
+/// client's request costs far more than one allocation).
+pub type ResponseFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, Error<E>>> + Send>>;
+
+struct TowerTransport<S>(S);
+
+impl<S, B, RB> Transport<Request<B>> for TowerTransport<S>
+where
+    S: Service<Request<B>, Response = Response<RB>> + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+    RB: 'static,
+{
+    type Response = Response<RB>;
+    type Error = S::Error;
+
+    async fn send(&mut self, request: Request<B>) -> Result<Response<RB>, S::Error> {
+        poll_fn(|cx| self.0.poll_ready(cx)).await?;
+        self.0.call(request).await
+    }
+}
+
+impl<S, K, R, B, RB> Service<Request<B>> for RateLimited<S, K, R>
+where
+    S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Send,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    R: Replay<B>,
+    B: Send + 'static,
+    RB: Send + 'static,
+{
+    type Response = Response<RB>;
+    type Error = Error<S::Error>;
+    type Future = ResponseFuture<Response<RB>, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Error::Service)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let key = self.outbound.key_of(&target_of(&request));
+        let replay = if self.outbound.may_retry(request.method()) {
+            self.replay.replay(&request)
+        } else {
+            None
+        };
+        // The instance polled ready goes with this request; this service keeps a fresh clone.
+        let clone = self.inner.clone();
+        let inner = core::mem::replace(&mut self.inner, clone);
+        let outbound = self.outbound.clone();
+        Box::pin(async move {
+            let mut transport = TowerTransport(inner);
+            outbound.run(key, request, replay, &mut transport).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        let r = Request::get("http://Example.com:8080/a").body(()).unwrap();
+        let t = target_of(&r);
+        assert_eq!(
+            (t.host, t.port, t.path),
+            (Some("Example.com"), Some(8080), "/a")
+        );
+        let r = Request::get("https://example.com/").body(()).unwrap();
+        assert_eq!(target_of(&r).port, Some(443));
+        let r = Request::get("/x")
+            .header("host", "h.example:81")
+            .body(())
+            .unwrap();
+        let t = target_of(&r);
+        assert_eq!((t.host, t.port), (Some("h.example"), Some(81)));
+        let r = Request::get("/x")
+            .header("host", "bad host")
+            .body(())
+            .unwrap();
+        assert_eq!(target_of(&r).host, None);
+    }
+}

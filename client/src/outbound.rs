@@ -1,0 +1,601 @@
+//! [`Outbound`]: the client's quota and the server's holds, one per key, and the one send loop
+//! that the tower layer and the reqwest middleware both run.
+
+use core::future::Future;
+use core::time::Duration;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use http::{HeaderMap, Method, StatusCode};
+use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};
+use ritmo_std::{KeyedRateLimiter, TokioClock};
+use tokio::time::Instant;
+
+use crate::adopt::Adopted;
+use crate::error::{Cause, Error, Limited};
+use crate::headers::{RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_REMAINING, announced_policies};
+use crate::hold::{Holds, later};
+
+/// How long a server's hold may last at most unless set otherwise: one hour.
+pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(3600);
+/// How many keys (hosts) the client tracks at most unless set otherwise.
+pub const DEFAULT_MAX_KEYS: usize = 10_000;
+
+/// The parts of a request a key is chosen from.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Target<'a> {
+    /// The method.
+    pub method: &'a Method,
+    /// The scheme (`http`, `https`), if the URI has one.
+    pub scheme: Option<&'a str>,
+    /// The host, from the URI or else the `Host` header (without its port).
+    pub host: Option<&'a str>,
+    /// The port: the URI's, else the scheme's default (80, 443).
+    pub port: Option<u16>,
+    /// The path.
+    pub path: &'a str,
+    /// The request's headers.
+    pub headers: &'a HeaderMap,
+}
+
+impl<'a> Target<'a> {
+    /// A target from its parts.
+    pub fn new(
+        method: &'a Method,
+        scheme: Option<&'a str>,
+        host: Option<&'a str>,
+        port: Option<u16>,
+        path: &'a str,
+        headers: &'a HeaderMap,
+    ) -> Self {
+        Target {
+            method,
+            scheme,
+            host,
+            port,
+            path,
+            headers,
+        }
+    }
+}
+
+/// The default key: the request's `host:port` (lower-case host; a request without a host shares
+/// the key `""`).
+///
+/// ```
+/// use http::{HeaderMap, Method};
+/// use ritmo_client::{HostKey, Target};
+/// let h = HeaderMap::new();
+/// let t = Target::new(&Method::GET, Some("https"), Some("API.example"), Some(443), "/", &h);
+/// assert_eq!(HostKey::of(&t).as_str(), "api.example:443");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostKey(String);
+
+impl HostKey {
+    /// The key of a target.
+    pub fn of(target: &Target<'_>) -> Self {
+        match (target.host, target.port) {
+            (Some(h), Some(p)) => HostKey(format!("{}:{p}", h.to_ascii_lowercase())),
+            (Some(h), None) => HostKey(h.to_ascii_lowercase()),
+            (None, _) => HostKey(String::new()),
+        }
+    }
+
+    /// `host:port`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+type KeyFn<K> = dyn Fn(&Target<'_>) -> K + Send + Sync;
+
+/// Counts of what the client did, since it was built ([`Outbound::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Requests sent (retries included).
+    pub sent: u64,
+    /// Requests that waited for a slot of the client's own quota.
+    pub waited_local: u64,
+    /// Requests that waited for a server's hold to end.
+    pub waited_server: u64,
+    /// Requests refused because the client's quota had no permit within `max_wait`.
+    pub limited_local: u64,
+    /// Requests refused because a server's hold lasts beyond `max_wait`.
+    pub limited_server: u64,
+    /// Responses that set or extended a hold.
+    pub holds: u64,
+    /// `429`s sent again once.
+    pub retried: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    sent: AtomicU64,
+    waited_local: AtomicU64,
+    waited_server: AtomicU64,
+    limited_local: AtomicU64,
+    limited_server: AtomicU64,
+    holds: AtomicU64,
+    retried: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+struct Inner<K: 'static> {
+    limiter: KeyedRateLimiter<K, TokioClock>,
+    holds: Holds<K>,
+    key: Box<KeyFn<K>>,
+    max_wait: Duration,
+    retry: Retry,
+    adopted: Option<Adopted<K>>,
+    counters: Counters,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    Never,
+    Idempotent,
+    AnyMethod,
+}
+
+/// Builds an [`Outbound`]: its quota, how keys are chosen, the cap on holds, retries.
+#[must_use]
+pub struct Builder<K> {
+    id: &'static str,
+    config: Config,
+    key: Box<KeyFn<K>>,
+    max_keys: usize,
+    max_hold: Duration,
+    retry: Retry,
+    adopt: bool,
+}
+
+impl<K> core::fmt::Debug for Builder<K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Builder")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .field("max_keys", &self.max_keys)
+            .field("max_hold", &self.max_hold)
+            .field("retry", &self.retry)
+            .field("adopt", &self.adopt)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
+    fn new(id: &'static str, config: Config, key: Box<KeyFn<K>>) -> Self {
+        Builder {
+            id,
+            config,
+            key,
+            max_keys: DEFAULT_MAX_KEYS,
+            max_hold: DEFAULT_MAX_HOLD,
+            retry: Retry::Never,
+            adopt: false,
+        }
+    }
+
+    /// Adopts a policy a server announces (`RateLimit-Policy: "name";q=..;w=..`) as an extra
+    /// quota of the key, when it is stricter than the client's own (off by default). Announced
+    /// again with other numbers, it is reconfigured (no fresh burst); announced as no stricter,
+    /// it is dropped. At most [`MAX_POLICIES`](crate::MAX_POLICIES) per key.
+    pub fn adopt_policies(mut self, on: bool) -> Self {
+        self.adopt = on;
+        self
+    }
+
+    /// The longest hold a server can impose (default [`DEFAULT_MAX_HOLD`], one hour): a longer
+    /// one is cut to it, with a `tracing` event.
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = max_hold;
+        self
+    }
+
+    /// How many keys the quota and the holds track at most (default [`DEFAULT_MAX_KEYS`]); a new
+    /// key beyond them, while every key is still limited, is refused (`Reason::KeyCapacity`).
+    pub fn max_keys(mut self, max_keys: usize) -> Self {
+        self.max_keys = max_keys.max(1);
+        self
+    }
+
+    /// Sends a `429` again, once, after the server's wait if it ends within `max_wait`: for
+    /// idempotent methods only (`GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`), and only
+    /// when the request can be copied before it is sent. Off by default.
+    pub fn retry_once(mut self, on: bool) -> Self {
+        self.retry = if on { Retry::Idempotent } else { Retry::Never };
+        self
+    }
+
+    /// Like [`retry_once`](Self::retry_once), for every method: say so only when your `POST`s
+    /// may safely arrive twice.
+    pub fn retry_once_any_method(mut self) -> Self {
+        self.retry = Retry::AnyMethod;
+        self
+    }
+
+    /// The client: clone it freely (one shared quota and one set of holds).
+    ///
+    /// Build it inside the tokio runtime when the runtime's clock is paused (tests): its clock
+    /// starts at the runtime's time.
+    pub fn build(self) -> Outbound<K> {
+        let clock = TokioClock::new();
+        let limiter = KeyedRateLimiter::with_clock(self.id, self.config, self.max_keys, clock);
+        let adopted = self
+            .adopt
+            .then(|| Adopted::new(self.id, self.config, clock, self.max_keys));
+        Outbound {
+            inner: Arc::new(Inner {
+                limiter,
+                holds: Holds::new(self.max_hold, self.max_keys),
+                key: self.key,
+                max_wait: self.config.max_wait(),
+                retry: self.retry,
+                adopted,
+                counters: Counters::default(),
+            }),
+        }
+    }
+}
+
+/// A client's rate limiting: its own quota per key and the holds its servers asked for.
+///
+/// # The rules, in the order a request meets them
+///
+/// 1. **Key.** The request's key: its `host:port` ([`HostKey`], the default), one global key, or
+///    any function of the request ([`Target`]).
+/// 2. **Server hold.** If a server asked this key to wait, the request waits until that wait
+///    ends, if it ends within `max_wait` of the request's start; otherwise it is refused at once
+///    with [`Cause::ServerHold`] and `retry_after` = what is left of the server's wait.
+/// 3. **Local quota.** Then it takes a permit of the client's own quota (ritmo's GCRA, one per
+///    key) and of every policy adopted for the key, waiting for the latest slot within what is
+///    left of `max_wait`; otherwise it is refused at once with [`Cause::LocalQuota`] and the
+///    refusing quota's `retry_after`, and every permit taken goes back.
+/// 4. If a server's hold for the key began while the request waited for its slot, the slot is
+///    given back and the request goes back to step 2: nothing is ever sent while its key is held.
+/// 5. **Send**, and read the response ([`headers::server_wait`](crate::headers::server_wait)):
+///    a wait the server asks for holds the key from the moment the response arrives, capped at
+///    `max_hold` (default one hour). Holds only add waiting: the server can never make the client
+///    send faster than its own quota.
+/// 6. **Retry once** (off by default): a `429` whose hold ends within `max_wait` is sent again,
+///    once, through steps 2 to 5, for idempotent methods (`GET`, `HEAD`, `OPTIONS`, `TRACE`,
+///    `PUT`, `DELETE`) or any method when allowed, and only when the request can be copied
+///    before it is sent. If the second try is refused locally, the first `429` is returned.
+///
+/// A request future dropped while it waits gives its permit back (the tail rule of ritmo's
+/// reservations) and sends nothing.
+///
+/// With [`Builder::adopt_policies`], a policy `q` per `w` that a server announces in
+/// `RateLimit-Policy` becomes an extra quota of the key that received it (step 3), if it is
+/// stricter than the client's own (a lower rate, or the same rate with a smaller burst). One
+/// ritmo limiter per policy name; announced again with other numbers it is `reconfigure`d
+/// (the permits available become `min(available, new permits)`: no fresh burst), announced as
+/// no stricter it is dropped; at most [`MAX_POLICIES`](crate::MAX_POLICIES) per key.
+///
+/// # Use
+///
+/// Cheap to clone: every clone shares the quota and the holds. Hand it to
+/// [`ClientLayer`](crate::ClientLayer) (tower) or, with feature `reqwest`, to
+/// `reqwest::RateLimitMiddleware`; or use [`acquire`](Self::acquire) and
+/// [`observe`](Self::observe) around any other client.
+///
+/// ```
+/// use std::time::Duration;
+/// use http::{HeaderMap, HeaderValue, StatusCode, header::RETRY_AFTER};
+/// use ritmo_core::Config;
+/// use ritmo_client::{Cause, HostKey, Outbound};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // 10 requests per second to each host, waiting up to 2 s for a slot.
+/// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(2));
+/// let client = Outbound::per_host("search-api", config).build();
+/// let key = HostKey::of(&ritmo_client::Target::new(
+///     &http::Method::GET, Some("http"), Some("search.example"), Some(80), "/", &HeaderMap::new(),
+/// ));
+/// client.acquire(&key).await?;
+/// // The server answers 429, Retry-After: 5: the key is held for 5 s, beyond max_wait.
+/// let mut headers = HeaderMap::new();
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("5"));
+/// assert_eq!(client.observe(&key, StatusCode::TOO_MANY_REQUESTS, &headers), Some(Duration::from_secs(5)));
+/// let refused = client.acquire(&key).await.unwrap_err();
+/// assert_eq!(refused.cause(), Cause::ServerHold);
+/// assert_eq!(refused.retry_after(), Duration::from_secs(5));
+/// # Ok(())
+/// # }
+/// ```
+pub struct Outbound<K: 'static> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for Outbound<K> {
+    fn clone(&self) -> Self {
+        Outbound {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K> core::fmt::Debug for Outbound<K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Outbound")
+            .field("id", &self.inner.limiter.id())
+            .field("config", self.inner.limiter.config())
+            .field("retry", &self.inner.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Outbound<HostKey> {
+    /// One quota per `host:port` (the default), each allowing `config`.
+    pub fn per_host(id: &'static str, config: Config) -> Builder<HostKey> {
+        Builder::new(id, config, Box::new(HostKey::of))
+    }
+}
+
+impl Outbound<()> {
+    /// One quota for every request, whatever its host.
+    pub fn global(id: &'static str, config: Config) -> Builder<()> {
+        Builder::new(id, config, Box::new(|_: &Target<'_>| ()))
+    }
+}
+
+/// How long from `start` to `deadline` is left at `now`, never negative.
+fn left(deadline: Instant, now: Instant) -> Duration {
+    deadline.saturating_duration_since(now)
+}
+
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
+    /// One quota per key, the key any function of the request (an API key header, a tenant).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_client::{Outbound, Target};
+    /// let config = ritmo_core::Config::new(5, Duration::from_secs(1)).unwrap();
+    /// let by_tenant = Outbound::keyed_by("tenants", config, |t: &Target<'_>| {
+    ///     t.headers.get("x-tenant").map(|v| v.as_bytes().to_vec())
+    /// }).build();
+    /// # let _ = by_tenant;
+    /// ```
+    pub fn keyed_by(
+        id: &'static str,
+        config: Config,
+        key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
+    ) -> Builder<K> {
+        Builder::new(id, config, Box::new(key))
+    }
+
+    /// The key of a request.
+    pub fn key_of(&self, target: &Target<'_>) -> K {
+        (self.inner.key)(target)
+    }
+
+    /// The client's own quota (the config it was built with).
+    pub fn config(&self) -> &Config {
+        self.inner.limiter.config()
+    }
+
+    /// How long `key` is still held by its server (`None` when it is not held).
+    pub fn held_for(&self, key: &K) -> Option<Duration> {
+        let now = Instant::now();
+        self.inner.holds.until(key, now).map(|end| left(end, now))
+    }
+
+    /// How many keys are held by their servers right now.
+    pub fn keys_held(&self) -> usize {
+        self.inner.holds.held(Instant::now())
+    }
+
+    /// What the client did so far.
+    pub fn stats(&self) -> Stats {
+        let c = &self.inner.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Stats {
+            sent: get(&c.sent),
+            waited_local: get(&c.waited_local),
+            waited_server: get(&c.waited_server),
+            limited_local: get(&c.limited_local),
+            limited_server: get(&c.limited_server),
+            holds: get(&c.holds),
+            retried: get(&c.retried),
+        }
+    }
+
+    /// Waits until a request for `key` may be sent now: the server's hold, then a permit of the
+    /// client's quota, all within `max_wait` (see the [rules](Outbound)). Send the request as
+    /// soon as this returns `Ok`. Dropped while it waits, it gives its permit back.
+    pub async fn acquire(&self, key: &K) -> Result<(), Limited> {
+        let inner = &*self.inner;
+        let start = Instant::now();
+        let deadline = later(start, inner.max_wait);
+        let (mut waited_local, mut waited_server) = (false, false);
+        let mut now = start;
+        loop {
+            if let Some(end) = inner.holds.until(key, now) {
+                if end > deadline {
+                    bump(&inner.counters.limited_server);
+                    let error = RateLimitExceeded::from_parts(
+                        inner.limiter.id(),
+                        Reason::NoPermitInTime,
+                        left(end, now),
+                    );
+                    return Err(Limited::new(error, Cause::ServerHold));
+                }
+                if !waited_server {
+                    waited_server = true;
+                    bump(&inner.counters.waited_server);
+                }
+                tokio::time::sleep_until(end).await;
+                now = Instant::now();
+                continue;
+            }
+            let budget = left(deadline, now);
+            let reservation = match inner.limiter.reserve_n_within(key, 1, budget) {
+                Ok(r) => r,
+                Err(e) => return Err(self.local_refusal(e)),
+            };
+            let bands = match &inner.adopted {
+                Some(adopted) => adopted.limiters(key),
+                None => Vec::new(),
+            };
+            let mut extra = Vec::with_capacity(bands.len());
+            for band in &bands {
+                match band.reserve_n_within(1, budget) {
+                    Ok(r) => extra.push(r),
+                    // Every permit taken so far goes back with `extra` and `reservation`.
+                    Err(e) => return Err(self.local_refusal(e)),
+                }
+            }
+            let mut slept = false;
+            loop {
+                let wait = extra
+                    .iter()
+                    .map(|r| r.remaining())
+                    .fold(reservation.remaining(), Duration::max);
+                if reservation.is_ready() && extra.iter().all(|r| r.is_ready()) {
+                    break;
+                }
+                if !waited_local {
+                    waited_local = true;
+                    bump(&inner.counters.waited_local);
+                }
+                tokio::time::sleep(wait).await;
+                slept = true;
+            }
+            if slept {
+                now = Instant::now();
+                if inner.holds.until(key, now).is_some() {
+                    // A hold began while this request waited for its slot: give the slots back
+                    // (each returns only if no later request reserved behind it) and wait.
+                    drop(extra);
+                    drop(reservation);
+                    continue;
+                }
+            }
+            reservation.commit();
+            extra.into_iter().for_each(|r| r.commit());
+            return Ok(());
+        }
+    }
+
+    /// A refusal of the client's own quota (or of an adopted policy).
+    fn local_refusal(&self, error: AcquireError) -> Limited {
+        bump(&self.inner.counters.limited_local);
+        let error = match error {
+            AcquireError::RateLimited(e) => e,
+            // One permit never exceeds a valid config's burst; kept total all the same.
+            _ => RateLimitExceeded::from_parts(
+                self.inner.limiter.id(),
+                Reason::NoPermitInTime,
+                self.inner.limiter.config().period(),
+            ),
+        };
+        Limited::new(error, Cause::LocalQuota)
+    }
+
+    /// Reads a response for `key`: if its server asks to wait, holds the key until then (capped
+    /// at `max_hold`, never shortening a longer hold already running), and with
+    /// [`Builder::adopt_policies`] adopts its stricter announced policies. Returns the wait it
+    /// asked for, after the cap (`None` if it asked for none, or its values were ignored).
+    pub fn observe(&self, key: &K, status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
+        if let Some(adopted) = &self.inner.adopted
+            && headers.contains_key(&RATELIMIT_POLICY)
+        {
+            adopted.announce(key, &announced_policies(headers));
+        }
+        // Most responses carry none of the fields: no wall-clock read for them.
+        if status != StatusCode::TOO_MANY_REQUESTS
+            && status != StatusCode::SERVICE_UNAVAILABLE
+            && !headers.contains_key(&RATELIMIT)
+            && !headers.contains_key(&X_RATELIMIT_REMAINING)
+        {
+            return None;
+        }
+        let wait = crate::headers::server_wait(status, headers, SystemTime::now())?;
+        let now = Instant::now();
+        self.inner.holds.hold(key, wait, now)?;
+        bump(&self.inner.counters.holds);
+        Some(wait.min(self.inner.holds.max_hold()))
+    }
+
+    /// Whether a request with this method may be copied for a retry.
+    pub(crate) fn may_retry(&self, method: &Method) -> bool {
+        match self.inner.retry {
+            Retry::Never => false,
+            Retry::AnyMethod => true,
+            Retry::Idempotent => matches!(
+                *method,
+                Method::GET
+                    | Method::HEAD
+                    | Method::OPTIONS
+                    | Method::TRACE
+                    | Method::PUT
+                    | Method::DELETE
+            ),
+        }
+    }
+
+    /// The one send loop: acquire, send, observe, and maybe retry a `429` once with `replay`.
+    pub(crate) async fn run<Req, T: Transport<Req>>(
+        &self,
+        key: K,
+        request: Req,
+        replay: Option<Req>,
+        transport: &mut T,
+    ) -> Result<T::Response, Error<T::Error>> {
+        self.acquire(&key).await?;
+        bump(&self.inner.counters.sent);
+        let response = transport.send(request).await.map_err(Error::Service)?;
+        let status = response.status();
+        let hold = self.observe(&key, status, response.headers());
+        let Some(again) = replay else {
+            return Ok(response);
+        };
+        match hold {
+            Some(wait)
+                if status == StatusCode::TOO_MANY_REQUESTS && wait <= self.inner.max_wait => {}
+            _ => return Ok(response),
+        }
+        if self.acquire(&key).await.is_err() {
+            return Ok(response);
+        }
+        bump(&self.inner.counters.retried);
+        bump(&self.inner.counters.sent);
+        drop(response);
+        let response = transport.send(again).await.map_err(Error::Service)?;
+        self.observe(&key, response.status(), response.headers());
+        Ok(response)
+    }
+}
+
+/// What the send loop needs of a response.
+pub(crate) trait ResponseView {
+    fn status(&self) -> StatusCode;
+    fn headers(&self) -> &HeaderMap;
+}
+
+impl<B> ResponseView for http::Response<B> {
+    fn status(&self) -> StatusCode {
+        http::Response::status(self)
+    }
+    fn headers(&self) -> &HeaderMap {
+        http::Response::headers(self)
+    }
+}
+
+/// What the send loop needs of a client: send one request.
+pub(crate) trait Transport<Req> {
+    type Response: ResponseView;
+    type Error;
+    fn send(
+        &mut self,
+        request: Req,
+    ) -> impl Future<Output = Result<Self::Response, Self::Error>> + Send + '_;
+}

@@ -1,0 +1,114 @@
+//! The client's rate limiting for reqwest, as a [`reqwest_middleware::Middleware`] (feature
+//! `reqwest`): the same rules and the same send loop as the tower layer (see [`Outbound`]).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use ritmo_core::Config;
+//! use ritmo_client::{Outbound, reqwest::RateLimitMiddleware};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
+//! let outbound = Outbound::per_host("github", config).retry_once(true).build();
+//! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+//!     .with(RateLimitMiddleware::new(outbound.clone()))
+//!     .build();
+//! let response = client.get("http://127.0.0.1:3000/").send().await?;
+//! # let _ = response;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A request that is not sent fails with `reqwest_middleware::Error::Middleware` holding a
+//! [`Limited`](crate::Limited): `err` as `anyhow::Error` → `downcast_ref::<Limited>()`.
+//! Requests are copied for the retry with `reqwest::Request::try_clone` (a streamed body cannot
+//! be, and is never retried).
+
+use core::future::Future;
+use std::hash::Hash;
+
+use http::{Extensions, HeaderMap, StatusCode};
+use reqwest::{Request, Response};
+use reqwest_middleware::{Middleware, Next};
+
+use crate::error::Error;
+use crate::outbound::{Outbound, ResponseView, Target, Transport};
+
+/// The client's quota and the server's holds for a `reqwest_middleware::ClientWithMiddleware`.
+#[derive(Debug, Clone)]
+pub struct RateLimitMiddleware<K: 'static> {
+    outbound: Outbound<K>,
+}
+
+impl<K> RateLimitMiddleware<K> {
+    /// A middleware over `outbound` (retries as `outbound` was built to do).
+    pub fn new(outbound: Outbound<K>) -> Self {
+        RateLimitMiddleware { outbound }
+    }
+
+    /// The client's limiter and holds.
+    pub fn outbound(&self) -> &Outbound<K> {
+        &self.outbound
+    }
+}
+
+impl ResponseView for Response {
+    fn status(&self) -> StatusCode {
+        Response::status(self)
+    }
+    fn headers(&self) -> &HeaderMap {
+        Response::headers(self)
+    }
+}
+
+struct NextTransport<'a> {
+    next: Next<'a>,
+    extensions: &'a mut Extensions,
+}
+
+impl Transport<Request> for NextTransport<'_> {
+    type Response = Response;
+    type Error = reqwest_middleware::Error;
+
+    fn send(
+        &mut self,
+        request: Request,
+    ) -> impl Future<Output = Result<Response, reqwest_middleware::Error>> + Send + '_ {
+        self.next.clone().run(request, self.extensions)
+    }
+}
+
+#[async_trait::async_trait]
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> Middleware for RateLimitMiddleware<K> {
+    async fn handle(
+        &self,
+        request: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<Response> {
+        let url = request.url();
+        let target = Target::new(
+            request.method(),
+            Some(url.scheme()),
+            url.host_str(),
+            url.port_or_known_default(),
+            url.path(),
+            request.headers(),
+        );
+        let key = self.outbound.key_of(&target);
+        let replay = if self.outbound.may_retry(request.method()) {
+            request.try_clone()
+        } else {
+            None
+        };
+        let mut transport = NextTransport { next, extensions };
+        match self
+            .outbound
+            .run(key, request, replay, &mut transport)
+            .await
+        {
+            Ok(response) => Ok(response),
+            Err(Error::Limited(limited)) => Err(reqwest_middleware::Error::middleware(limited)),
+            Err(Error::Service(e)) => Err(e),
+        }
+    }
+}
