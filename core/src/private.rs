@@ -101,3 +101,21 @@ where
 pub fn unregistered(error: RegistryError) -> ! {
     panic!("a #[rate_limited] function cannot get its limiter: {error}")
 }
+
+/// Takes one permit from `limiter`, parking with its clock's [`BlockingClock`] within
+/// `max_wait`: what a `#[rate_limited]` function calls first.
+#[inline(always)]
+pub fn acquire_blocking<C: BlockingClock>(
+    limiter: &RateLimiter<C>,
+) -> Result<(), RateLimitExceeded> {
+    limiter.acquire_generated_blocking()
+}
+
+/// Takes one permit from `limiter`, sleeping on its clock's [`AsyncClock`] within `max_wait`:
+/// what an async `#[rate_limited]` function awaits first.
+#[inline(always)]
+pub async fn acquire_async<C: AsyncClock>(
+    limiter: &RateLimiter<C>,
+) -> Result<(), RateLimitExceeded> {
+    limiter.acquire_generated_async().await
+}

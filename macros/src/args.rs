@@ -205,7 +205,7 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
                             value.span(),
                             Coded::new(
                                 ErrorCode::InvalidPermits,
-                                Some((crate::ids::tidy(value.to_token_stream())).to_string()),
+                                Some((crate::tokens::tidy(value.to_token_stream())).to_string()),
                             ),
                             " (`permits` is a whole number from 1 to 4294967295)",
                         ));
@@ -328,7 +328,7 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
 fn show<T>(value: &Value<T>, literal: impl Fn(&T) -> String) -> String {
     match value {
         Value::Literal(v, _) => literal(v),
-        Value::Expr(e) => format!("`{}`", crate::ids::tidy(e.to_token_stream())),
+        Value::Expr(e) => format!("`{}`", crate::tokens::tidy(e.to_token_stream())),
     }
 }
 

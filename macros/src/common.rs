@@ -65,7 +65,7 @@ pub fn check_returns_result(sig: &Signature) -> syn::Result<()> {
     }
     let found = match &sig.output {
         ReturnType::Default => "nothing (`()`)".to_string(),
-        ReturnType::Type(_, ty) => format!("`{}`", crate::ids::tidy(ty.to_token_stream())),
+        ReturnType::Type(_, ty) => format!("`{}`", crate::tokens::tidy(ty.to_token_stream())),
     };
     let hint = match &sig.output {
         ReturnType::Type(_, ty) if matches!(&**ty, Type::ImplTrait(_)) => {
@@ -89,19 +89,20 @@ pub fn acquire_prologue(krate: &TokenStream, limiter: TokenStream, sig: &Signatu
     // Spanned at the return type, so that an error type without `From<RateLimitExceeded>` is
     // reported there.
     let span = return_span(sig);
+    let hooks = krate.clone();
     let krate = respan(krate.clone(), span);
     let rejection = quote_spanned! {span=>
         ::core::result::Result::Err(#krate::__private::rejection(__ritmo_rejected))
     };
     if sig.asyncness.is_some() {
         quote! {
-            if let ::core::result::Result::Err(__ritmo_rejected) = (#limiter).__acquire_async().await {
+            if let ::core::result::Result::Err(__ritmo_rejected) = #hooks::__private::acquire_async(#limiter).await {
                 return #rejection;
             }
         }
     } else {
         quote! {
-            if let ::core::result::Result::Err(__ritmo_rejected) = (#limiter).__acquire_blocking() {
+            if let ::core::result::Result::Err(__ritmo_rejected) = #hooks::__private::acquire_blocking(#limiter) {
                 return #rejection;
             }
         }

@@ -8,7 +8,8 @@ use syn::{Block, Expr, ImplItem, ItemImpl, Signature};
 
 use crate::args::{Limit, Options, krate};
 use crate::common::{acquire_prologue, check_returns_result, take_limit};
-use crate::ids::{id_tokens, tidy};
+use crate::ids::id_tokens;
+use crate::tokens::tidy;
 
 /// The body of a limited function: the permit first, then the body as written (so `return` and
 /// `?` in it keep their meaning).

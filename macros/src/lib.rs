@@ -4,6 +4,7 @@ mod args;
 mod common;
 mod func;
 mod ids;
+mod tokens;
 mod wrapper;
 
 use proc_macro::TokenStream;

@@ -492,7 +492,7 @@ fn receiver_access(rcv: &syn::Receiver, method: &Ident) -> syn::Result<TokenStre
             rcv.span(),
             format!(
                 "#[ritmo::limited] delegates methods taking `self`, `&self` or `&mut self`; `{method}` takes `{}`",
-                crate::ids::tidy(rcv.ty.to_token_stream())
+                crate::tokens::tidy(rcv.ty.to_token_stream())
             ),
         )
     })

@@ -1,6 +1,7 @@
 //! The calls the code `#[ritmo::limited]` generates makes: each waits the clock's own way.
 //!
-//! Not public API: the generated wrappers call these. The admitted path is exactly
+//! Not public API: the generated wrappers call these through `__private` (free functions, so
+//! that no compiler hint about a limiter's methods ever names them). The admitted path is exactly
 //! [`try_acquire`](RateLimiter::try_acquire)'s (one clock read, one CAS, nothing else); every
 //! other case (no permit now, a lost race, a disabled limiter, a listener) goes to one cold path
 //! that reserves within `max_wait` and waits with the clock's [`BlockingClock`] or
@@ -21,9 +22,10 @@ impl<C: Clock> RateLimiter<C> {
         matches!(self.state.take_one(now, &self.rate), Take::Taken)
     }
 
-    #[doc(hidden)]
+    /// Takes a permit, waiting with the clock's [`BlockingClock`] within `max_wait`
+    /// (`__private::acquire_blocking`, which the generated code calls).
     #[inline(always)]
-    pub fn __acquire_blocking(&self) -> Result<(), RateLimitExceeded>
+    pub(crate) fn acquire_generated_blocking(&self) -> Result<(), RateLimitExceeded>
     where
         C: BlockingClock,
     {
@@ -43,9 +45,10 @@ impl<C: Clock> RateLimiter<C> {
         self.acquire_with(&mut ClockWait)
     }
 
-    #[doc(hidden)]
+    /// Takes a permit, waiting with the clock's [`AsyncClock`] within `max_wait`
+    /// (`__private::acquire_async`, which the generated code calls).
     #[inline(always)]
-    pub async fn __acquire_async(&self) -> Result<(), RateLimitExceeded>
+    pub(crate) async fn acquire_generated_async(&self) -> Result<(), RateLimitExceeded>
     where
         C: AsyncClock,
     {
