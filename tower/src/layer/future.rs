@@ -1,0 +1,362 @@
+//! The future of a rate-limited call: the store's decision, the wait for the slot, the inner
+//! call, then the charge by outcome and the fields on the response.
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, ready};
+use core::time::Duration;
+use std::sync::Arc;
+
+use pin_project_lite::pin_project;
+use ritmo_core::AcquireError;
+use tokio::time::{Instant, Sleep};
+use tower_service::Service;
+
+use super::*;
+
+/// What follows a store's decision.
+pub(super) enum Next<P: Permit, O> {
+    /// Run the request now (admitted, or served anyway in shadow mode).
+    Run {
+        held: Held<P>,
+        grant_status: Option<Status>,
+    },
+    /// Wait `wait` for the slot, then run.
+    Wait {
+        held: Held<P>,
+        wait: Duration,
+        grant_status: Option<Status>,
+    },
+    /// Answer without running (rejected).
+    Done(O),
+}
+
+#[inline]
+pub(super) fn decide<St, X, M, Cl, Resp, E>(
+    shared: &Shared<St, X, M, Cl>,
+    decision: Result<Grant<St::Permit>, Denial>,
+) -> Next<St::Permit, Result<Resp, M::Error>>
+where
+    St: Store,
+    M: Mode<Resp, E>,
+{
+    match decision {
+        Ok(Grant {
+            permit,
+            wait,
+            status,
+            ..
+        }) => {
+            let held = Held {
+                permit: Some(permit),
+                started: false,
+                listener: shared.listener.clone(),
+            };
+            if wait.is_zero() {
+                Next::Run {
+                    held,
+                    grant_status: status,
+                }
+            } else {
+                shared.publish(LayerEvent::Waiting { wait });
+                Next::Wait {
+                    held,
+                    wait,
+                    grant_status: status,
+                }
+            }
+        }
+        Err(Denial { error, status, .. }) => {
+            let error = match error {
+                AcquireError::RateLimited(e) => e,
+                // Cannot happen through this layer, which checked its cost against the quota;
+                // a store of another kind could still answer it.
+                other => return Next::Done(shared.mode.store_failed(other)),
+            };
+            let enforced = !shared.shadow;
+            shared.publish(LayerEvent::Rejected { error, enforced });
+            if enforced {
+                let rejection = Rejection::new(error, shared.policy, status);
+                Next::Done(shared.mode.rejected(&rejection, &shared.policy_header))
+            } else {
+                // Shadow mode: served without a permit, reported as it stands.
+                Next::Run {
+                    held: Held::none(),
+                    grant_status: Some(status),
+                }
+            }
+        }
+    }
+}
+
+/// A permit held by a request's future: refunded if the future is dropped before the request
+/// runs, kept once it runs (a request that started keeps its permit even if it is dropped).
+pub(super) struct Held<P: Permit> {
+    pub(super) permit: Option<P>,
+    pub(super) started: bool,
+    pub(super) listener: Option<Listener>,
+}
+
+impl<P: Permit> Held<P> {
+    pub(super) fn none() -> Self {
+        Held {
+            permit: None,
+            started: false,
+            listener: None,
+        }
+    }
+
+    pub(super) fn refund(&mut self, cause: RefundCause) {
+        if let Some(permit) = self.permit.take() {
+            let returned = permit.refund();
+            if let Some(listener) = &self.listener {
+                listener(&LayerEvent::Refunded { cause, returned });
+            }
+        }
+    }
+
+    pub(super) fn commit(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            permit.commit();
+        }
+    }
+}
+
+impl<P: Permit> Drop for Held<P> {
+    fn drop(&mut self) {
+        if self.started {
+            self.commit();
+        } else {
+            self.refund(RefundCause::Dropped);
+        }
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    pub(super) enum State<F, O, Sl> {
+        // The inner call is running.
+        Call { #[pin] future: F },
+        // Not yet running: the store's answer, the wait for the slot, the inner service's
+        // readiness. Boxed, so that the common case (admitted at once) moves a small future.
+        Slow { slow: Pin<Box<Sl>> },
+        Done { output: Option<O> },
+    }
+}
+
+pin_project! {
+    pub(super) struct Slow<A, S, Req> {
+        #[pin]
+        phase: Phase<A>,
+        inner: S,
+        request: Option<Req>,
+    }
+}
+
+pin_project! {
+    #[project = PhaseProj]
+    pub(super) enum Phase<A> {
+        Acquire { #[pin] future: A },
+        Wait { #[pin] sleep: Sleep },
+        Ready,
+    }
+}
+
+pin_project! {
+    /// The future of a [`RateLimit`] call: acquire (and wait), then the inner call, then the
+    /// charge and the fields.
+    pub struct ResponseFuture<S, Req, St, X, M, Cl>
+    where
+        S: Service<Req>,
+        St: Store,
+        M: Mode<S::Response, S::Error>,
+    {
+        #[pin]
+        state: State<S::Future, Result<S::Response, M::Error>, Slow<St::Acquire, S, Req>>,
+        key: Option<St::Key>,
+        held: Held<St::Permit>,
+        grant_status: Option<Status>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    }
+}
+
+impl<S, Req, St, X, M, Cl> fmt::Debug for ResponseFuture<S, Req, St, X, M, Cl>
+where
+    S: Service<Req>,
+    St: Store,
+    M: Mode<S::Response, S::Error>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("policy", &self.shared.policy)
+            .field("holds_permit", &self.held.permit.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, Req, St, X, M, Cl> ResponseFuture<S, Req, St, X, M, Cl>
+where
+    S: Service<Req>,
+    St: Store,
+    M: Mode<S::Response, S::Error>,
+{
+    pub(super) fn done(
+        output: Result<S::Response, M::Error>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Done {
+                output: Some(output),
+            },
+            key: None,
+            held: Held::none(),
+            grant_status: None,
+            shared,
+        }
+    }
+
+    pub(super) fn slow(
+        phase: Phase<St::Acquire>,
+        inner: S,
+        request: Req,
+        key: St::Key,
+        held: Held<St::Permit>,
+        grant_status: Option<Status>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Slow {
+                slow: Box::pin(Slow {
+                    phase,
+                    inner,
+                    request: Some(request),
+                }),
+            },
+            key: Some(key),
+            held,
+            grant_status,
+            shared,
+        }
+    }
+
+    pub(super) fn running(
+        future: S::Future,
+        key: Option<St::Key>,
+        held: Held<St::Permit>,
+        grant_status: Option<Status>,
+        shared: Arc<Shared<St, X, M, Cl>>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Call { future },
+            key,
+            held,
+            grant_status,
+            shared,
+        }
+    }
+}
+
+impl<S, Req, St, X, M, Cl> Future for ResponseFuture<S, Req, St, X, M, Cl>
+where
+    S: Service<Req>,
+    St: Store,
+    M: Mode<S::Response, S::Error>,
+    Cl: Classify<S::Response, S::Error>,
+{
+    type Output = Result<S::Response, M::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Slow { slow } => {
+                    let slow = slow.as_mut().project();
+                    let mut phase = slow.phase;
+                    match phase.as_mut().project() {
+                        PhaseProj::Acquire { future } => {
+                            let decision = ready!(future.poll(cx));
+                            match decide(this.shared, decision) {
+                                Next::Run { held, grant_status } => {
+                                    *this.held = held;
+                                    *this.grant_status = grant_status;
+                                    phase.set(Phase::Ready);
+                                }
+                                Next::Wait {
+                                    held,
+                                    wait,
+                                    grant_status,
+                                } => {
+                                    *this.held = held;
+                                    *this.grant_status = grant_status;
+                                    phase.set(Phase::Wait {
+                                        sleep: tokio::time::sleep(wait),
+                                    });
+                                }
+                                Next::Done(output) => {
+                                    this.state.set(State::Done { output: None });
+                                    return Poll::Ready(output);
+                                }
+                            }
+                        }
+                        PhaseProj::Wait { mut sleep } => {
+                            ready!(sleep.as_mut().poll(cx));
+                            let left = this
+                                .held
+                                .permit
+                                .as_ref()
+                                .map_or(Duration::ZERO, Permit::remaining);
+                            if left.is_zero() {
+                                phase.set(Phase::Ready);
+                            } else {
+                                // The timer and the limiter's clock may disagree by a tick:
+                                // sleep again.
+                                sleep.reset(Instant::now() + left);
+                            }
+                        }
+                        PhaseProj::Ready => {
+                            if let Err(e) = ready!(slow.inner.poll_ready(cx)) {
+                                this.held.refund(RefundCause::NotRun);
+                                this.state.set(State::Done { output: None });
+                                return Poll::Ready(this.shared.mode.served(Err(e), None));
+                            }
+                            let request = slow.request.take().expect("request sent twice");
+                            this.held.started = true;
+                            let future = slow.inner.call(request);
+                            this.state.set(State::Call { future });
+                        }
+                    }
+                }
+                StateProj::Call { future } => {
+                    let result = ready!(future.poll(cx));
+                    let shared = &**this.shared;
+                    // A kept permit is committed when `held` goes (it is marked started).
+                    if this.held.permit.is_some()
+                        && shared.classify.classify(result.as_ref()) == Charge::Refund
+                    {
+                        this.held.refund(RefundCause::Classified);
+                    }
+                    let fields = if shared.admitted_fields && shared.mode.wants_fields() {
+                        this.key
+                            .as_ref()
+                            .and_then(|key| shared.store.status(key))
+                            .or(*this.grant_status)
+                            .map(|status| Fields {
+                                policy: &shared.policy,
+                                policy_header: &shared.policy_header,
+                                status,
+                            })
+                    } else {
+                        None
+                    };
+                    let output = shared.mode.served(result, fields);
+                    this.state.set(State::Done { output: None });
+                    return Poll::Ready(output);
+                }
+                StateProj::Done { output } => {
+                    return Poll::Ready(output.take().expect("polled after completion"));
+                }
+            }
+        }
+    }
+}
