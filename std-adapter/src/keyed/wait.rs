@@ -13,7 +13,7 @@ use crate::wait::ParkWait;
 impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// Takes one permit for `key`, parking the thread until its slot if it arrives within
     /// `max_wait`. The thread's [`Interrupt`](crate::Interrupt) ends the wait: the permit goes
-    /// back and the call fails with [`Reason::Interrupted`].
+    /// back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
     ///
     /// ```
     /// use std::time::Duration;
