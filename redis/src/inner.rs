@@ -16,7 +16,7 @@ use crate::{KeyStatus, Permit, Source, StoreKey, key, observe};
 pub(crate) enum Policy {
     Reject,
     Admit,
-    Local(Local),
+    Local(Box<Local>),
 }
 
 impl Policy {

@@ -384,7 +384,7 @@ impl Builder {
             FailurePolicy::Reject => Policy::Reject,
             FailurePolicy::Admit => Policy::Admit,
             FailurePolicy::Local(config) => {
-                Policy::Local(Local::new(self.id, config, self.fallback_keys))
+                Policy::Local(Box::new(Local::new(self.id, config, self.fallback_keys)))
             }
         };
         let timeout = self.timeout;
