@@ -327,7 +327,7 @@ impl<K> core::fmt::Debug for Outbound<K> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Outbound")
             .field("id", &self.inner.limiter.id())
-            .field("config", self.inner.limiter.config())
+            .field("config", &self.inner.limiter.config())
             .field("retry", &self.inner.retry)
             .finish_non_exhaustive()
     }
@@ -378,7 +378,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
     }
 
     /// The client's own quota (the config it was built with).
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> Config {
         self.inner.limiter.config()
     }
 

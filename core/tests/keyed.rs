@@ -269,3 +269,46 @@ fn keyed_table_key_capacity_retry_after_is_never_early_on_a_3_hz_clock() {
         )
         .unwrap();
 }
+
+/// `reconfigure` on the table: every key at once, with the single limiter's rule (SPEC §14,
+/// §17), against the model, through changes of `max_wait` only (nothing moves) and of the rate.
+#[test]
+fn keyed_table_reconfigure_applies_the_single_limiters_rule_to_every_key() {
+    let clock = ManualClock::new();
+    let c = Config::new(10, Duration::from_secs(1)).unwrap();
+    let t: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("k", c, &clock, 1);
+    let mut m = KeyedModel::new(Units::NANOS, c, 4);
+    for (key, k) in [(1u8, 4), (2, 9)] {
+        assert_eq!(
+            Outcome::of_try(t.try_acquire_n(&key, k)),
+            m.try_acquire(&key, 0, k)
+        );
+    }
+    let changes = [
+        c.with_max_wait(Duration::from_millis(100)),
+        c.with_max_wait(Duration::from_millis(200)),
+        Config::new(5, Duration::from_secs(1)).unwrap(),
+        Config::new(20, Duration::from_secs(1)).unwrap(),
+    ];
+    // Key 1 is full again after 10 -> 5 (min(6, 5)): idle, so 20 after 5 -> 20, as key 3.
+    let expected = [[6, 1, 10], [6, 1, 10], [5, 1, 5], [20, 1, 20]];
+    for (new, expected) in changes.into_iter().zip(expected) {
+        t.reconfigure(new);
+        m.reconfigure(0, new);
+        assert_eq!(t.config(), new);
+        for (key, want) in [1u8, 2, 3].into_iter().zip(expected) {
+            assert_eq!(t.available_permits(&key), m.available(&key, 0), "key {key}");
+            assert_eq!(t.available_permits(&key), want, "key {key} after {new:?}");
+        }
+    }
+    // Then time runs at the new spacing (20 per s: one every 50 ms) for every key.
+    clock.advance(Duration::from_millis(50));
+    let now = clock.now();
+    for key in [1u8, 2, 3] {
+        assert_eq!(
+            t.available_permits(&key),
+            m.available(&key, now),
+            "key {key}"
+        );
+    }
+}

@@ -322,3 +322,85 @@ fn std_map_key_capacity_retry_after_is_never_early_on_a_3_hz_clock() {
         .check(&Outcome::of_try(map.try_acquire(&2)), &model.units())
         .unwrap();
 }
+
+/// `reconfigure` on the std map: every key at once, with the single limiter's rule (SPEC §14,
+/// §17), against the model, through changes of `max_wait` only (nothing moves) and of the rate.
+#[test]
+fn std_map_reconfigure_applies_the_single_limiters_rule_to_every_key() {
+    let clock = ManualClock::new();
+    let c = Config::new(10, Duration::from_secs(1)).unwrap();
+    let map = KeyedRateLimiter::with_clock("k", c, 100, &clock);
+    let mut m = KeyedModel::new(Units::NANOS, c, 100);
+    for (key, k) in [(1u8, 4), (2, 9)] {
+        assert_eq!(
+            Outcome::of_try(map.try_acquire_n(&key, k)),
+            m.try_acquire(&key, 0, k)
+        );
+    }
+    let changes = [
+        c.with_max_wait(Duration::from_millis(100)),
+        c.with_max_wait(Duration::from_millis(200)),
+        Config::new(5, Duration::from_secs(1)).unwrap(),
+        Config::new(20, Duration::from_secs(1)).unwrap(),
+    ];
+    // Key 1 is full again after 10 -> 5 (min(6, 5)): idle, so 20 after 5 -> 20, as key 3.
+    let expected = [[6, 1, 10], [6, 1, 10], [5, 1, 5], [20, 1, 20]];
+    for (new, expected) in changes.into_iter().zip(expected) {
+        map.reconfigure(new);
+        m.reconfigure(0, new);
+        assert_eq!(map.config(), new);
+        for (key, want) in [1u8, 2, 3].into_iter().zip(expected) {
+            assert_eq!(
+                map.available_permits(&key),
+                m.available(&key, 0),
+                "key {key}"
+            );
+            assert_eq!(map.available_permits(&key), want, "key {key} after {new:?}");
+        }
+    }
+    clock.advance(Duration::from_millis(50));
+    let now = clock.now();
+    for key in [1u8, 2, 3] {
+        assert_eq!(
+            map.available_permits(&key),
+            m.available(&key, now),
+            "key {key}"
+        );
+    }
+}
+
+/// Threads taking permits from many keys while another thread reconfigures the map back and
+/// forth: no key ever passes more than the larger config's burst under a frozen clock, and
+/// nothing deadlocks (a reconfigure converts keys while calls insert new ones).
+#[test]
+fn std_map_reconfigure_races_calls_without_handing_out_a_burst() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let clock = ManualClock::new();
+    let small = Config::new(4, Duration::from_secs(1)).unwrap();
+    let large = Config::new(8, Duration::from_secs(1)).unwrap();
+    let map = KeyedRateLimiter::with_clock("race", small, 1_000, &clock);
+    let admitted: Vec<AtomicU32> = (0..64).map(|_| AtomicU32::new(0)).collect();
+    std::thread::scope(|s| {
+        for t in 0..3u32 {
+            let (map, admitted) = (&map, &admitted);
+            s.spawn(move || {
+                for i in 0..4_000u32 {
+                    let key = ((i * 7 + t) % 64) as u8;
+                    if map.try_acquire(&key).is_ok() {
+                        admitted[usize::from(key)].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            for i in 0..200 {
+                map.reconfigure(if i % 2 == 0 { large } else { small });
+            }
+        });
+    });
+    // The clock never moves: a change keeps min(available, new permits), so no key passes more
+    // than the larger burst in all.
+    for (key, n) in admitted.iter().enumerate() {
+        assert!(n.load(Ordering::Relaxed) <= 8, "key {key}: {n:?}");
+    }
+}

@@ -215,9 +215,23 @@ impl<K: Ord + Clone + core::fmt::Debug> KeyedModel<K> {
         }
     }
 
-    /// `reconfigure(config)` at `now`: every key as a single limiter would be (SPEC §14, issue
-    /// 20: keyed, every key at once with the same rule).
+    /// `reconfigure(config)` at `now`: every live key as a single limiter would be (SPEC §14,
+    /// issue 20: keyed, every key at once with the same rule). An idle key (its burst full again)
+    /// decides every call like a key never seen (SPEC §10: dropping it changes nothing), so it
+    /// starts afresh under the new config, as a key never seen does.
     pub fn reconfigure(&mut self, now: u64, config: Config) {
+        if config == self.config {
+            return;
+        }
+        let idle: Vec<K> = self
+            .keys
+            .keys()
+            .filter(|k| !self.is_live(k, now))
+            .cloned()
+            .collect();
+        for key in idle {
+            self.keys.remove(&key);
+        }
         for state in self.keys.values_mut() {
             state.reconfigure(now, config);
         }

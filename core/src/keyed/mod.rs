@@ -61,11 +61,15 @@
 //! collide without knowing it. Seed it from a hardware random number generator at start-up with
 //! [`set_seed`](KeyedLimiter::set_seed) when the limiter is a `static`.
 
+#[cfg(feature = "reconfigure")]
+mod live;
 mod peek;
 mod rate;
 mod reservation;
 mod table;
 
+#[doc(hidden)]
+pub use rate::Settled;
 pub use rate::{Decision, KeyRate, KeyState};
 pub use reservation::KeyReservation;
 #[doc(hidden)]
@@ -231,7 +235,7 @@ impl<K, C, const N: usize> fmt::Debug for KeyedLimiter<K, C, N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
             .field("id", &self.rate.id())
-            .field("config", self.rate.config())
+            .field("config", &self.rate.config())
             .field("capacity", &N)
             .field("has_key_listener", &self.key_listener.is_some())
             .finish_non_exhaustive()
@@ -368,7 +372,8 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
         self.rate.id()
     }
 
-    /// The config every key gets.
+    /// The config every key gets: the one it was built with, or the last one given to
+    /// `reconfigure`.
     ///
     /// ```
     /// # use core::time::Duration;
@@ -376,10 +381,10 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
     /// # use ritmo_core::keyed::KeyedLimiter;
     /// let c = Config::new(1, Duration::from_secs(1))?;
     /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// assert_eq!(*l.config(), c);
+    /// assert_eq!(l.config(), c);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn config(&self) -> &Config {
+    pub fn config(&self) -> Config {
         self.rate.config()
     }
 
@@ -464,6 +469,40 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         self.table.with(|t| {
             let now = t.observe(reading);
             t.reseed(seed, now);
+        });
+    }
+
+    /// Applies `config` to every key from now on, each with the single limiter's rule
+    /// ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): a key's available permits
+    /// become `min(available, new permits)`, permits owed stay owed, and a key never seen (or
+    /// idle) gets the new config's full burst. Reconfiguring to the config in force changes
+    /// nothing. One critical section converts every key and publishes the new numbers.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock};
+    /// use ritmo_core::keyed::KeyedLimiter;
+    /// let clock = ManualClock::new();
+    /// let l: KeyedLimiter<u8, _, 4> =
+    ///     KeyedLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, &clock, 0);
+    /// l.try_acquire_n(&1, 4).unwrap(); // key 1: 6 left
+    /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
+    /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (5, 5));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[cfg(feature = "reconfigure")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
+    pub fn reconfigure(&self, config: Config) {
+        let reading = self.rate.now();
+        self.table.with(|t| {
+            let now = t.observe(reading);
+            self.rate.change(config, now, |convert| {
+                for slot in t.slots.iter_mut() {
+                    if slot.key.is_some() {
+                        slot.tat = convert(slot.tat);
+                    }
+                }
+            });
         });
     }
 

@@ -63,13 +63,16 @@ pub struct KeyRate<C> {
     rate: Rate,
     listener: Option<&'static dyn Listener>,
     clock: C,
+    /// The config in force after a [`reconfigure`](super::KeyedLimiter::reconfigure).
+    #[cfg(feature = "reconfigure")]
+    live: super::live::KeyLive,
 }
 
 impl<C> fmt::Debug for KeyRate<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyRate")
             .field("id", &self.id)
-            .field("config", &self.config)
+            .field("config", &self.config())
             .field("has_listener", &self.listener.is_some())
             .finish_non_exhaustive()
     }
@@ -88,6 +91,92 @@ impl<C: FixedRateClock> KeyRate<C> {
     /// ```
     pub const fn new(id: &'static str, config: Config, clock: C) -> Self {
         Self::build(id, config, clock, C::TICK_RATE)
+    }
+}
+
+/// The numbers of a keyed limiter's config at one moment, for a store that decides while it
+/// holds a lock a [`reconfigure`](super::KeyedLimiter::reconfigure) in progress would need
+/// (a new key's insertion): taken before the lock, checked under it with
+/// [`KeyRate::still`]. Not for use outside ritmo's keyed stores.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Settled {
+    rate: Rate,
+    #[cfg(feature = "reconfigure")]
+    seq: u32,
+}
+
+impl<C> KeyRate<C> {
+    /// The numbers in force, once no change is in progress.
+    #[doc(hidden)]
+    pub fn settled(&self) -> Settled {
+        #[cfg(feature = "reconfigure")]
+        loop {
+            let seq = self.live.seq();
+            let rate = self.current();
+            if seq & 1 == 0 && self.live.seq() == seq {
+                return Settled { rate, seq };
+            }
+            core::hint::spin_loop();
+        }
+        #[cfg(not(feature = "reconfigure"))]
+        Settled { rate: self.rate }
+    }
+
+    /// Whether `settled` is still in force: no change has started since.
+    #[doc(hidden)]
+    pub fn still(&self, settled: &Settled) -> bool {
+        #[cfg(feature = "reconfigure")]
+        {
+            self.live.seq() == settled.seq
+        }
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            let _ = settled;
+            true
+        }
+    }
+
+    /// [`decide`](Self::decide) with the numbers of `settled`.
+    #[doc(hidden)]
+    pub fn decide_settled(
+        &self,
+        settled: &Settled,
+        tat: u64,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        decide_with(&settled.rate, tat, now, k, max_wait)
+    }
+
+    /// Applies `config` to every key from `now` (in units), with the single limiter's rule:
+    /// `convert_all` gets the conversion of one key's state and applies it to every key the
+    /// store holds. The store serialises changes, and converts under its own locks. Not for use
+    /// outside ritmo's keyed stores.
+    #[cfg(feature = "reconfigure")]
+    #[doc(hidden)]
+    pub fn change(&self, config: Config, now: u64, convert_all: impl FnOnce(&dyn Fn(u64) -> u64)) {
+        let tick = TickRate::from_hz(self.rate.unit_hz >> self.rate.shift);
+        let new = Rate::new(&config, tick);
+        self.live
+            .change(&self.rate, self.config, config, new, now, convert_all);
+    }
+}
+
+/// The decision for a key whose state is `tat`, at `now`, with `rate`'s numbers.
+fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
+    if !rate.enabled() {
+        return Decision::Now { new_tat: tat };
+    }
+    if k > rate.permits {
+        // Checked against a config a change has since replaced: never admitted.
+        return Decision::Reject { wait: u64::MAX };
+    }
+    match gcra::reserve(tat, now, rate.increment(k), rate.window(), max_wait) {
+        Reserve::Now { new_tat } => Decision::Now { new_tat },
+        Reserve::Wait { new_tat, wait } => Decision::Wait { new_tat, wait },
+        Reserve::Reject { wait } => Decision::Reject { wait },
     }
 }
 
@@ -116,6 +205,8 @@ impl<C> KeyRate<C> {
             rate: Rate::new(&config, tick),
             listener: None,
             clock,
+            #[cfg(feature = "reconfigure")]
+            live: super::live::KeyLive::new(config),
         }
     }
 
@@ -163,11 +254,31 @@ impl<C> KeyRate<C> {
     /// # use ritmo_core::{Config, ManualClock};
     /// # use ritmo_core::keyed::KeyRate;
     /// let c = Config::new(3, Duration::from_secs(1))?;
-    /// assert_eq!(*KeyRate::with_clock("api", c, ManualClock::new()).config(), c);
+    /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).config(), c);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn config(&self) -> &Config {
-        &self.config
+    pub fn config(&self) -> Config {
+        #[cfg(feature = "reconfigure")]
+        {
+            self.live.config(self.config)
+        }
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            self.config
+        }
+    }
+
+    /// The numbers of the config in force, in units.
+    #[inline(always)]
+    fn current(&self) -> Rate {
+        #[cfg(feature = "reconfigure")]
+        {
+            self.live.rate(&self.rate)
+        }
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            self.rate
+        }
     }
 
     /// The clock it reads.
@@ -209,8 +320,8 @@ impl<C> KeyRate<C> {
     /// assert!(!KeyRate::with_clock("api", c, ManualClock::new()).enabled());
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn enabled(&self) -> bool {
-        self.config.enabled()
+    pub fn enabled(&self) -> bool {
+        self.current().enabled()
     }
 
     /// `Err` for `k = 0` or `k > permits`: no key's state can ever grant that.
@@ -224,9 +335,10 @@ impl<C> KeyRate<C> {
     /// assert_eq!(rate.check_permits(5).unwrap_err().requested(), 5);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
-        if k == 0 || k > self.config.permits() {
-            Err(InvalidPermits::new(self.id, k, self.config.permits()))
+    pub fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
+        let permits = self.current().permits;
+        if k == 0 || k > permits {
+            Err(InvalidPermits::new(self.id, k, permits))
         } else {
             Ok(())
         }
@@ -242,8 +354,8 @@ impl<C> KeyRate<C> {
     /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).max_wait(), 5_000_000);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn max_wait(&self) -> u64 {
-        self.rate.max_wait
+    pub fn max_wait(&self) -> u64 {
+        self.current().max_wait
     }
 
     /// A duration in units, rounded down (a `max_wait` of a call's own).
@@ -300,8 +412,8 @@ impl<C> KeyRate<C> {
     /// assert_eq!(rate.increment(2), 500_000_000);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn increment(&self, k: u32) -> u64 {
-        self.rate.increment(k)
+    pub fn increment(&self, k: u32) -> u64 {
+        self.current().increment(k)
     }
 
     /// Whether a key whose state is `tat` is idle at `now`: its burst is full again, so it decides
@@ -336,21 +448,8 @@ impl<C> KeyRate<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     #[inline]
-    pub const fn decide(&self, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
-        if !self.config.enabled() {
-            return Decision::Now { new_tat: tat };
-        }
-        match gcra::reserve(
-            tat,
-            now,
-            self.rate.increment(k),
-            self.rate.window(),
-            max_wait,
-        ) {
-            Reserve::Now { new_tat } => Decision::Now { new_tat },
-            Reserve::Wait { new_tat, wait } => Decision::Wait { new_tat, wait },
-            Reserve::Reject { wait } => Decision::Reject { wait },
-        }
+    pub fn decide(&self, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
+        decide_with(&self.current(), tat, now, k, max_wait)
     }
 
     /// Calls of one permit a key whose state is `tat` would pass at `now`, in `0..=permits`.
@@ -364,17 +463,12 @@ impl<C> KeyRate<C> {
     /// assert_eq!(rate.available(750_000_000, 0), 1);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn available(&self, tat: u64, now: u64) -> u32 {
-        if !self.config.enabled() {
-            return self.config.permits();
+    pub fn available(&self, tat: u64, now: u64) -> u32 {
+        let rate = self.current();
+        if !rate.enabled() {
+            return rate.permits;
         }
-        gcra::available(
-            tat,
-            now,
-            self.rate.interval,
-            self.rate.window(),
-            self.config.permits(),
-        )
+        gcra::available(tat, now, rate.interval, rate.window(), rate.permits)
     }
 
     /// Units until `k` permits (already checked) would pass at once for a key whose state is
@@ -388,11 +482,12 @@ impl<C> KeyRate<C> {
     /// assert_eq!(rate.wait(1_000_000_000, 0, 1), 250_000_000);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
-        if !self.config.enabled() {
+    pub fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
+        let rate = self.current();
+        if !rate.enabled() {
             return 0;
         }
-        match gcra::check(tat, now, self.rate.increment(k), self.rate.window()) {
+        match gcra::check(tat, now, rate.increment(k), rate.window()) {
             Ok(_) => 0,
             Err(wait) => wait,
         }
@@ -524,9 +619,40 @@ impl KeyState {
     /// ```
     #[inline]
     pub fn apply<C>(&self, rate: &KeyRate<C>, now: u64, k: u32, max_wait: u64) -> Decision {
+        self.apply_by(|tat| rate.decide(tat, now, k, max_wait))
+    }
+
+    /// [`apply`](Self::apply) with the numbers of `settled` (see [`Settled`]).
+    #[doc(hidden)]
+    pub fn apply_settled<C>(
+        &self,
+        rate: &KeyRate<C>,
+        settled: &Settled,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        self.apply_by(|tat| rate.decide_settled(settled, tat, now, k, max_wait))
+    }
+
+    /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
+    #[doc(hidden)]
+    pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
         let mut tat = self.0.load();
         loop {
-            let decision = rate.decide(tat, now, k, max_wait);
+            match self.0.compare_exchange_weak(tat, convert(tat)) {
+                Ok(_) => return,
+                Err(found) => tat = found,
+            }
+        }
+    }
+
+    /// One compare-and-swap loop for every way of deciding.
+    #[inline]
+    fn apply_by(&self, decide: impl Fn(u64) -> Decision) -> Decision {
+        let mut tat = self.0.load();
+        loop {
+            let decision = decide(tat);
             let new_tat = match decision {
                 Decision::Now { new_tat } | Decision::Wait { new_tat, .. } => new_tat,
                 Decision::Reject { .. } => return decision,

@@ -48,8 +48,8 @@ use std::fmt;
 use std::hash::Hash;
 
 use ahash::RandomState;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -77,6 +77,8 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock> {
     evicted_at: AtomicU64,
     /// The soonest keys the last scan saw, to free without scanning again; one scan at a time.
     scan: Mutex<Reclaim<K>>,
+    /// One `reconfigure` at a time.
+    changes: Mutex<()>,
     key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
@@ -84,7 +86,7 @@ impl<K, C> fmt::Debug for KeyedRateLimiter<K, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedRateLimiter")
             .field("id", &self.rate.id())
-            .field("config", self.rate.config())
+            .field("config", &self.rate.config())
             .field("max_keys", &self.max_keys)
             .field("keys_held", &self.held.load(Ordering::Relaxed))
             .finish_non_exhaustive()
@@ -133,6 +135,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 candidates: BinaryHeap::new(),
                 threshold: u64::MAX,
             }),
+            changes: Mutex::new(()),
             key_listener: None,
         }
     }
@@ -200,17 +203,18 @@ impl<K, C> KeyedRateLimiter<K, C> {
         self.rate.id()
     }
 
-    /// The config every key gets.
+    /// The config every key gets: the one it was built with, or the last one given to
+    /// [`reconfigure`](Self::reconfigure).
     ///
     /// ```
     /// # use std::time::Duration;
     /// # use ritmo_core::{Config, ManualClock};
     /// # use ritmo_std::KeyedRateLimiter;
     /// let c = Config::new(1, Duration::from_secs(1))?;
-    /// assert_eq!(*KeyedRateLimiter::<u8, _>::with_clock("api", c, 10, ManualClock::new()).config(), c);
+    /// assert_eq!(KeyedRateLimiter::<u8, _>::with_clock("api", c, 10, ManualClock::new()).config(), c);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> Config {
         self.rate.config()
     }
 
@@ -291,6 +295,37 @@ impl<K, C> KeyedRateLimiter<K, C> {
 }
 
 impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
+    /// Applies `config` to every key from now on, each with the single limiter's rule
+    /// ([`RateLimiter::reconfigure`](ritmo_core::RateLimiter::reconfigure)): a key's available
+    /// permits become `min(available, new permits)`, permits owed stay owed, and a key never seen
+    /// (or idle) gets the new config's full burst. Reconfiguring to the config in force changes
+    /// nothing.
+    ///
+    /// The change converts every key the map holds, one compare-and-swap each; calls that come
+    /// meanwhile wait for it (a short spin, for as long as the conversion takes: about a
+    /// millisecond per 100 000 keys), so none decides with the new numbers on a key not yet
+    /// converted. Changes run one at a time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::{Config, ManualClock};
+    /// use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, 100, ManualClock::new());
+    /// l.try_acquire_n(&1u8, 4).unwrap(); // key 1: 6 left
+    /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
+    /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (5, 5));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, config: Config) {
+        let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.rate.now();
+        self.rate.change(config, now, |convert| {
+            for entry in self.map.iter() {
+                entry.value().convert(convert);
+            }
+        });
+    }
+
     /// Runs one call for `k` permits (already checked) that may wait `max_wait` units.
     #[inline]
     fn take(&self, key: &K, k: u32, max_wait: u64) -> Result<Taken, RateLimitExceeded> {
@@ -317,7 +352,16 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     ) -> Result<Taken, RateLimitExceeded> {
         loop {
             if self.claim() {
+                // The config's numbers before the shard's write lock: a reconfigure converting
+                // the keys needs that lock, so under it this call must not wait for one.
+                let settled = self.rate.settled();
                 let entry = self.map.entry(key.clone());
+                if !self.rate.still(&settled) {
+                    // A reconfigure started meanwhile: decide again with its numbers.
+                    drop(entry);
+                    self.held.fetch_sub(1, Ordering::AcqRel);
+                    continue;
+                }
                 // With the shard locked, no earlier than any instant a key was dropped at: a key
                 // dropped after our clock read gets a fresh state that never starts before the
                 // old one ended.
@@ -327,11 +371,12 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                     Entry::Occupied(e) => {
                         // Another thread put it in meanwhile.
                         self.held.fetch_sub(1, Ordering::AcqRel);
-                        e.get().apply(&self.rate, now, k, max_wait)
+                        e.get()
+                            .apply_settled(&self.rate, &settled, now, k, max_wait)
                     }
                     Entry::Vacant(v) => {
                         let state = KeyState::new();
-                        let decision = state.apply(&self.rate, now, k, max_wait);
+                        let decision = state.apply_settled(&self.rate, &settled, now, k, max_wait);
                         if let Decision::Reject { .. } = decision {
                             self.held.fetch_sub(1, Ordering::AcqRel);
                         } else {

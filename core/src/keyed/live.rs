@@ -1,0 +1,147 @@
+//! Reconfiguring a keyed limiter (feature `reconfigure`): every key at once, with the single
+//! limiter's rule (`gcra::reconfigure`) at the instant of the change.
+//!
+//! A keyed limiter that is never reconfigured reads its config's numbers from plain fields, as
+//! before, after one load that says so. A change publishes the new numbers under a sequence lock
+//! while the store converts every key's state: a reader that finds a change in progress waits for
+//! it (a short spin; changes are rare and serialised), so no call decides with new numbers on a
+//! state not yet converted.
+
+use core::cell::Cell;
+
+use crate::config::Config;
+use crate::gcra;
+use crate::rate::Rate;
+use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
+
+/// The numbers of the config in force after a change (unused before the first).
+#[derive(Debug)]
+pub(super) struct KeyLive {
+    /// 0: never changed. Odd: a change is converting the keys. Even: the numbers are current.
+    seq: Seq,
+    interval: U64Cell,
+    max_wait: U64Cell,
+    /// `permits` in the low 32 bits, `enabled` in bit 32.
+    permits: U64Cell,
+    /// The config as given.
+    config: critical_section::Mutex<Cell<Config>>,
+}
+
+impl KeyLive {
+    const_fn! {
+    pub(super) fn new(config: Config) -> KeyLive {
+        KeyLive {
+            seq: Seq::new(),
+            interval: U64Cell::new(0),
+            max_wait: U64Cell::new(0),
+            permits: U64Cell::new(0),
+            config: critical_section::Mutex::new(Cell::new(config)),
+        }
+    }
+    }
+
+    /// The rate in force: `base` until the first change.
+    #[inline(always)]
+    pub(super) fn rate(&self, base: &Rate) -> Rate {
+        if self.seq.load() == 0 {
+            *base
+        } else {
+            self.read(base)
+        }
+    }
+
+    /// The config in force: `base` until the first change.
+    pub(super) fn config(&self, base: Config) -> Config {
+        if self.seq.load() == 0 {
+            base
+        } else {
+            critical_section::with(|cs| self.config.borrow(cs).get())
+        }
+    }
+
+    /// The sequence number of the numbers in force (odd while a change runs).
+    pub(super) fn seq(&self) -> u32 {
+        self.seq.load()
+    }
+
+    #[cold]
+    fn read(&self, base: &Rate) -> Rate {
+        loop {
+            let seq = self.seq.load();
+            if seq & 1 == 1 {
+                core::hint::spin_loop();
+                continue;
+            }
+            let interval = self.interval.load();
+            let max_wait = self.max_wait.load();
+            let packed = self.permits.load();
+            fence_acquire();
+            if self.seq.load_relaxed() == seq {
+                return live_rate(base, interval, max_wait, packed as u32, packed >> 32 != 0);
+            }
+        }
+    }
+
+    /// Applies `config` from `now` (in units): converts every key's state with `convert_all`,
+    /// which gets the conversion to apply to one state, then publishes the new numbers. The
+    /// caller serialises changes. A change to the config in force changes nothing.
+    pub(super) fn change(
+        &self,
+        base: &Rate,
+        base_config: Config,
+        config: Config,
+        new: Rate,
+        now: u64,
+        convert_all: impl FnOnce(&dyn Fn(u64) -> u64),
+    ) {
+        if config == self.config(base_config) {
+            return;
+        }
+        let old = self.rate(base);
+        let seq = self.seq.load();
+        self.seq.store_relaxed(seq | 1);
+        fence_release();
+        let old_window = Rate::increment_of(old.interval, old.permits);
+        let new_window = Rate::increment_of(new.interval, new.permits);
+        convert_all(&|tat| {
+            if !old.enabled() {
+                now // a disabled limiter kept no state: a full burst
+            } else if tat <= now {
+                // An idle key decides like a key never seen (its burst is full): it starts
+                // afresh under the new config, as a key never seen does, whichever store
+                // happened to drop it first.
+                tat
+            } else {
+                gcra::reconfigure(
+                    tat,
+                    now,
+                    old.interval,
+                    old_window,
+                    old.permits,
+                    new.interval,
+                    new_window,
+                    new.permits,
+                )
+            }
+        });
+        self.interval.store(new.interval);
+        self.max_wait.store(new.max_wait);
+        self.permits
+            .store(u64::from(new.permits) | (u64::from(new.enabled()) << 32));
+        critical_section::with(|cs| self.config.borrow(cs).set(config));
+        self.seq.store((seq | 1) + 1);
+    }
+}
+
+/// A rate with `base`'s units and the numbers given.
+const fn live_rate(base: &Rate, interval: u64, max_wait: u64, permits: u32, enabled: bool) -> Rate {
+    let window = Rate::increment_of(interval, permits);
+    Rate {
+        interval,
+        limit: if enabled { window - interval + 1 } else { 0 },
+        max_wait,
+        unit_hz: base.unit_hz,
+        permits,
+        shift: base.shift,
+    }
+}
