@@ -431,8 +431,8 @@ fn two_bands_racing_reservations_keep_each_bands_spacing() {
 }
 
 /// Two bands; A reserves and cancels while B takes a permit at once. Whatever the interleaving,
-/// permits in use never exceed either band's burst, and a cancelled charge goes back to a band
-/// only from its tail.
+/// permits in use never exceed either band's burst, and a cancelled reservation gives back
+/// nothing it does not own.
 #[test]
 fn two_bands_cancel_and_acquire_never_exceed_either_burst() {
     let runs = explore(|| {
@@ -467,8 +467,11 @@ fn two_bands_cancel_and_acquire_never_exceed_either_burst() {
         a.join().unwrap();
         let c_won = c.join().unwrap();
         let [first, second] = bands.available_permits_per_band();
-        // The second band holds one permit: B's if it won, else A's went back (A was its tail).
-        assert_eq!(second, u32::from(!c_won));
+        // The second band holds one permit at most: none if B won. A's went back only if A was
+        // still the newest charge in *both* bands when it cancelled (a refund is all or
+        // nothing); B's passing charge of the first band (given back when the second refused it)
+        // may have made A's cancel return nothing: concurrency can cost a permit, never add one.
+        assert!(second <= u32::from(!c_won), "{first} {second} {c_won}");
         assert!(first <= 2 && first + u32::from(c_won) <= 2);
     });
     assert!(runs > 1);
