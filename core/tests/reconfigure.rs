@@ -100,7 +100,17 @@ fn run<const HZ: u64>(config: Config, ops: Vec<Op>) -> Result<(), TestCaseError>
                     r.commit();
                     uses.push((ticket.used(), ticket.epoch));
                 } else {
-                    model.cancel(&ticket, r.cancel()).map_err(fail)?;
+                    let returned = r.cancel();
+                    model.cancel(&ticket, returned).map_err(fail)?;
+                    // A reservation from before the last change that still goes back (the rule
+                    // allows it where the change kept the state) returns its permits to what the
+                    // change kept.
+                    if returned
+                        && ticket.epoch < model.epoch()
+                        && let Some(last) = epochs.last_mut()
+                    {
+                        last.kept += ticket.k;
+                    }
                 }
             }
             Op::Reconfigure(new) => {

@@ -260,6 +260,9 @@ impl<C: Clock> RateLimiter<C> {
             let seq = self.live.seq.load_relaxed();
             let (old, old_tat) = if seq == 0 {
                 if applies {
+                    // The same numbers in this clock's units (a `max_wait` that rounds to the
+                    // same whole ticks, say): nothing to change but the config it reports.
+                    self.live.config.borrow(cs).set(config);
                     return;
                 }
                 // Readers that find the original state frozen see an odd sequence number and
