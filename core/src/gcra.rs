@@ -295,6 +295,11 @@ mod tests {
             reconfigure(u64::MAX, 0, 100, 1000, 10, 200, 1000, 5),
             u64::MAX
         );
+        // Exactly spent (0 available, the next permit one interval away, nothing owed beyond):
+        // progress carries over, capped at the new interval: the next permit 100 later, not a
+        // whole new interval (200) as if a slot were owed.
+        let tat = reconfigure(1000, 0, 100, 1000, 10, 200, 1000, 5);
+        assert_eq!(check(tat, 0, 200, 1000), Err(100));
         // Owed near the end of the range, to a longer window: the state saturates rather than
         // wrapping to a small value (which would hand out a burst).
         let tat = u64::MAX - 5;
