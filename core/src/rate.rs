@@ -177,6 +177,26 @@ impl Rate {
     }
 }
 
+/// A state `tat` carried over a change of config at `now` (units), from a limiter applying
+/// `old` to one applying `new`: `gcra::reconfigure`, except that a disabled limiter kept no
+/// state and starts with a full burst. The one conversion every kind's `reconfigure` applies.
+#[cfg(feature = "reconfigure")]
+pub(crate) const fn carry_over(tat: u64, now: u64, old: &Rate, new: &Rate) -> u64 {
+    if !old.enabled() {
+        return now;
+    }
+    crate::gcra::reconfigure(
+        tat,
+        now,
+        old.interval,
+        Rate::increment_of(old.interval, old.permits),
+        old.permits,
+        new.interval,
+        Rate::increment_of(new.interval, new.permits),
+        new.permits,
+    )
+}
+
 const fn saturate(x: u128) -> u64 {
     if x > u64::MAX as u128 {
         u64::MAX

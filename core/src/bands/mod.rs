@@ -114,6 +114,7 @@ impl<C, const B: usize> fmt::Debug for Bands<C, B> {
 }
 
 impl<C: FixedRateClock, const B: usize> Bands<C, B> {
+    const_fn! {
     /// Bands named `id` on `clock`, one per config, in a `const` context if need be.
     ///
     /// A call may wait as long as the longest `max_wait` among the configs
@@ -138,15 +139,9 @@ impl<C: FixedRateClock, const B: usize> Bands<C, B> {
     /// use ritmo_core::{Bands, Config, ManualClock};
     /// let none: Bands<ManualClock, 0> = Bands::new("x", [], ManualClock::new());
     /// ```
-    #[cfg(not(all(test, loom)))]
-    pub const fn new(id: &'static str, configs: [Config; B], clock: C) -> Self {
-        Self::build(id, configs, clock, C::TICK_RATE)
-    }
-
-    /// Bands named `id` on `clock`.
-    #[cfg(all(test, loom))]
     pub fn new(id: &'static str, configs: [Config; B], clock: C) -> Self {
         Self::build(id, configs, clock, C::TICK_RATE)
+    }
     }
 }
 
@@ -197,24 +192,7 @@ const fn rates<const B: usize>(configs: &[Config; B], tick: TickRate) -> ([Rate;
 }
 
 impl<C, const B: usize> Bands<C, B> {
-    #[cfg(not(all(test, loom)))]
-    const fn build(id: &'static str, configs: [Config; B], clock: C, tick: TickRate) -> Self {
-        let (rates, max_wait, max_permits) = rates(&configs, tick);
-        Bands {
-            states: new_states(),
-            rates,
-            configs,
-            id,
-            max_wait,
-            max_permits,
-            listener: None,
-            clock,
-            #[cfg(feature = "counters")]
-            admitted: crate::state::Counter::new(),
-        }
-    }
-
-    #[cfg(all(test, loom))]
+    const_fn! {
     fn build(id: &'static str, configs: [Config; B], clock: C, tick: TickRate) -> Self {
         let (rates, max_wait, max_permits) = rates(&configs, tick);
         Bands {
@@ -229,6 +207,7 @@ impl<C, const B: usize> Bands<C, B> {
             #[cfg(feature = "counters")]
             admitted: crate::state::Counter::new(),
         }
+    }
     }
 
     /// The same bands, letting a call wait up to `max_wait` for its slot (instead of the longest

@@ -10,8 +10,7 @@
 use core::cell::Cell;
 
 use crate::config::Config;
-use crate::gcra;
-use crate::rate::Rate;
+use crate::rate::{Rate, carry_over};
 use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
 
 /// The numbers of the config in force after a change (unused before the first).
@@ -101,27 +100,14 @@ impl KeyLive {
         let seq = self.seq.load();
         self.seq.store_relaxed(seq | 1);
         fence_release();
-        let old_window = Rate::increment_of(old.interval, old.permits);
-        let new_window = Rate::increment_of(new.interval, new.permits);
         convert_all(&|tat| {
-            if !old.enabled() {
-                now // a disabled limiter kept no state: a full burst
-            } else if tat <= now {
+            if old.enabled() && tat <= now {
                 // An idle key decides like a key never seen (its burst is full): it starts
                 // afresh under the new config, as a key never seen does, whichever store
                 // happened to drop it first.
                 tat
             } else {
-                gcra::reconfigure(
-                    tat,
-                    now,
-                    old.interval,
-                    old_window,
-                    old.permits,
-                    new.interval,
-                    new_window,
-                    new.permits,
-                )
+                carry_over(tat, now, &old, &new)
             }
         });
         self.interval.store(new.interval);

@@ -38,6 +38,7 @@ use crate::config::Config;
 use crate::error::{AcquireError, InvalidPermits};
 use crate::event::Event;
 use crate::gcra::{self, Reserve};
+use crate::rate::carry_over;
 use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
 
 /// A config's numbers as the reconfigured path reads them.
@@ -289,20 +290,18 @@ impl<C: Clock> RateLimiter<C> {
                 }
             };
             let now = self.now_units();
-            let tat = if !old.enabled {
-                now // a disabled limiter kept no state: it starts with a full burst
-            } else {
-                gcra::reconfigure(
-                    old_tat,
-                    now,
-                    old.interval,
-                    old.window,
-                    old.permits,
-                    new.interval,
-                    Rate::increment_of(new.interval, new.permits),
-                    config.permits(),
-                )
+            let old = Rate {
+                interval: old.interval,
+                limit: if old.enabled {
+                    old.window - old.interval + 1
+                } else {
+                    0
+                },
+                max_wait: old.max_wait,
+                permits: old.permits,
+                ..self.rate
             };
+            let tat = carry_over(old_tat, now, &old, &new);
             self.live.interval.store(new.interval);
             self.live.max_wait.store(new.max_wait);
             self.live
