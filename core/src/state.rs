@@ -1,9 +1,12 @@
 //! The limiter's one word of state, `tat`, and the compare-and-swap loops that move it.
 //!
 //! Every change is one CAS on `tat`; a rejected call only loads it. A call that loses the CAS race
-//! retries at once with the value it just read, and only after many consecutive losses spins with
-//! `core::hint::spin_loop` between tries. Nothing parks, sleeps or takes a lock here (on targets
-//! without 64-bit atomics the "CAS" is a short critical section: see [`crate::sync`]).
+//! backs off before it tries again ([`Backoff`]: a bounded spin that doubles with each loss in a
+//! row), so that cores fighting over one word take turns
+//! instead of bouncing its cache line on every try. Nothing parks, sleeps or takes a lock here (on
+//! targets without 64-bit atomics the "CAS" is a short critical section: see [`crate::sync`]).
+//! Every compare-and-swap loop of every kind (single limiter, reconfigured limiter, bands, keyed
+//! tables) backs off through [`Backoff`].
 
 use crate::gcra::{self, Refused, Reserve};
 use crate::rate::Rate;
@@ -16,14 +19,12 @@ pub(crate) enum Take {
     Taken,
     /// They are not there now; nothing changed.
     Refused(Refused),
-    /// Another call changed the state first (it now holds the value given): decide again.
-    /// Never on targets without 64-bit atomics (a critical section cannot lose).
+    /// Another call changed the state first: decide again
+    /// ([`State::take_contended`]). Never on targets without 64-bit atomics (a critical section
+    /// cannot lose).
     #[cfg_attr(not(any(target_has_atomic = "64", all(test, loom))), allow(dead_code))]
-    Lost(u64),
+    Lost,
 }
-
-/// Consecutive CAS losses after which a retry first spins briefly.
-const LOSSES_BEFORE_SPIN: u32 = 16;
 
 /// `tat`: the instant, in the limiter's time unit, at which the next permit arrives. 0 at start,
 /// so a new limiter holds its full burst.
@@ -36,11 +37,34 @@ pub(crate) struct State {
     tat: U64Cell,
 }
 
-#[inline(always)]
-fn backoff(losses: &mut u32) {
-    *losses += 1;
-    if *losses > LOSSES_BEFORE_SPIN {
-        for _ in 0..(*losses - LOSSES_BEFORE_SPIN).min(64) {
+/// How a call that lost a compare-and-swap waits before it decides again: the one backoff of
+/// every CAS loop in ritmo.
+///
+/// A lost CAS means another core wrote the word a moment ago; trying again at once mostly loses
+/// again and pulls the cache line away from the winner. So the n-th loss in a row spins
+/// `2^n` times (`core::hint::spin_loop`: 2, 4, ... 64), and every later loss 64 times. Each wait
+/// is bounded and the loop stays lock-free (a loss means another call won). It never yields or
+/// parks: core runs without an operating system, and a call that lost has only to wait out
+/// another core's few instructions. The first try of a call never waits: an uncontended call
+/// costs what it did, and a rejection stays one load.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff(u32);
+
+/// Losses in a row after which the spin stops growing (`2^6` = 64 spins).
+const SPIN_DOUBLINGS: u32 = 6;
+
+impl Backoff {
+    /// No loss yet.
+    #[inline(always)]
+    pub(crate) const fn new() -> Self {
+        Backoff(0)
+    }
+
+    /// Waits after one more lost compare-and-swap.
+    #[inline]
+    pub(crate) fn lost(&mut self) {
+        self.0 = (self.0 + 1).min(SPIN_DOUBLINGS);
+        for _ in 0..1u32 << self.0 {
             core::hint::spin_loop();
         }
     }
@@ -77,7 +101,7 @@ impl State {
             match gcra::check_limit(tat, now, rate.interval, rate.limit) {
                 Ok(new_tat) => match self.tat.compare_exchange_weak(tat, new_tat) {
                     Ok(_) => Take::Taken,
-                    Err(found) => Take::Lost(found),
+                    Err(_) => Take::Lost,
                 },
                 Err(refused) => Take::Refused(refused),
             }
@@ -104,7 +128,7 @@ impl State {
             match gcra::check_limit(tat, now, increment, limit) {
                 Ok(new_tat) => match self.tat.compare_exchange_weak(tat, new_tat) {
                     Ok(_) => Take::Taken,
-                    Err(found) => Take::Lost(found),
+                    Err(_) => Take::Lost,
                 },
                 Err(refused) => Take::Refused(refused),
             }
@@ -121,24 +145,24 @@ impl State {
         }
     }
 
-    /// [`take_one`](Self::take_one) or [`take_n`](Self::take_n) after a lost CAS: retries with the value found, spinning briefly after
-    /// many consecutive losses. `Ok(new_tat)` once taken.
+    /// [`take_one`](Self::take_one) or [`take_n`](Self::take_n) after a lost CAS: backs off,
+    /// reads the state afresh and decides again, until taken (`Ok(new_tat)`) or refused.
     #[inline]
     pub(crate) fn take_contended(
         &self,
-        mut tat: u64,
         now: u64,
         increment: u64,
         limit: u64,
     ) -> Result<u64, Refused> {
-        let mut losses = 0;
+        let mut backoff = Backoff::new();
         loop {
+            backoff.lost();
+            // The value the lost CAS found is stale after the wait: read the word afresh.
+            let tat = self.tat.load();
             let new_tat = gcra::check_limit(tat, now, increment, limit)?;
-            match self.tat.compare_exchange_weak(tat, new_tat) {
-                Ok(_) => return Ok(new_tat),
-                Err(found) => tat = found,
+            if self.tat.compare_exchange_weak(tat, new_tat).is_ok() {
+                return Ok(new_tat);
             }
-            backoff(&mut losses);
         }
     }
 
@@ -147,18 +171,18 @@ impl State {
     #[inline]
     pub(crate) fn reserve(&self, now: u64, increment: u64, window: u64, max_wait: u64) -> Reserve {
         let mut tat = self.tat.load();
-        let mut losses = 0;
+        let mut backoff = Backoff::new();
         loop {
             let decision = gcra::reserve(tat, now, increment, window, max_wait);
             let new_tat = match decision {
                 Reserve::Now { new_tat } | Reserve::Wait { new_tat, .. } => new_tat,
                 Reserve::Reject { .. } => return decision,
             };
-            match self.tat.compare_exchange_weak(tat, new_tat) {
-                Ok(_) => return decision,
-                Err(found) => tat = found,
+            if self.tat.compare_exchange_weak(tat, new_tat).is_ok() {
+                return decision;
             }
-            backoff(&mut losses);
+            backoff.lost();
+            tat = self.tat.load();
         }
     }
 

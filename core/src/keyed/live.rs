@@ -11,6 +11,7 @@ use core::cell::Cell;
 
 use crate::config::Config;
 use crate::rate::{Rate, carry_over};
+use crate::state::Backoff;
 use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
 
 /// The numbers of the config in force after a change (unused before the first).
@@ -65,10 +66,11 @@ impl KeyLive {
 
     #[cold]
     fn read(&self, base: &Rate) -> Rate {
+        let mut backoff = Backoff::new();
         loop {
             let seq = self.seq.load();
             if seq & 1 == 1 {
-                core::hint::spin_loop();
+                backoff.lost(); // a change is being written: wait it out
                 continue;
             }
             let interval = self.interval.load();

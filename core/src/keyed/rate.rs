@@ -11,8 +11,9 @@ use crate::clock::{Clock, FixedRateClock, TickRate};
 use crate::config::Config;
 use crate::error::{InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::Listener;
-use crate::gcra::{self, Reserve};
+use crate::gcra::{self, Refused, Reserve};
 use crate::rate::Rate;
+use crate::state::Backoff;
 use crate::sync::U64Cell;
 
 /// What one call for one key does to that key's state.
@@ -111,13 +112,16 @@ impl<C> KeyRate<C> {
     #[doc(hidden)]
     pub fn settled(&self) -> Settled {
         #[cfg(feature = "reconfigure")]
-        loop {
-            let seq = self.live.seq();
-            let rate = self.current();
-            if seq & 1 == 0 && self.live.seq() == seq {
-                return Settled { rate, seq };
+        {
+            let mut backoff = Backoff::new();
+            loop {
+                let seq = self.live.seq();
+                let rate = self.current();
+                if seq & 1 == 0 && self.live.seq() == seq {
+                    return Settled { rate, seq };
+                }
+                backoff.lost();
             }
-            core::hint::spin_loop();
         }
         #[cfg(not(feature = "reconfigure"))]
         Settled { rate: self.rate }
@@ -638,20 +642,22 @@ impl KeyState {
     /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
     #[doc(hidden)]
     pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
-        let mut tat = self.0.load();
+        let mut backoff = Backoff::new();
         loop {
-            match self.0.compare_exchange_weak(tat, convert(tat)) {
-                Ok(_) => return,
-                Err(found) => tat = found,
+            let tat = self.0.load();
+            if self.0.compare_exchange_weak(tat, convert(tat)).is_ok() {
+                return;
             }
+            backoff.lost();
         }
     }
 
     /// One compare-and-swap loop for every way of deciding.
     #[inline]
     fn apply_by(&self, decide: impl Fn(u64) -> Decision) -> Decision {
-        let mut tat = self.0.load();
+        let mut backoff = Backoff::new();
         loop {
+            let tat = self.0.load();
             let decision = decide(tat);
             let new_tat = match decision {
                 Decision::Now { new_tat } | Decision::Wait { new_tat, .. } => new_tat,
@@ -660,11 +666,10 @@ impl KeyState {
             if new_tat == tat {
                 return decision; // a disabled config: nothing to write
             }
-            match self.0.compare_exchange_weak(tat, new_tat) {
-                Ok(_) => return decision,
-                Err(found) => tat = found,
+            if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
+                return decision;
             }
-            core::hint::spin_loop();
+            backoff.lost();
         }
     }
 
@@ -686,14 +691,29 @@ impl KeyState {
     /// ```
     #[inline]
     pub fn try_take<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
-        let mut tat = self.0.load();
+        let tat = self.0.load();
+        match gcra::check_limit(tat, now, rate.rate.interval, rate.rate.limit) {
+            Ok(new_tat) => match self.0.compare_exchange_weak(tat, new_tat) {
+                Ok(_) => Ok(()),
+                Err(_) => self.take_contended(rate, now),
+            },
+            Err(refused) => Err(refused.wait()),
+        }
+    }
+
+    /// [`try_take`](Self::try_take) after a lost compare-and-swap: backs off, reads the state
+    /// afresh and decides again, out of line.
+    #[cold]
+    #[inline(never)]
+    fn take_contended<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
+        let mut backoff = Backoff::new();
         loop {
-            match gcra::check_limit(tat, now, rate.rate.interval, rate.rate.limit) {
-                Ok(new_tat) => match self.0.compare_exchange_weak(tat, new_tat) {
-                    Ok(_) => return Ok(()),
-                    Err(found) => tat = found,
-                },
-                Err(refused) => return Err(refused.wait()),
+            backoff.lost();
+            let tat = self.0.load();
+            let new_tat = gcra::check_limit(tat, now, rate.rate.interval, rate.rate.limit)
+                .map_err(Refused::wait)?;
+            if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
+                return Ok(());
             }
         }
     }

@@ -170,9 +170,7 @@ impl<C: Clock> RateLimiter<C> {
             }
             Take::Refused(refused) if self.plain_reject() => Err(refused.wait()),
             Take::Refused(refused) => self.refused(refused.wait(), 1),
-            Take::Lost(found) => {
-                self.take_contended(found, now, 1, self.rate.interval, self.rate.limit)
-            }
+            Take::Lost => self.take_contended(now, 1, self.rate.interval, self.rate.limit),
         };
         verdict.map_err(|wait| self.error(wait))
     }
@@ -240,22 +238,15 @@ impl<C: Clock> RateLimiter<C> {
             }
             Take::Refused(refused) if self.plain_reject() => Err(refused.wait()),
             Take::Refused(refused) => self.refused(refused.wait(), k),
-            Take::Lost(found) => self.take_contended(found, now, k, increment, limit),
+            Take::Lost => self.take_contended(now, k, increment, limit),
         }
     }
 
     /// A call that lost the CAS race: decides again, out of line. `Err(wait)` if refused.
     #[cold]
     #[inline(never)]
-    fn take_contended(
-        &self,
-        found: u64,
-        now: u64,
-        k: u32,
-        increment: u64,
-        limit: u64,
-    ) -> Result<(), u64> {
-        match self.state.take_contended(found, now, increment, limit) {
+    fn take_contended(&self, now: u64, k: u32, increment: u64, limit: u64) -> Result<(), u64> {
+        match self.state.take_contended(now, increment, limit) {
             Ok(_) => {
                 self.count_admitted();
                 Ok(())

@@ -39,6 +39,7 @@ use crate::error::{AcquireError, InvalidPermits};
 use crate::event::Event;
 use crate::gcra::{self, Reserve};
 use crate::rate::carry_over;
+use crate::state::Backoff;
 use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
 
 /// A config's numbers as the reconfigured path reads them.
@@ -120,10 +121,11 @@ impl Live {
 
     /// The current numbers, the state, and the sequence number they belong to, read consistently.
     fn read(&self) -> (Params, u64, u32) {
+        let mut backoff = Backoff::new();
         loop {
             let seq = self.seq.load();
             if seq & 1 == 1 {
-                core::hint::spin_loop();
+                backoff.lost(); // a change is being written: wait it out
                 continue;
             }
             let packed = self.permits.load();
@@ -320,7 +322,7 @@ impl<C: Clock> RateLimiter<C> {
     #[inline(never)]
     pub(super) fn live_acquire(&self, k: u32, max_wait: Option<u64>) -> Outcome {
         let now = self.now_units();
-        let mut losses = 0u32;
+        let mut backoff = Backoff::new();
         loop {
             let (params, tat, seq) = self.live.read();
             if k == 0 || k > params.permits {
@@ -350,10 +352,7 @@ impl<C: Clock> RateLimiter<C> {
                     seq,
                 };
             }
-            losses += 1;
-            if losses > 16 {
-                core::hint::spin_loop();
-            }
+            backoff.lost();
         }
     }
 
