@@ -34,7 +34,7 @@ use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
 use crate::gcra;
 use crate::rate::Rate;
-use crate::state::State;
+use crate::state::{Backoff, State};
 use crate::wait::{AdvanceClock, Wait};
 
 mod reservation;
@@ -368,6 +368,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                     continue;
                 }
                 let window = self.rates[i].window();
+                let mut backoff = Backoff::new();
                 loop {
                     // Charged as of the slot, when the call runs; admitted there by construction
                     // unless another call took the room in the meantime.
@@ -390,7 +391,10 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                             moved[i] = new_tat - tats[i].max(now);
                             break;
                         }
-                        Err(found) => tats[i] = found,
+                        Err(_) => {
+                            backoff.lost();
+                            tats[i] = self.states[i].tat();
+                        }
                     }
                 }
             }
