@@ -4,6 +4,8 @@
 
 pub use ritmo_core::*;
 
+pub mod guide;
+
 /// The std adapter (feature `std`): a fast server clock, blocking waits with interruption, call
 /// wrappers, and with `tokio` async waits (`ritmo::server::tokio`) and with `settings` the
 /// TOML/environment loader (`ritmo::server::settings`).
