@@ -11,7 +11,7 @@ use core::time::Duration;
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
-use crate::gcra::Reserve;
+use crate::gcra::{Refused, Reserve};
 use crate::state::Take;
 use crate::wait::{AdvanceClock, Wait};
 
@@ -96,13 +96,34 @@ impl<C> RateLimiter<C> {
         )
     }
 
-    /// The one way a call is refused, `wait` units before its permits would arrive: on a
-    /// disabled limiter it passes (`Ok`); otherwise the listener, if there is one, hears the
-    /// rejection, and the caller gets `Err(wait)`. Out of line: a plain limiter never calls it.
+    /// [`refusal`](Self::refusal) for a refusal by the state: the wait is worked out here, out
+    /// of line, so that a plain limiter's rejection (which may never read it) does not pay for
+    /// it before its branch.
     #[cold]
     #[inline(never)]
-    #[cfg_attr(not(feature = "reconfigure"), allow(unused_variables))]
+    fn refused_by(&self, refused: Refused, k: u32) -> Result<(), u64>
+    where
+        C: Clock,
+    {
+        self.refusal(refused.wait(), k)
+    }
+
+    /// [`refusal`](Self::refusal), out of line: a plain limiter never calls it.
+    #[cold]
+    #[inline(never)]
     fn refused(&self, wait: u64, k: u32) -> Result<(), u64>
+    where
+        C: Clock,
+    {
+        self.refusal(wait, k)
+    }
+
+    /// The one way a call is refused, `wait` units before its permits would arrive: on a
+    /// disabled limiter it passes (`Ok`); otherwise the listener, if there is one, hears the
+    /// rejection, and the caller gets `Err(wait)`.
+    #[inline(always)]
+    #[cfg_attr(not(feature = "reconfigure"), allow(unused_variables))]
+    fn refusal(&self, wait: u64, k: u32) -> Result<(), u64>
     where
         C: Clock,
     {
@@ -169,7 +190,7 @@ impl<C: Clock> RateLimiter<C> {
                 Ok(())
             }
             Take::Refused(refused) if self.plain_reject() => Err(refused.wait()),
-            Take::Refused(refused) => self.refused(refused.wait(), 1),
+            Take::Refused(refused) => self.refused_by(refused, 1),
             Take::Lost => self.take_contended(now, 1, self.rate.interval, self.rate.limit),
         };
         verdict.map_err(|wait| self.error(wait))
@@ -237,7 +258,7 @@ impl<C: Clock> RateLimiter<C> {
                 Ok(())
             }
             Take::Refused(refused) if self.plain_reject() => Err(refused.wait()),
-            Take::Refused(refused) => self.refused(refused.wait(), k),
+            Take::Refused(refused) => self.refused_by(refused, k),
             Take::Lost => self.take_contended(now, k, increment, limit),
         }
     }
@@ -252,7 +273,7 @@ impl<C: Clock> RateLimiter<C> {
                 Ok(())
             }
             Err(refused) if self.plain_reject() => Err(refused.wait()),
-            Err(refused) => self.refused(refused.wait(), k),
+            Err(refused) => self.refused_by(refused, k),
         }
     }
 
