@@ -33,6 +33,7 @@ use ritmo_std::{IpKey, KeyedRateLimiter, StdClock};
 use ritmo_tower::RateLimitLayer;
 use ritmo_tower::key::{Global, PeerIp};
 use tower::ServiceExt;
+use tower::layer::util::Identity;
 use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::{GlobalKeyExtractor, PeerIpKeyExtractor};
@@ -75,9 +76,20 @@ fn send(router: &Router) {
     }
 }
 
+/// Every stack, each router as `axum::serve` runs it: `into_make_service` calls
+/// `with_state(())`, which turns each route (with its layers) into a service once, instead of once
+/// per request as a `Router` used directly as a `Service` does before `with_state`.
 fn stacks() -> Vec<(&'static str, Router)> {
+    all_stacks()
+        .into_iter()
+        .map(|(name, router)| (name, router.with_state::<()>(())))
+        .collect()
+}
+
+fn all_stacks() -> Vec<(&'static str, Router)> {
     vec![
         ("app_alone", app()),
+        ("identity", app().layer(Identity::new())),
         (
             "ritmo",
             app().layer(RateLimitLayer::new(&*UNLIMITED, Global)),

@@ -48,6 +48,8 @@ where
             status,
             ..
         }) => {
+            #[cfg(feature = "metrics")]
+            shared.counts.admitted();
             let held = Held {
                 permit: Some(permit),
                 started: false,
@@ -72,13 +74,29 @@ where
                 AcquireError::RateLimited(e) => e,
                 // Cannot happen through this layer, which checked its cost against the quota;
                 // a store of another kind could still answer it.
-                other => return Next::Done(shared.mode.store_failed(other)),
+                other => {
+                    #[cfg(feature = "metrics")]
+                    shared.counts.rejected(crate::metrics::Refused::Other);
+                    return Next::Done(shared.mode.store_failed(other));
+                }
             };
             let enforced = !shared.shadow;
+            #[cfg(feature = "metrics")]
+            match (enforced, error.reason()) {
+                (false, _) => shared.counts.shadow_rejected(),
+                (true, ritmo_core::Reason::NoPermitInTime) => {
+                    shared.counts.rejected(crate::metrics::Refused::Limited);
+                }
+                (true, _) => shared.counts.rejected(crate::metrics::Refused::Other),
+            }
             shared.publish(LayerEvent::Rejected { error, enforced });
             if enforced {
-                let rejection = Rejection::new(error, shared.policy, status);
-                Next::Done(shared.mode.rejected(&rejection, &shared.policy_header))
+                let rejection = Rejection::new(error, *shared.fields.policy(), status);
+                Next::Done(
+                    shared
+                        .mode
+                        .rejected(&rejection, shared.fields.policy_header()),
+                )
             } else {
                 // Shadow mode: served without a permit, reported as it stands.
                 Next::Run {
@@ -141,7 +159,9 @@ pin_project! {
         // Not yet running: the store's answer, the wait for the slot, the inner service's
         // readiness. Boxed, so that the common case (admitted at once) moves a small future.
         Slow { slow: Pin<Box<Sl>> },
-        Done { output: Option<O> },
+        // Answered without running (refused, no key): boxed, so that the future of every
+        // admitted request does not carry room for a whole response.
+        Done { output: Option<Box<O>> },
     }
 }
 
@@ -189,7 +209,7 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture")
-            .field("policy", &self.shared.policy)
+            .field("policy", self.shared.fields.policy())
             .field("holds_permit", &self.held.permit.is_some())
             .finish_non_exhaustive()
     }
@@ -207,7 +227,7 @@ where
     ) -> Self {
         ResponseFuture {
             state: State::Done {
-                output: Some(output),
+                output: Some(Box::new(output)),
             },
             key: None,
             held: Held::none(),
@@ -342,8 +362,7 @@ where
                             .and_then(|key| shared.store.status(key))
                             .or(*this.grant_status)
                             .map(|status| Fields {
-                                policy: &shared.policy,
-                                policy_header: &shared.policy_header,
+                                fields: &shared.fields,
                                 status,
                             })
                     } else {
@@ -354,7 +373,7 @@ where
                     return Poll::Ready(output);
                 }
                 StateProj::Done { output } => {
-                    return Poll::Ready(output.take().expect("polled after completion"));
+                    return Poll::Ready(*output.take().expect("polled after completion"));
                 }
             }
         }
