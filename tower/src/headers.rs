@@ -6,6 +6,9 @@
 use core::fmt::Write as _;
 use core::time::Duration;
 
+use std::collections::BTreeSet;
+use std::sync::{Mutex, PoisonError};
+
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
@@ -153,6 +156,24 @@ pub fn status_value(policy: &Policy, status: &Status) -> HeaderValue {
     HeaderValue::try_from(out).unwrap_or_else(|_| HeaderValue::from_static("\"ratelimit\";r=0"))
 }
 
+/// `value` as a header value over a `'static` copy of its text, so that each response's clone
+/// and drop of it touch no reference count. Each distinct text is copied once per process and
+/// kept (a set of them, shared by every layer): the texts are a policy's, whose names are
+/// `&'static str` already, so the set is as bounded as the program's policies.
+fn interned(value: HeaderValue) -> HeaderValue {
+    static TEXTS: Mutex<BTreeSet<&'static [u8]>> = Mutex::new(BTreeSet::new());
+    let mut texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let text: &'static [u8] = match texts.get(value.as_bytes()) {
+        Some(text) => text,
+        None => {
+            let text = Box::leak(Box::<[u8]>::from(value.as_bytes()));
+            texts.insert(text);
+            text
+        }
+    };
+    HeaderValue::from_maybe_shared(Bytes::from_static(text)).unwrap_or(value)
+}
+
 /// One policy's fields, rendered once when the layer is built: what every response of that policy
 /// shares. A response then clones `RateLimit-Policy` (a reference count), clones `RateLimit` too
 /// while the key's quota is full (the common case for most keys: nothing owed), and otherwise
@@ -175,8 +196,11 @@ impl PolicyFields {
         push_sf_string(&mut prefix, policy.name());
         prefix.push_str(";r=");
         PolicyFields {
-            policy_header: policy_value(&policy),
-            full: status_value(&policy, &Status::new(policy.quota(), Duration::ZERO)),
+            policy_header: interned(policy_value(&policy)),
+            full: interned(status_value(
+                &policy,
+                &Status::new(policy.quota(), Duration::ZERO),
+            )),
             prefix: prefix.into_bytes().into_boxed_slice(),
             policy,
         }

@@ -188,16 +188,17 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
         error
     }
 
+    #[inline]
     fn served(
         &self,
-        result: Result<Response<B>, E>,
+        mut result: Result<Response<B>, E>,
         fields: Option<Fields<'_>>,
     ) -> Result<Response<B>, E> {
-        let mut response = result?;
-        if let Some(f) = fields {
+        // Set in place: the response is not moved out and back.
+        if let (Ok(response), Some(f)) = (&mut result, fields) {
             f.fields.set(response.headers_mut(), &f.status);
         }
-        Ok(response)
+        result
     }
 
     fn wants_fields(&self) -> bool {
@@ -700,7 +701,7 @@ where
             .map_err(|e| self.shared.mode.error(e))
     }
 
-    #[inline]
+    #[inline(never)]
     fn call(&mut self, request: Req) -> Self::Future {
         let shared = &*self.shared;
         let key = shared.extractor.extract(&request);
@@ -734,7 +735,9 @@ where
     St: Store,
 {
     /// Every request but one admitted on the take-for-good path: no key, refused, reserved,
-    /// waiting, or decided by a remote store later.
+    /// waiting, or decided by a remote store later. Not inlined, so that the common path stays
+    /// a small function.
+    #[inline(never)]
     fn call_rest<Req>(
         &mut self,
         request: Req,

@@ -117,6 +117,7 @@ pub(super) struct Held<P: Permit> {
 }
 
 impl<P: Permit> Held<P> {
+    #[inline(always)]
     pub(super) fn none() -> Self {
         Held {
             permit: None,
@@ -142,11 +143,15 @@ impl<P: Permit> Held<P> {
 }
 
 impl<P: Permit> Drop for Held<P> {
+    #[inline]
     fn drop(&mut self) {
-        if self.started {
-            self.commit();
-        } else {
-            self.refund(RefundCause::Dropped);
+        // Most requests hold nothing here (taken for good, or already committed).
+        if self.permit.is_some() {
+            if self.started {
+                self.commit();
+            } else {
+                self.refund(RefundCause::Dropped);
+            }
         }
     }
 }
@@ -260,6 +265,7 @@ where
         }
     }
 
+    #[inline(always)]
     pub(super) fn running(
         future: S::Future,
         key: Option<St::Key>,
@@ -368,9 +374,9 @@ where
                     } else {
                         None
                     };
-                    let output = shared.mode.served(result, fields);
-                    this.state.set(State::Done { output: None });
-                    return Poll::Ready(output);
+                    // The finished inner future goes with this one (as tower's own futures do),
+                    // not now: no state to switch, and the response is moved once.
+                    return Poll::Ready(shared.mode.served(result, fields));
                 }
                 StateProj::Done { output } => {
                     return Poll::Ready(*output.take().expect("polled after completion"));
