@@ -708,25 +708,22 @@ where
         // Nothing could give the permit back (no waiting, no refunds): take it for good, on the
         // store's fastest path. Admitted (the common case), the request goes straight to the
         // inner service that `poll_ready` made ready, and its future is built in one place.
-        let taken = match &key {
-            Some(key) if shared.max_wait.is_zero() && !shared.classify.may_refund() => {
-                shared.store.take(key, shared.cost)
-            }
-            _ => None,
-        };
-        if let Some(Ok(())) = taken {
-            #[cfg(feature = "metrics")]
-            shared.counts.admitted();
-            let shared = Arc::clone(&self.shared);
-            return ResponseFuture::running(
-                self.inner.call(request),
-                key,
-                Held::none(),
-                None,
-                shared,
-            );
+        if let Some(k) = &key
+            && shared.max_wait.is_zero()
+            && !shared.classify.may_refund()
+        {
+            return match shared.store.take(k, shared.cost) {
+                Some(Ok(())) => {
+                    #[cfg(feature = "metrics")]
+                    shared.counts.admitted();
+                    let shared = Arc::clone(&self.shared);
+                    let future = self.inner.call(request);
+                    ResponseFuture::running(future, key, Held::none(), None, shared)
+                }
+                taken => self.call_rest(request, key, taken),
+            };
         }
-        self.call_rest(request, key, taken)
+        self.call_rest(request, key, None)
     }
 }
 

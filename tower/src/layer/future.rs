@@ -354,8 +354,17 @@ where
                     }
                 }
                 StateProj::Call { future } => {
-                    let result = ready!(future.poll(cx));
                     let shared = &**this.shared;
+                    if this.held.permit.is_none()
+                        && !(shared.admitted_fields && shared.mode.wants_fields())
+                    {
+                        // Nothing to do after the response: the inner future's poll, its output
+                        // passed through (moved once).
+                        return future
+                            .poll(cx)
+                            .map(|result| shared.mode.served(result, None));
+                    }
+                    let result = ready!(future.poll(cx));
                     // A kept permit is committed when `held` goes (it is marked started).
                     if this.held.permit.is_some()
                         && shared.classify.classify(result.as_ref()) == Charge::Refund
