@@ -818,7 +818,6 @@ where
                 let held = Held {
                     permit: Some(grant.permit),
                     started: true,
-                    listener: shared.listener.clone(),
                 };
                 let future = self.inner.call(request);
                 return ResponseFuture::running(future, Some(key), held, grant.status, shared);

@@ -53,7 +53,6 @@ where
             let held = Held {
                 permit: Some(permit),
                 started: false,
-                listener: shared.listener.clone(),
             };
             if wait.is_zero() {
                 Next::Run {
@@ -109,11 +108,11 @@ where
 }
 
 /// A permit held by a request's future: refunded if the future is dropped before the request
-/// runs, kept once it runs (a request that started keeps its permit even if it is dropped).
+/// runs, kept once it runs (a request that started keeps its permit even if it is dropped). The
+/// future does both when it goes ([`ResponseFuture`]'s drop), with the layer's listener.
 pub(super) struct Held<P: Permit> {
     pub(super) permit: Option<P>,
     pub(super) started: bool,
-    pub(super) listener: Option<Listener>,
 }
 
 impl<P: Permit> Held<P> {
@@ -122,14 +121,13 @@ impl<P: Permit> Held<P> {
         Held {
             permit: None,
             started: false,
-            listener: None,
         }
     }
 
-    pub(super) fn refund(&mut self, cause: RefundCause) {
+    pub(super) fn refund(&mut self, cause: RefundCause, listener: Option<&Listener>) {
         if let Some(permit) = self.permit.take() {
             let returned = permit.refund();
-            if let Some(listener) = &self.listener {
+            if let Some(listener) = listener {
                 listener(&LayerEvent::Refunded { cause, returned });
             }
         }
@@ -138,20 +136,6 @@ impl<P: Permit> Held<P> {
     pub(super) fn commit(&mut self) {
         if let Some(permit) = self.permit.take() {
             permit.commit();
-        }
-    }
-}
-
-impl<P: Permit> Drop for Held<P> {
-    #[inline]
-    fn drop(&mut self) {
-        // Most requests hold nothing here (taken for good, or already committed).
-        if self.permit.is_some() {
-            if self.started {
-                self.commit();
-            } else {
-                self.refund(RefundCause::Dropped);
-            }
         }
     }
 }
@@ -203,6 +187,24 @@ pin_project! {
         held: Held<St::Permit>,
         grant_status: Option<Status>,
         shared: Arc<Shared<St, X, M, Cl>>,
+    }
+    impl<S, Req, St, X, M, Cl> PinnedDrop for ResponseFuture<S, Req, St, X, M, Cl>
+    where
+        S: Service<Req>,
+        St: Store,
+        M: Mode<S::Response, S::Error>,
+    {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            // Most requests hold nothing here (taken for good, or already committed).
+            if this.held.permit.is_some() {
+                if this.held.started {
+                    this.held.commit();
+                } else {
+                    this.held.refund(RefundCause::Dropped, this.shared.listener.as_ref());
+                }
+            }
+        }
     }
 }
 
@@ -342,7 +344,8 @@ where
                         }
                         PhaseProj::Ready => {
                             if let Err(e) = ready!(slow.inner.poll_ready(cx)) {
-                                this.held.refund(RefundCause::NotRun);
+                                this.held
+                                    .refund(RefundCause::NotRun, this.shared.listener.as_ref());
                                 this.state.set(State::Done { output: None });
                                 return Poll::Ready(this.shared.mode.served(Err(e), None));
                             }
@@ -369,7 +372,8 @@ where
                     if this.held.permit.is_some()
                         && shared.classify.classify(result.as_ref()) == Charge::Refund
                     {
-                        this.held.refund(RefundCause::Classified);
+                        this.held
+                            .refund(RefundCause::Classified, shared.listener.as_ref());
                     }
                     let fields = if shared.admitted_fields && shared.mode.wants_fields() {
                         this.key
