@@ -718,8 +718,10 @@ where
                 Some(Ok(())) => {
                     #[cfg(feature = "metrics")]
                     shared.counts.admitted();
-                    let shared = Arc::clone(&self.shared);
+                    // The inner call first: nothing to drop if it unwinds, so that its future
+                    // can be made where this one returns it, not moved there.
                     let future = self.inner.call(request);
+                    let shared = Arc::clone(&self.shared);
                     ResponseFuture::running(future, key, Held::none(), None, shared)
                 }
                 taken => self.call_rest(request, key, taken),
