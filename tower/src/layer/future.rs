@@ -361,35 +361,36 @@ where
                     if this.held.permit.is_none()
                         && !(shared.admitted_fields && shared.mode.wants_fields())
                     {
-                        // Nothing to do after the response: the inner future's poll, its output
-                        // passed through (moved once).
+                        // Nothing to do after the response: the inner future's output, passed
+                        // through.
                         return future
                             .poll(cx)
                             .map(|result| shared.mode.served(result, None));
                     }
-                    let result = ready!(future.poll(cx));
-                    // A kept permit is committed when `held` goes (it is marked started).
-                    if this.held.permit.is_some()
-                        && shared.classify.classify(result.as_ref()) == Charge::Refund
-                    {
-                        this.held
-                            .refund(RefundCause::Classified, shared.listener.as_ref());
-                    }
-                    let fields = if shared.admitted_fields && shared.mode.wants_fields() {
-                        this.key
-                            .as_ref()
-                            .and_then(|key| shared.store.status(key))
-                            .or(*this.grant_status)
-                            .map(|status| Fields {
-                                fields: &shared.fields,
-                                status,
-                            })
-                    } else {
-                        None
-                    };
-                    // The finished inner future goes with this one (as tower's own futures do),
-                    // not now: no state to switch, and the response is moved once.
-                    return Poll::Ready(shared.mode.served(result, fields));
+                    let (held, key, grant_status) = (this.held, this.key, *this.grant_status);
+                    // The response is handled where the inner future's poll returns it (one
+                    // move), and the finished inner future goes with this one (as tower's own
+                    // futures do): no state to switch.
+                    return future.poll(cx).map(|result| {
+                        // A kept permit is committed when `held` goes (it is marked started).
+                        if held.permit.is_some()
+                            && shared.classify.classify(result.as_ref()) == Charge::Refund
+                        {
+                            held.refund(RefundCause::Classified, shared.listener.as_ref());
+                        }
+                        let fields = if shared.admitted_fields && shared.mode.wants_fields() {
+                            key.as_ref()
+                                .and_then(|key| shared.store.status(key))
+                                .or(grant_status)
+                                .map(|status| Fields {
+                                    fields: &shared.fields,
+                                    status,
+                                })
+                        } else {
+                            None
+                        };
+                        shared.mode.served(result, fields)
+                    });
                 }
                 StateProj::Done { output } => {
                     return Poll::Ready(*output.take().expect("polled after completion"));
