@@ -13,6 +13,8 @@
 //! waits and no runtime is measured. The inner service is an in-process stand-in for the HTTP
 //! client (what the layer adds does not depend on it). Stacks:
 //! - `bare`: the inner service alone;
+//! - `identity`: the inner service under `tower::layer::util::Identity` (the floor the bars of
+//!   `scripts/tower-instructions` are net of);
 //! - `per-host`: `ClientLayer` with one quota per `host:port` (a key built per request);
 //! - `global`: `ClientLayer` with one quota for every request;
 //! - `per-host-fields`: `per-host`, the response carrying `RateLimit: "api";r=99;t=1` (a
@@ -29,6 +31,7 @@ use criterion::Criterion;
 use http::{HeaderValue, Request, Response};
 use ritmo_client::{ClientLayer, Outbound};
 use ritmo_core::Config;
+use tower::layer::util::Identity;
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 fn unlimited() -> Config {
@@ -76,6 +79,10 @@ fn stack(name: &str) -> Box<dyn Fn()> {
             let svc = inner(plain);
             Box::new(move || one(&svc))
         }
+        "identity" => {
+            let svc = Identity::new().layer(inner(plain));
+            Box::new(move || one(&svc))
+        }
         "per-host" => {
             let svc = ClientLayer::new(Outbound::per_host("bench", unlimited()).build())
                 .layer(inner(plain));
@@ -91,11 +98,11 @@ fn stack(name: &str) -> Box<dyn Fn()> {
                 .layer(inner(with_fields));
             Box::new(move || one(&svc))
         }
-        other => panic!("unknown stack {other}: bare, per-host, global, per-host-fields"),
+        other => panic!("unknown stack {other}: bare, identity, per-host, global, per-host-fields"),
     }
 }
 
-const STACKS: [&str; 4] = ["bare", "per-host", "global", "per-host-fields"];
+const STACKS: [&str; 5] = ["bare", "identity", "per-host", "global", "per-host-fields"];
 
 #[inline(never)]
 fn measured_loop(run: &dyn Fn(), n: u64) {

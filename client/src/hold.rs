@@ -46,6 +46,11 @@ impl<K: Hash + Eq + Clone> Holds<K> {
     }
 
     /// When `key`'s hold ends, if it has not ended at `now`.
+    /// Whether no key is held (a hold that has ended may still count until it is read).
+    pub(crate) fn none_held(&self) -> bool {
+        self.len.load(Ordering::Acquire) == 0
+    }
+
     pub(crate) fn until(&self, key: &K, now: Instant) -> Option<Instant> {
         if self.len.load(Ordering::Acquire) == 0 {
             return None;

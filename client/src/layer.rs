@@ -7,6 +7,7 @@ use core::task::{Context, Poll};
 use std::hash::Hash;
 
 use http::{Request, Response};
+use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -169,9 +170,63 @@ impl<S, K, R> RateLimited<S, K, R> {
     }
 }
 
-/// The future of a [`RateLimited`] service: boxed (the wait borrows the shared limiter, and a
-/// client's request costs far more than one allocation).
-pub type ResponseFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, Error<E>>> + Send>>;
+/// What waits, retries or reads a hold: the one send loop, boxed (it borrows the shared limiter).
+type SendLoop<T, E> = Pin<Box<dyn Future<Output = Result<T, Error<E>>> + Send>>;
+
+pin_project! {
+    /// The future of a [`RateLimited`] service.
+    ///
+    /// A request that neither waits nor may be retried, while no server holds any key (the common
+    /// case), took its permit in `call` and is the inner service's future, its response read for
+    /// the server's fields when it arrives; any other runs the send loop, boxed.
+    pub struct ResponseFuture<F, K: 'static, T, E> {
+        #[pin]
+        state: State<F, K, T, E>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F, K: 'static, T, E> {
+        Sent { #[pin] future: F, key: K, outbound: Outbound<K> },
+        Loop { future: SendLoop<T, E> },
+    }
+}
+
+impl<F, K, T, E> core::fmt::Debug for ResponseFuture<F, K, T, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let sent = matches!(self.state, State::Sent { .. });
+        f.debug_struct("ResponseFuture")
+            .field("sent", &sent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, K, RB, E> Future for ResponseFuture<F, K, Response<RB>, E>
+where
+    F: Future<Output = Result<Response<RB>, E>>,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    type Output = Result<Response<RB>, Error<E>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Sent {
+                future,
+                key,
+                outbound,
+            } => future.poll(cx).map(|result| {
+                let response = result.map_err(Error::Service)?;
+                // Most responses carry no field at all: not even a call to read them.
+                if !response.headers().is_empty() {
+                    outbound.observe(key, response.status(), response.headers());
+                }
+                Ok(response)
+            }),
+            StateProj::Loop { future } => future.as_mut().poll(cx),
+        }
+    }
+}
 
 struct TowerTransport<S>(S);
 
@@ -203,27 +258,42 @@ where
 {
     type Response = Response<RB>;
     type Error = Error<S::Error>;
-    type Future = ResponseFuture<Response<RB>, S::Error>;
+    type Future = ResponseFuture<S::Future, K, Response<RB>, S::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Error::Service)
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let key = self.outbound.key_of(&target_of(&request));
+        let key = self.outbound.key_with(|| target_of(&request));
         let replay = if self.outbound.may_retry(request.method()) {
             self.replay.replay(&request)
         } else {
             None
         };
+        // Nothing to wait for and nothing to retry: the permit is taken now and the request
+        // goes to the instance `poll_ready` made ready.
+        if replay.is_none() && self.outbound.take_now(&key) {
+            return ResponseFuture {
+                state: State::Sent {
+                    future: self.inner.call(request),
+                    key,
+                    outbound: self.outbound.clone(),
+                },
+            };
+        }
         // The instance polled ready goes with this request; this service keeps a fresh clone.
         let clone = self.inner.clone();
         let inner = core::mem::replace(&mut self.inner, clone);
         let outbound = self.outbound.clone();
-        Box::pin(async move {
-            let mut transport = TowerTransport(inner);
-            outbound.run(key, request, replay, &mut transport).await
-        })
+        ResponseFuture {
+            state: State::Loop {
+                future: Box::pin(async move {
+                    let mut transport = TowerTransport(inner);
+                    outbound.run(key, request, replay, &mut transport).await
+                }),
+            },
+        }
     }
 }
 

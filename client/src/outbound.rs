@@ -93,6 +93,13 @@ impl HostKey {
 
 type KeyFn<K> = dyn Fn(&Target<'_>) -> K + Send + Sync;
 
+/// How a request's key is found: one key for every request (nothing of the request is read), or
+/// a function of its [`Target`].
+enum KeyOf<K> {
+    Fixed(K),
+    Of(Box<KeyFn<K>>),
+}
+
 /// Counts of what the client did, since it was built ([`Outbound::stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -131,7 +138,7 @@ fn bump(c: &AtomicU64) {
 struct Inner<K: 'static> {
     limiter: KeyedRateLimiter<K, TokioClock>,
     holds: Holds<K>,
-    key: Box<KeyFn<K>>,
+    key: KeyOf<K>,
     max_wait: Duration,
     retry: Retry,
     adopted: Option<Adopted<K>>,
@@ -150,7 +157,7 @@ enum Retry {
 pub struct Builder<K> {
     id: &'static str,
     config: Config,
-    key: Box<KeyFn<K>>,
+    key: KeyOf<K>,
     max_keys: usize,
     max_hold: Duration,
     retry: Retry,
@@ -171,7 +178,7 @@ impl<K> core::fmt::Debug for Builder<K> {
 }
 
 impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
-    fn new(id: &'static str, config: Config, key: Box<KeyFn<K>>) -> Self {
+    fn new(id: &'static str, config: Config, key: KeyOf<K>) -> Self {
         Builder {
             id,
             config,
@@ -336,14 +343,14 @@ impl<K> core::fmt::Debug for Outbound<K> {
 impl Outbound<HostKey> {
     /// One quota per `host:port` (the default), each allowing `config`.
     pub fn per_host(id: &'static str, config: Config) -> Builder<HostKey> {
-        Builder::new(id, config, Box::new(HostKey::of))
+        Builder::new(id, config, KeyOf::Of(Box::new(HostKey::of)))
     }
 }
 
 impl Outbound<()> {
     /// One quota for every request, whatever its host.
     pub fn global(id: &'static str, config: Config) -> Builder<()> {
-        Builder::new(id, config, Box::new(|_: &Target<'_>| ()))
+        Builder::new(id, config, KeyOf::Fixed(()))
     }
 }
 
@@ -369,12 +376,37 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         config: Config,
         key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
     ) -> Builder<K> {
-        Builder::new(id, config, Box::new(key))
+        Builder::new(id, config, KeyOf::Of(Box::new(key)))
     }
 
     /// The key of a request.
     pub fn key_of(&self, target: &Target<'_>) -> K {
-        (self.inner.key)(target)
+        self.key_with(|| *target)
+    }
+
+    /// The key of a request whose [`Target`] `target` reads, read only if the key depends on it.
+    pub(crate) fn key_with<'a>(&self, target: impl FnOnce() -> Target<'a>) -> K {
+        match &self.inner.key {
+            KeyOf::Fixed(key) => key.clone(),
+            KeyOf::Of(key) => key(&target()),
+        }
+    }
+
+    /// Takes a permit for `key` now, for a request that will not be retried, if nothing could
+    /// make it wait or change its course: no hold on any key, no adopted policy, a permit of the
+    /// client's quota there at once. `false` (nothing taken) sends it through [`run`](Self::run).
+    /// What [`acquire`](Self::acquire) does when it neither waits nor is refused.
+    #[inline]
+    pub(crate) fn take_now(&self, key: &K) -> bool {
+        let inner = &*self.inner;
+        if inner.adopted.is_some() || !inner.holds.none_held() {
+            return false;
+        }
+        if inner.limiter.try_acquire(key).is_err() {
+            return false;
+        }
+        bump(&inner.counters.sent);
+        true
     }
 
     /// The client's own quota (the config it was built with).
@@ -505,6 +537,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
     /// [`Builder::adopt_policies`] adopts its stricter announced policies. Returns the wait it
     /// asked for, after the cap (`None` if it asked for none, or its values were ignored).
     pub fn observe(&self, key: &K, status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
+        // A response without any header field says nothing (a bare 429 asks for no particular
+        // wait): no lookup of each field's name.
+        if headers.is_empty() {
+            return None;
+        }
         if let Some(adopted) = &self.inner.adopted
             && headers.contains_key(&RATELIMIT_POLICY)
         {

@@ -6,6 +6,10 @@
 use core::fmt::Write as _;
 use core::time::Duration;
 
+use std::collections::BTreeSet;
+use std::sync::{Mutex, PoisonError};
+
+use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::store::{Policy, Status};
@@ -152,15 +156,92 @@ pub fn status_value(policy: &Policy, status: &Status) -> HeaderValue {
     HeaderValue::try_from(out).unwrap_or_else(|_| HeaderValue::from_static("\"ratelimit\";r=0"))
 }
 
-/// Sets `RateLimit-Policy` (from a value prepared once) and `RateLimit` on `headers`.
-pub(crate) fn set_fields(
-    headers: &mut HeaderMap,
-    policy: &Policy,
-    policy_header: &HeaderValue,
-    status: &Status,
-) {
-    headers.insert(RATELIMIT_POLICY, policy_header.clone());
-    headers.insert(RATELIMIT, status_value(policy, status));
+/// `value` as a header value over a `'static` copy of its text, so that each response's clone
+/// and drop of it touch no reference count. Each distinct text is copied once per process and
+/// kept (a set of them, shared by every layer): the texts are a policy's, whose names are
+/// `&'static str` already, so the set is as bounded as the program's policies.
+fn interned(value: HeaderValue) -> HeaderValue {
+    static TEXTS: Mutex<BTreeSet<&'static [u8]>> = Mutex::new(BTreeSet::new());
+    let mut texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let text: &'static [u8] = match texts.get(value.as_bytes()) {
+        Some(text) => text,
+        None => {
+            let text = Box::leak(Box::<[u8]>::from(value.as_bytes()));
+            texts.insert(text);
+            text
+        }
+    };
+    HeaderValue::from_maybe_shared(Bytes::from_static(text)).unwrap_or(value)
+}
+
+/// One policy's fields, rendered once when the layer is built: what every response of that policy
+/// shares. A response then clones `RateLimit-Policy` (a reference count), clones `RateLimit` too
+/// while the key's quota is full (the common case for most keys: nothing owed), and otherwise
+/// renders only the two numbers of `RateLimit` after a prefix prepared here, without `fmt`.
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyFields {
+    policy: Policy,
+    /// `RateLimit-Policy`: `"name";q=10;w=1`.
+    policy_header: HeaderValue,
+    /// `RateLimit` with the quota full: `"name";r=<quota>;t=<one emission interval>`.
+    full: HeaderValue,
+    /// `"name";r=`: how every other `RateLimit` value of this policy starts.
+    prefix: Box<[u8]>,
+}
+
+impl PolicyFields {
+    /// The fields of `policy`.
+    pub(crate) fn new(policy: Policy) -> Self {
+        let mut prefix = String::with_capacity(8 + policy.name().len());
+        push_sf_string(&mut prefix, policy.name());
+        prefix.push_str(";r=");
+        PolicyFields {
+            policy_header: interned(policy_value(&policy)),
+            full: interned(status_value(
+                &policy,
+                &Status::new(policy.quota(), Duration::ZERO),
+            )),
+            prefix: prefix.into_bytes().into_boxed_slice(),
+            policy,
+        }
+    }
+
+    /// The policy.
+    pub(crate) fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// `RateLimit-Policy`.
+    pub(crate) fn policy_header(&self) -> &HeaderValue {
+        &self.policy_header
+    }
+
+    /// `RateLimit` for `status`: the same text as [`status_value`].
+    pub(crate) fn status_value(&self, status: &Status) -> HeaderValue {
+        if status.reset().is_zero() && status.remaining() == self.policy.quota() {
+            return self.full.clone();
+        }
+        let mut r = itoa::Buffer::new();
+        let r = r.format(status.remaining()).as_bytes();
+        let mut t = itoa::Buffer::new();
+        let t = t
+            .format(effective_window_secs(&self.policy, status))
+            .as_bytes();
+        // The exact length, so that the bytes become the value's without another allocation.
+        let mut out = Vec::with_capacity(self.prefix.len() + r.len() + 3 + t.len());
+        out.extend_from_slice(&self.prefix);
+        out.extend_from_slice(r);
+        out.extend_from_slice(b";t=");
+        out.extend_from_slice(t);
+        HeaderValue::from_maybe_shared(Bytes::from(out))
+            .unwrap_or_else(|_| HeaderValue::from_static("\"ratelimit\";r=0"))
+    }
+
+    /// Sets `RateLimit-Policy` and `RateLimit` (for `status`) on `headers`.
+    pub(crate) fn set(&self, headers: &mut HeaderMap, status: &Status) {
+        headers.insert(RATELIMIT_POLICY, self.policy_header.clone());
+        headers.insert(RATELIMIT, self.status_value(status));
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +252,22 @@ mod tests {
     fn names_are_escaped_strings() {
         let p = Policy::new("a\"b\\c é", 1, Duration::from_secs(1));
         assert_eq!(policy_value(&p), "\"a\\\"b\\\\c _\";q=1;w=1");
+    }
+
+    #[test]
+    fn prepared_fields_read_as_rendered_ones() {
+        let p = Policy::new("a\"pi", 10, Duration::from_secs(60));
+        let fields = PolicyFields::new(p);
+        assert_eq!(fields.policy_header(), &policy_value(&p));
+        for status in [
+            Status::new(10, Duration::ZERO),
+            Status::new(9, Duration::ZERO),
+            Status::new(10, Duration::from_millis(1)),
+            Status::new(0, Duration::from_millis(5_500)),
+            Status::new(u32::MAX, Duration::from_secs(u64::MAX / 4)),
+        ] {
+            assert_eq!(fields.status_value(&status), status_value(&p, &status));
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::charge::{Charge, ChargeAll, Classify};
-use crate::headers::{self, RATELIMIT, RATELIMIT_POLICY};
+use crate::headers::{self, PolicyFields, RATELIMIT, RATELIMIT_POLICY};
 use crate::key::KeyExtractor;
 use crate::reject::{BoxError, DefaultResponse, MissingKeyError, OnReject, Rejection};
 use crate::store::{Decision, Denial, Grant, Permit, Policy, Status, Store};
@@ -114,15 +114,14 @@ pub trait Mode<Resp, E>: Send + Sync + 'static {
 /// The rate-limit fields for one response.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields<'a> {
-    policy: &'a Policy,
-    policy_header: &'a HeaderValue,
+    fields: &'a PolicyFields,
     status: Status,
 }
 
 impl Fields<'_> {
     /// The policy (`RateLimit-Policy`).
     pub fn policy(&self) -> &Policy {
-        self.policy
+        self.fields.policy()
     }
 
     /// The key's status (`RateLimit`).
@@ -189,16 +188,17 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
         error
     }
 
+    #[inline]
     fn served(
         &self,
-        result: Result<Response<B>, E>,
+        mut result: Result<Response<B>, E>,
         fields: Option<Fields<'_>>,
     ) -> Result<Response<B>, E> {
-        let mut response = result?;
-        if let Some(f) = fields {
-            headers::set_fields(response.headers_mut(), f.policy, f.policy_header, &f.status);
+        // Set in place: the response is not moved out and back.
+        if let (Ok(response), Some(f)) = (&mut result, fields) {
+            f.fields.set(response.headers_mut(), &f.status);
         }
-        Ok(response)
+        result
     }
 
     fn wants_fields(&self) -> bool {
@@ -249,11 +249,14 @@ struct Shared<St, X, M, Cl> {
     shadow: bool,
     admitted_fields: bool,
     missing_key: MissingKey,
-    policy: Policy,
-    policy_header: HeaderValue,
+    /// The policy and its fields' values rendered once.
+    fields: PolicyFields,
     listener: Option<Listener>,
     /// Whether the layer has logged that its extractor cannot find a key (once per layer).
     told_missing: AtomicBool,
+    /// What [`crate::metrics::record`] reports.
+    #[cfg(feature = "metrics")]
+    counts: crate::metrics::Counts,
 }
 
 impl<St, X, M, Cl> Shared<St, X, M, Cl> {
@@ -266,7 +269,7 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
                 MissingKey::Pass => "served without any limit".to_owned(),
             };
             tracing::error!(
-                policy = self.policy.name(),
+                policy = self.fields.policy().name(),
                 "ritmo rate-limit layer: a request has no rate-limit key and is {outcome}: {why}"
             );
         }
@@ -320,7 +323,7 @@ impl<St: fmt::Debug, X: fmt::Debug, M, Cl> fmt::Debug for RateLimitLayer<St, X, 
         f.debug_struct("RateLimitLayer")
             .field("store", &s.store)
             .field("extractor", &s.extractor)
-            .field("policy", &s.policy)
+            .field("policy", s.fields.policy())
             .field("cost", &s.cost)
             .field("max_wait", &s.max_wait)
             .field("shadow", &s.shadow)
@@ -373,8 +376,7 @@ impl<St: Store, X> RateLimitLayer<St, X> {
         let max_wait = store.max_wait();
         RateLimitLayer {
             shared: Arc::new(Shared {
-                policy_header: headers::policy_value(&policy),
-                policy,
+                fields: PolicyFields::new(policy),
                 store,
                 extractor,
                 mode: Http(DefaultResponse),
@@ -386,6 +388,8 @@ impl<St: Store, X> RateLimitLayer<St, X> {
                 missing_key: MissingKey::Reject(StatusCode::BAD_REQUEST),
                 listener: None,
                 told_missing: AtomicBool::new(false),
+                #[cfg(feature = "metrics")]
+                counts: crate::metrics::Counts::default(),
             }),
         }
     }
@@ -414,10 +418,11 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             shadow: arc.shadow,
             admitted_fields: arc.admitted_fields,
             missing_key: arc.missing_key,
-            policy: arc.policy,
-            policy_header: arc.policy_header.clone(),
+            fields: arc.fields.clone(),
             listener: arc.listener.clone(),
             told_missing: AtomicBool::new(arc.told_missing.load(Ordering::Relaxed)),
+            #[cfg(feature = "metrics")]
+            counts: crate::metrics::Counts::default(),
         });
         RateLimitLayer {
             shared: Arc::new(f(shared)),
@@ -447,7 +452,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         M: Clone,
         Cl: Clone,
     {
-        let quota = self.shared.policy.quota();
+        let quota = self.shared.fields.policy().quota();
         if cost == 0 || cost > quota {
             return Err(CostError { cost, quota });
         }
@@ -509,10 +514,9 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         Cl: Clone,
     {
         self.map(|s| {
-            let policy = s.policy.named(name);
+            let policy = s.fields.policy().named(name);
             Shared {
-                policy_header: headers::policy_value(&policy),
-                policy,
+                fields: PolicyFields::new(policy),
                 ..s
             }
         })
@@ -555,10 +559,11 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             shadow: s.shadow,
             admitted_fields: s.admitted_fields,
             missing_key: s.missing_key,
-            policy: s.policy,
-            policy_header: s.policy_header,
+            fields: s.fields,
             listener: s.listener,
             told_missing: s.told_missing,
+            #[cfg(feature = "metrics")]
+            counts: s.counts,
         })
     }
 
@@ -608,10 +613,11 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             shadow: s.shadow,
             admitted_fields: s.admitted_fields,
             missing_key: s.missing_key,
-            policy: s.policy,
-            policy_header: s.policy_header,
+            fields: s.fields,
             listener: s.listener,
             told_missing: s.told_missing,
+            #[cfg(feature = "metrics")]
+            counts: s.counts,
         })
     }
 
@@ -622,7 +628,15 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
 
     /// The policy it reports.
     pub fn policy(&self) -> &Policy {
-        &self.shared.policy
+        self.shared.fields.policy()
+    }
+}
+
+impl<St, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
+    /// Its policy name and counts, for [`crate::metrics::record`].
+    #[cfg(feature = "metrics")]
+    pub(crate) fn counts(&self) -> (&'static str, &crate::metrics::Counts) {
+        (self.shared.fields.policy().name(), &self.shared.counts)
     }
 }
 
@@ -661,7 +675,7 @@ impl<S: fmt::Debug, St, X, M, Cl> fmt::Debug for RateLimit<S, St, X, M, Cl> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimit")
             .field("inner", &self.inner)
-            .field("policy", &self.shared.policy)
+            .field("policy", self.shared.fields.policy())
             .finish_non_exhaustive()
     }
 }
@@ -687,9 +701,58 @@ where
             .map_err(|e| self.shared.mode.error(e))
     }
 
+    // Not inlined into the stack's caller: measured, it copies fewer large values (the request,
+    // the inner future) on its own (benches/RESULTS.md).
+    #[inline(never)]
     fn call(&mut self, request: Req) -> Self::Future {
+        let shared = &*self.shared;
+        let key = shared.extractor.extract(&request);
+        // Nothing could give the permit back (no waiting, no refunds): take it for good, on the
+        // store's fastest path. Admitted (the common case), the request goes straight to the
+        // inner service that `poll_ready` made ready, and its future is built in one place.
+        if let Some(k) = &key
+            && shared.max_wait.is_zero()
+            && !shared.classify.may_refund()
+        {
+            return match shared.store.take(k, shared.cost) {
+                Some(Ok(())) => {
+                    #[cfg(feature = "metrics")]
+                    shared.counts.admitted();
+                    // The inner call first: nothing to drop if it unwinds, so that its future
+                    // can be made where this one returns it, not moved there.
+                    let future = self.inner.call(request);
+                    let shared = Arc::clone(&self.shared);
+                    ResponseFuture::running(future, key, Held::none(), None, shared)
+                }
+                taken => self.call_rest(request, key, taken),
+            };
+        }
+        self.call_rest(request, key, None)
+    }
+}
+
+impl<S, St, X, M, Cl> RateLimit<S, St, X, M, Cl>
+where
+    St: Store,
+{
+    /// Every request but one admitted on the take-for-good path: no key, refused, reserved,
+    /// waiting, or decided by a remote store later. Not inlined, so that the common path stays
+    /// a small function.
+    #[inline(never)]
+    fn call_rest<Req>(
+        &mut self,
+        request: Req,
+        key: Option<St::Key>,
+        taken: Option<Result<(), Denial>>,
+    ) -> ResponseFuture<S, Req, St, X, M, Cl>
+    where
+        S: Service<Req> + Clone,
+        X: KeyExtractor<Req, Key = St::Key>,
+        M: Mode<S::Response, S::Error>,
+        Cl: Classify<S::Response, S::Error>,
+    {
         let shared = Arc::clone(&self.shared);
-        let Some(key) = shared.extractor.extract(&request) else {
+        let Some(key) = key else {
             if let Some(why) = shared.extractor.why_missing(&request) {
                 shared.tell_missing(why);
             }
@@ -697,6 +760,8 @@ where
             shared.publish(LayerEvent::MissingKey { served });
             return match shared.missing_key {
                 MissingKey::Reject(status) => {
+                    #[cfg(feature = "metrics")]
+                    shared.counts.rejected(crate::metrics::Refused::MissingKey);
                     let output = shared.mode.missing_key(status);
                     ResponseFuture::done(output, shared)
                 }
@@ -706,14 +771,11 @@ where
                 }
             };
         };
-        // Nothing could give the permit back (no waiting, no refunds): take it for good, on the
-        // store's fastest path.
-        if shared.max_wait.is_zero()
-            && !shared.classify.may_refund()
-            && let Some(taken) = shared.store.take(&key, shared.cost)
-        {
+        if let Some(taken) = taken {
             return match taken {
                 Ok(()) => {
+                    #[cfg(feature = "metrics")]
+                    shared.counts.admitted();
                     let future = self.inner.call(request);
                     ResponseFuture::running(future, Some(key), Held::none(), None, shared)
                 }
@@ -753,10 +815,11 @@ where
         // made ready.
         let decision = match decision {
             Ok(grant) if grant.wait.is_zero() => {
+                #[cfg(feature = "metrics")]
+                shared.counts.admitted();
                 let held = Held {
                     permit: Some(grant.permit),
                     started: true,
-                    listener: shared.listener.clone(),
                 };
                 let future = self.inner.call(request);
                 return ResponseFuture::running(future, Some(key), held, grant.status, shared);

@@ -6,6 +6,9 @@ mod forwarded;
 pub mod headers;
 pub mod key;
 mod layer;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 mod owned;
 mod reject;
 mod store;

@@ -275,7 +275,8 @@ impl<C: Clock + Sync + 'static> Permit for LimiterPermit<C> {
 
 /// The status of a limiter right now: the permits available, and how long until one more is.
 pub(crate) fn limiter_status<C: Clock>(limiter: &RateLimiter<C>) -> Status {
-    let permits = limiter.config().permits();
+    // `permits()`, not `config()`: the config in force is read under a lock.
+    let permits = limiter.permits();
     let remaining = limiter.available_permits();
     if remaining >= permits {
         return Status::new(permits, Duration::ZERO);

@@ -48,10 +48,11 @@ where
             status,
             ..
         }) => {
+            #[cfg(feature = "metrics")]
+            shared.counts.admitted();
             let held = Held {
                 permit: Some(permit),
                 started: false,
-                listener: shared.listener.clone(),
             };
             if wait.is_zero() {
                 Next::Run {
@@ -72,13 +73,29 @@ where
                 AcquireError::RateLimited(e) => e,
                 // Cannot happen through this layer, which checked its cost against the quota;
                 // a store of another kind could still answer it.
-                other => return Next::Done(shared.mode.store_failed(other)),
+                other => {
+                    #[cfg(feature = "metrics")]
+                    shared.counts.rejected(crate::metrics::Refused::Other);
+                    return Next::Done(shared.mode.store_failed(other));
+                }
             };
             let enforced = !shared.shadow;
+            #[cfg(feature = "metrics")]
+            match (enforced, error.reason()) {
+                (false, _) => shared.counts.shadow_rejected(),
+                (true, ritmo_core::Reason::NoPermitInTime) => {
+                    shared.counts.rejected(crate::metrics::Refused::Limited);
+                }
+                (true, _) => shared.counts.rejected(crate::metrics::Refused::Other),
+            }
             shared.publish(LayerEvent::Rejected { error, enforced });
             if enforced {
-                let rejection = Rejection::new(error, shared.policy, status);
-                Next::Done(shared.mode.rejected(&rejection, &shared.policy_header))
+                let rejection = Rejection::new(error, *shared.fields.policy(), status);
+                Next::Done(
+                    shared
+                        .mode
+                        .rejected(&rejection, shared.fields.policy_header()),
+                )
             } else {
                 // Shadow mode: served without a permit, reported as it stands.
                 Next::Run {
@@ -91,26 +108,26 @@ where
 }
 
 /// A permit held by a request's future: refunded if the future is dropped before the request
-/// runs, kept once it runs (a request that started keeps its permit even if it is dropped).
+/// runs, kept once it runs (a request that started keeps its permit even if it is dropped). The
+/// future does both when it goes ([`ResponseFuture`]'s drop), with the layer's listener.
 pub(super) struct Held<P: Permit> {
     pub(super) permit: Option<P>,
     pub(super) started: bool,
-    pub(super) listener: Option<Listener>,
 }
 
 impl<P: Permit> Held<P> {
+    #[inline(always)]
     pub(super) fn none() -> Self {
         Held {
             permit: None,
             started: false,
-            listener: None,
         }
     }
 
-    pub(super) fn refund(&mut self, cause: RefundCause) {
+    pub(super) fn refund(&mut self, cause: RefundCause, listener: Option<&Listener>) {
         if let Some(permit) = self.permit.take() {
             let returned = permit.refund();
-            if let Some(listener) = &self.listener {
+            if let Some(listener) = listener {
                 listener(&LayerEvent::Refunded { cause, returned });
             }
         }
@@ -123,16 +140,6 @@ impl<P: Permit> Held<P> {
     }
 }
 
-impl<P: Permit> Drop for Held<P> {
-    fn drop(&mut self) {
-        if self.started {
-            self.commit();
-        } else {
-            self.refund(RefundCause::Dropped);
-        }
-    }
-}
-
 pin_project! {
     #[project = StateProj]
     pub(super) enum State<F, O, Sl> {
@@ -141,7 +148,9 @@ pin_project! {
         // Not yet running: the store's answer, the wait for the slot, the inner service's
         // readiness. Boxed, so that the common case (admitted at once) moves a small future.
         Slow { slow: Pin<Box<Sl>> },
-        Done { output: Option<O> },
+        // Answered without running (refused, no key): boxed, so that the future of every
+        // admitted request does not carry room for a whole response.
+        Done { output: Option<Box<O>> },
     }
 }
 
@@ -179,6 +188,24 @@ pin_project! {
         grant_status: Option<Status>,
         shared: Arc<Shared<St, X, M, Cl>>,
     }
+    impl<S, Req, St, X, M, Cl> PinnedDrop for ResponseFuture<S, Req, St, X, M, Cl>
+    where
+        S: Service<Req>,
+        St: Store,
+        M: Mode<S::Response, S::Error>,
+    {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            // Most requests hold nothing here (taken for good, or already committed).
+            if this.held.permit.is_some() {
+                if this.held.started {
+                    this.held.commit();
+                } else {
+                    this.held.refund(RefundCause::Dropped, this.shared.listener.as_ref());
+                }
+            }
+        }
+    }
 }
 
 impl<S, Req, St, X, M, Cl> fmt::Debug for ResponseFuture<S, Req, St, X, M, Cl>
@@ -189,7 +216,7 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture")
-            .field("policy", &self.shared.policy)
+            .field("policy", self.shared.fields.policy())
             .field("holds_permit", &self.held.permit.is_some())
             .finish_non_exhaustive()
     }
@@ -207,7 +234,7 @@ where
     ) -> Self {
         ResponseFuture {
             state: State::Done {
-                output: Some(output),
+                output: Some(Box::new(output)),
             },
             key: None,
             held: Held::none(),
@@ -240,6 +267,7 @@ where
         }
     }
 
+    #[inline(always)]
     pub(super) fn running(
         future: S::Future,
         key: Option<St::Key>,
@@ -316,7 +344,8 @@ where
                         }
                         PhaseProj::Ready => {
                             if let Err(e) = ready!(slow.inner.poll_ready(cx)) {
-                                this.held.refund(RefundCause::NotRun);
+                                this.held
+                                    .refund(RefundCause::NotRun, this.shared.listener.as_ref());
                                 this.state.set(State::Done { output: None });
                                 return Poll::Ready(this.shared.mode.served(Err(e), None));
                             }
@@ -328,33 +357,43 @@ where
                     }
                 }
                 StateProj::Call { future } => {
-                    let result = ready!(future.poll(cx));
                     let shared = &**this.shared;
-                    // A kept permit is committed when `held` goes (it is marked started).
-                    if this.held.permit.is_some()
-                        && shared.classify.classify(result.as_ref()) == Charge::Refund
+                    if this.held.permit.is_none()
+                        && !(shared.admitted_fields && shared.mode.wants_fields())
                     {
-                        this.held.refund(RefundCause::Classified);
+                        // Nothing to do after the response: the inner future's output, passed
+                        // through.
+                        return future
+                            .poll(cx)
+                            .map(|result| shared.mode.served(result, None));
                     }
-                    let fields = if shared.admitted_fields && shared.mode.wants_fields() {
-                        this.key
-                            .as_ref()
-                            .and_then(|key| shared.store.status(key))
-                            .or(*this.grant_status)
-                            .map(|status| Fields {
-                                policy: &shared.policy,
-                                policy_header: &shared.policy_header,
-                                status,
-                            })
-                    } else {
-                        None
-                    };
-                    let output = shared.mode.served(result, fields);
-                    this.state.set(State::Done { output: None });
-                    return Poll::Ready(output);
+                    let (held, key, grant_status) = (this.held, this.key, *this.grant_status);
+                    // The response is handled where the inner future's poll returns it (one
+                    // move), and the finished inner future goes with this one (as tower's own
+                    // futures do): no state to switch.
+                    return future.poll(cx).map(|result| {
+                        // A kept permit is committed when `held` goes (it is marked started).
+                        if held.permit.is_some()
+                            && shared.classify.classify(result.as_ref()) == Charge::Refund
+                        {
+                            held.refund(RefundCause::Classified, shared.listener.as_ref());
+                        }
+                        let fields = if shared.admitted_fields && shared.mode.wants_fields() {
+                            key.as_ref()
+                                .and_then(|key| shared.store.status(key))
+                                .or(grant_status)
+                                .map(|status| Fields {
+                                    fields: &shared.fields,
+                                    status,
+                                })
+                        } else {
+                            None
+                        };
+                        shared.mode.served(result, fields)
+                    });
                 }
                 StateProj::Done { output } => {
-                    return Poll::Ready(output.take().expect("polled after completion"));
+                    return Poll::Ready(*output.take().expect("polled after completion"));
                 }
             }
         }
