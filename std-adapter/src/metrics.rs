@@ -174,7 +174,7 @@ impl Listener for MetricsListener {
 /// use std::time::Duration;
 /// use ritmo_core::{Bands, Config, ManualClock, RateLimiter};
 /// use ritmo_std::KeyedRateLimiter;
-/// use ritmo_std::metrics::{self, Recordable};
+/// use ritmo_std::metrics;
 ///
 /// let clock = ManualClock::new();
 /// let global = RateLimiter::new("global", Config::new(100, Duration::from_secs(1))?, &clock);
