@@ -13,7 +13,7 @@
 //!
 //! Paths: a hot key in a map of 10,000 (`ritmo`, `governor`: default clocks; `*_fake`: fake
 //! clocks, the map and the logic alone; `table_fake`: ritmo-core's fixed table), a rejected hot
-//! key (`*_rej`), a new key each call (`*_new`).
+//! key (`*_rej`; `ritmo_rej_fake` on a fake clock), a new key each call (`*_new`).
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -92,6 +92,20 @@ fn main() {
                 "b",
                 ritmo::Config::new(1, std::time::Duration::from_secs(3600)).unwrap(),
                 usize::MAX,
+            );
+            for k in 0..10_000u64 {
+                m.try_acquire(&k).unwrap();
+            }
+            for _ in 0..n {
+                black_box(m.try_acquire(black_box(&4242)).is_ok());
+            }
+        }
+        "ritmo_rej_fake" => {
+            let m = ritmo::server::KeyedRateLimiter::with_clock(
+                "b",
+                ritmo::Config::new(1, std::time::Duration::from_secs(3600)).unwrap(),
+                usize::MAX,
+                ritmo::ManualClock::new(),
             );
             for k in 0..10_000u64 {
                 m.try_acquire(&k).unwrap();

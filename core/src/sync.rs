@@ -189,6 +189,32 @@ mod imp {
 
 pub(crate) use imp::U64Cell;
 
+/// A statistic (feature `counters`): a [`U64Cell`] counted with a plain load and store. Under
+/// loom a std atomic instead, whose `const` constructor keeps the keyed rules' `const fn`
+/// constructors `const` there too (nothing orders other memory by a count, so loom need not
+/// model it).
+#[cfg(all(feature = "counters", not(all(test, loom))))]
+pub(crate) type Tally = U64Cell;
+
+/// A statistic (feature `counters`), outside loom's model.
+#[cfg(all(feature = "counters", test, loom))]
+#[derive(Debug)]
+pub(crate) struct Tally(core::sync::atomic::AtomicU64);
+
+#[cfg(all(feature = "counters", test, loom))]
+impl Tally {
+    pub(crate) const fn new(value: u64) -> Self {
+        Tally(core::sync::atomic::AtomicU64::new(value))
+    }
+    pub(crate) fn add(&self, value: u64) {
+        self.0
+            .fetch_add(value, core::sync::atomic::Ordering::Relaxed);
+    }
+    pub(crate) fn load_relaxed(&self) -> u64 {
+        self.0.load(core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// A flag read on the hot path with a plain load (`Relaxed`): a `portable_atomic::AtomicBool`,
 /// whose loads and stores are native on every target (no critical section on a Cortex-M0). The
 /// same under loom: it changes only when a limiter is reconfigured, which the loom models do not

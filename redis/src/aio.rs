@@ -15,6 +15,7 @@ use ritmo_core::{AcquireError, Config, RateLimitExceeded};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::error::Cause;
+use crate::observe::Links;
 use crate::script::{ACQUIRE, PEEK, REFUND};
 use crate::{
     AcquireOrStoreError, Builder, Call, Decision, Error, Inner, Permit, Refusal, StoreError,
@@ -411,6 +412,13 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
                 run(&ACQUIRE, &self.conn, self.inner.timeout, &call.key, &args).await
             }
         };
+        // The connection manager reconnects by itself after a broken connection: a reply after
+        // one is a reconnect.
+        match &reply {
+            Ok(_) => self.inner.counts.links.up(),
+            Err(cause) if Links::is_link_fault(cause) => self.inner.counts.links.broke(),
+            Err(_) => {}
+        }
         self.inner.decide(call, reply)
     }
 
@@ -677,5 +685,23 @@ impl<C: AsyncConnection> RedisRateLimiter<C> {
     /// How long until one permit would pass (zero: now). Takes nothing.
     pub async fn retry_after(&self) -> Result<Duration, StoreError> {
         self.0.retry_after(&()).await
+    }
+}
+
+/// Its admitted and rejected calls, faults and reconnects (see [`crate::metrics`]).
+#[cfg(feature = "metrics")]
+impl<K: ?Sized, C> ritmo_std::metrics::Recordable for RedisKeyedRateLimiter<K, C> {
+    fn record(&self) {
+        let inner = &self.inner;
+        let away = inner.away.load(std::sync::atomic::Ordering::Relaxed);
+        crate::observe::record(inner.id, away, &inner.counts, &inner.counts.links);
+    }
+}
+
+/// Its admitted and rejected calls, faults and reconnects (see [`crate::metrics`]).
+#[cfg(feature = "metrics")]
+impl<C> ritmo_std::metrics::Recordable for RedisRateLimiter<C> {
+    fn record(&self) {
+        self.0.record();
     }
 }

@@ -19,6 +19,7 @@ use redis::{Connection, ConnectionLike, Script};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded};
 
 use crate::error::Cause;
+use crate::observe::Links;
 use crate::script::{ACQUIRE, PEEK, REFUND};
 use crate::{AcquireOrStoreError, Builder, Call, Decision, Inner, Permit, StoreError, StoreKey};
 
@@ -32,6 +33,8 @@ pub(crate) struct Pool {
     state: Mutex<PoolState>,
     /// Signalled when a connection goes back to the pool or is closed.
     freed: Condvar,
+    /// Connections made after one failed (feature `metrics`).
+    pub(crate) links: Links,
 }
 
 struct PoolState {
@@ -86,6 +89,7 @@ impl Pool {
                 open: 0,
             }),
             freed: Condvar::new(),
+            links: Links::default(),
         }
     }
 
@@ -174,12 +178,24 @@ impl Pool {
         };
         if usable && conn.is_open() {
             slot.conn = Some(conn);
+        } else {
+            self.links.broke();
         }
         result
     }
 
     /// A fresh connection, its database selected, by `deadline`.
     fn connect(&self, deadline: Instant, timeout: Duration) -> Result<Connection, Cause> {
+        let conn = self.open(deadline, timeout);
+        match &conn {
+            Ok(_) => self.links.up(),
+            Err(_) => self.links.broke(),
+        }
+        conn
+    }
+
+    /// [`connect`](Self::connect), uncounted.
+    fn open(&self, deadline: Instant, timeout: Duration) -> Result<Connection, Cause> {
         let mut conn = self
             .client
             .get_connection_with_timeout(left(deadline, timeout)?)
@@ -604,5 +620,23 @@ impl RedisRateLimiter {
     /// How long until one permit would pass (zero: now). Takes nothing.
     pub fn retry_after(&self) -> Result<Duration, StoreError> {
         self.0.retry_after(&())
+    }
+}
+
+/// Its admitted and rejected calls, faults and reconnects (see [`crate::metrics`]).
+#[cfg(feature = "metrics")]
+impl<K: ?Sized> ritmo_std::metrics::Recordable for RedisKeyedRateLimiter<K> {
+    fn record(&self) {
+        let inner = &self.inner;
+        let away = inner.away.load(std::sync::atomic::Ordering::Relaxed);
+        crate::observe::record(inner.id, away, &inner.counts, &self.pool.links);
+    }
+}
+
+/// Its admitted and rejected calls, faults and reconnects (see [`crate::metrics`]).
+#[cfg(feature = "metrics")]
+impl ritmo_std::metrics::Recordable for RedisRateLimiter {
+    fn record(&self) {
+        self.0.record();
     }
 }

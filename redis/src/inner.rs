@@ -45,6 +45,8 @@ pub(crate) struct Inner {
     /// The last decision came from the failure policy, the store having failed: switches are
     /// reported (`tracing`, `metrics`).
     pub(crate) away: AtomicBool,
+    /// What the store and the policy answered, for metrics (feature `metrics`).
+    pub(crate) counts: observe::Counts,
 }
 
 impl std::fmt::Debug for Inner {
@@ -220,6 +222,7 @@ impl Inner {
         };
         let get = |i: usize| reply.get(i).map_or(0, |&v| (v.max(0) as u64).min(MAX));
         let (status, now, a, b) = (get(0), get(1), get(2), get(3));
+        self.counts.answered(status);
         match status {
             1 | 2 => {
                 if let Policy::Local(local) = &self.policy {
@@ -259,19 +262,23 @@ impl Inner {
     pub(crate) fn policy_decides(&self, call: &Call) -> Decision {
         match &self.policy {
             Policy::Reject => {
+                self.counts.unavailable();
                 observe::unavailable(self.id);
                 Decision::Rejected(self.unavailable(), None)
             }
             Policy::Admit => {
+                self.counts.fallback("admit");
                 observe::answered_by(self.id, "admit");
                 Decision::granted(Permit::new(Source::Open, None, Duration::ZERO))
             }
             Policy::Local(local) => {
+                self.counts.fallback("local");
                 observe::answered_by(self.id, "local");
                 match local.take(&call.key, call.k, call.reserve, self.unavailable()) {
                     Ok(wait) => Decision::granted(Permit::new(Source::Fallback, None, wait)),
                     Err(e) => {
                         if e.reason() == Reason::Unavailable {
+                            self.counts.unavailable();
                             observe::unavailable(self.id);
                         }
                         Decision::Rejected(e, None)

@@ -408,6 +408,7 @@ impl Builder {
                 clock: self.clock,
                 margin_ms,
                 away: AtomicBool::new(false),
+                counts: observe::Counts::default(),
             },
             timeout,
         ))

@@ -6,8 +6,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusBuilder;
-use ritmo_core::{AdvanceClock, Bands, Config, ManualClock, RateLimiter, Registry, Tee};
-use ritmo_std::metrics::{self, MetricsListener};
+use ritmo_core::{
+    AdvanceClock, Bands, Config, KeyedLimiter, ManualClock, RateLimiter, Reason, Registry, Tee,
+};
+use ritmo_std::KeyedRateLimiter;
+use ritmo_std::metrics::{self, MetricsListener, Recordable};
 use ritmo_std::tracing::TracingListener;
 
 static METRICS: MetricsListener = MetricsListener::new();
@@ -106,10 +109,31 @@ fn a_registry_and_bands_are_recorded_too() {
         sample(&text, r#"ritmo_available_permits{limiter="reg-a"}"#),
         Some(2.0)
     );
-    assert_eq!(
-        sample(&text, r#"ritmo_admitted_total{limiter="bands"}"#),
-        Some(2.0)
-    );
+    // Per band: the admitted count (the same for each), each band's available permits and
+    // permits per period.
+    for (band, available, permits) in [("0", 3.0, 5.0), ("1", 0.0, 2.0)] {
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"ritmo_admitted_total{{limiter="bands",band="{band}"}}"#)
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"ritmo_available_permits{{limiter="bands",band="{band}"}}"#)
+            ),
+            Some(available)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"ritmo_permits{{limiter="bands",band="{band}"}}"#)
+            ),
+            Some(permits)
+        );
+    }
     assert_eq!(
         sample(
             &text,
@@ -117,6 +141,156 @@ fn a_registry_and_bands_are_recorded_too() {
         ),
         Some(1.0)
     );
+}
+
+/// A key's label never appears: the series of a keyed limiter are per limiter id.
+fn assert_no_key_label(text: &str) {
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(!line.contains("key="), "a per-key label: {line}");
+    }
+}
+
+#[test]
+fn a_core_keyed_limiter_counts_admitted_waited_rejected_by_reason_and_live_keys() {
+    let clock = ManualClock::new();
+    let config = Config::new(2, Duration::from_secs(1))
+        .unwrap()
+        .with_max_wait(Duration::from_millis(500));
+    let peers: KeyedLimiter<u32, _, 2> = KeyedLimiter::with_clock("peers", config, &clock, 7);
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let text = metrics::with_recorder(&recorder, || {
+        peers.try_acquire(&1).unwrap();
+        peers.try_acquire(&1).unwrap();
+        assert!(peers.try_acquire(&1).is_err()); // no_permit_in_time
+        let waiting = peers.reserve(&1).unwrap(); // a slot 500 ms away: waited
+        assert!(!waiting.is_ready());
+        waiting.commit();
+        peers.try_acquire(&2).unwrap();
+        let full = peers.try_acquire(&3).unwrap_err(); // two live keys: no room
+        assert_eq!(full.reason(), Reason::KeyCapacity);
+        metrics::record_all(&[&peers]);
+        recorder.handle().render()
+    });
+    assert_eq!(
+        sample(&text, r#"ritmo_admitted_total{limiter="peers"}"#),
+        Some(3.0)
+    );
+    assert_eq!(
+        sample(&text, r#"ritmo_waited_total{limiter="peers"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"ritmo_rejected_total{limiter="peers",reason="no_permit_in_time"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"ritmo_rejected_total{limiter="peers",reason="key_capacity"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(sample(&text, r#"ritmo_keys{limiter="peers"}"#), Some(2.0));
+    assert_eq!(
+        sample(&text, r#"ritmo_permits{limiter="peers"}"#),
+        Some(2.0)
+    );
+    assert_no_key_label(&text);
+}
+
+#[test]
+fn a_std_keyed_limiter_counts_a_key_capacity_rejection_and_its_keys_gauge_follows_the_clock() {
+    let clock = ManualClock::new();
+    let per_ip = KeyedRateLimiter::with_clock(
+        "per_ip",
+        Config::new(1, Duration::from_secs(1)).unwrap(),
+        3,
+        &clock,
+    );
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let (full, later) = metrics::with_recorder(&recorder, || {
+        for key in 1..=3u32 {
+            per_ip.try_acquire(&key).unwrap();
+        }
+        assert!(per_ip.try_acquire(&2).is_err()); // no_permit_in_time
+        assert!(per_ip.try_acquire_n(&3, 1).is_err()); // no_permit_in_time
+        let err = per_ip.try_acquire(&4).unwrap_err(); // three live keys: no room
+        assert_eq!(err.reason(), Reason::KeyCapacity);
+        metrics::record_all(&[&per_ip]);
+        let full = recorder.handle().render();
+        clock.advance(Duration::from_secs(1)); // every key idle again
+        per_ip.try_acquire(&4).unwrap();
+        metrics::record_all(&[&per_ip]);
+        (full, recorder.handle().render())
+    });
+    assert_eq!(
+        sample(&full, r#"ritmo_admitted_total{limiter="per_ip"}"#),
+        Some(3.0)
+    );
+    assert_eq!(
+        sample(
+            &full,
+            r#"ritmo_rejected_total{limiter="per_ip",reason="no_permit_in_time"}"#
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        sample(
+            &full,
+            r#"ritmo_rejected_total{limiter="per_ip",reason="key_capacity"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(sample(&full, r#"ritmo_keys{limiter="per_ip"}"#), Some(3.0));
+    assert_eq!(
+        sample(&full, r#"ritmo_waited_total{limiter="per_ip"}"#),
+        Some(0.0)
+    );
+    // A second scrape: the counts go on from where they were, the gauge is what it is now.
+    assert_eq!(
+        sample(&later, r#"ritmo_admitted_total{limiter="per_ip"}"#),
+        Some(4.0)
+    );
+    assert_eq!(sample(&later, r#"ritmo_keys{limiter="per_ip"}"#), Some(1.0));
+    assert_no_key_label(&later);
+}
+
+#[test]
+fn one_call_records_limiters_of_every_kind_behind_references_and_arcs() {
+    static CLOCK: ManualClock = ManualClock::new();
+    static REGISTRY: Registry<&ManualClock, 2> = Registry::new(&CLOCK);
+    REGISTRY
+        .get_or_create("kinds-reg", Config::new(4, Duration::from_secs(1)).unwrap())
+        .unwrap()
+        .try_acquire()
+        .unwrap();
+    let config = Config::new(4, Duration::from_secs(1)).unwrap();
+    let single = RateLimiter::new("kinds-single", config, &CLOCK);
+    let bands = Bands::new("kinds-bands", [config, config], &CLOCK);
+    let table: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("kinds-table", config, &CLOCK, 1);
+    let map = std::sync::Arc::new(KeyedRateLimiter::with_clock("kinds-map", config, 4, &CLOCK));
+    single.try_acquire().unwrap();
+    bands.try_acquire().unwrap();
+    table.try_acquire(&1).unwrap();
+    map.try_acquire(&1u8).unwrap();
+    let boxed: Box<dyn Recordable> = Box::new(single);
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let text = metrics::with_recorder(&recorder, || {
+        metrics::record_all(&[&REGISTRY, &boxed, &bands, &table, &map]);
+        recorder.handle().render()
+    });
+    for series in [
+        r#"ritmo_admitted_total{limiter="kinds-reg"}"#,
+        r#"ritmo_admitted_total{limiter="kinds-single"}"#,
+        r#"ritmo_admitted_total{limiter="kinds-bands",band="1"}"#,
+        r#"ritmo_admitted_total{limiter="kinds-table"}"#,
+        r#"ritmo_admitted_total{limiter="kinds-map"}"#,
+    ] {
+        assert_eq!(sample(&text, series), Some(1.0), "{series} in {text}");
+    }
 }
 
 /// A subscriber that keeps each event's target, level, message and fields as text.

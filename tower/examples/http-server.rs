@@ -1,6 +1,8 @@
 //! An axum server limited by ritmo-tower: 5 requests per 10 s per client IP (a keyed limiter of at
 //! most 100 000 live clients), the IETF fields on every response, `429` with `Retry-After` past
-//! the quota, and `304`/`5xx` not charged.
+//! the quota, and `304`/`5xx` not charged. `GET /metrics` serves the limiter's metrics in
+//! Prometheus text (admitted and rejected calls, live keys: ritmo's own counts, read at each
+//! scrape); that route is not rate limited, so a scraper is never refused.
 //!
 //! ```sh
 //! cargo run -p ritmo-tower --features axum --example http-server        # port 3000
@@ -8,6 +10,7 @@
 //! cargo run -p ritmo-tower --features axum --example http-server -- 8080
 //! curl -i http://127.0.0.1:3000/          # 200, RateLimit: "api";r=4;t=2
 //! curl -i http://127.0.0.1:3000/status/304 # not charged
+//! curl http://127.0.0.1:3000/metrics      # ritmo_admitted_total{limiter="api"} 1 ...
 //! ```
 //!
 //! It binds 127.0.0.1 only and prints its address on the first line.
@@ -19,8 +22,9 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Path;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::routing::get;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use ritmo_core::Config;
 use ritmo_std::{IpKey, KeyedRateLimiter};
@@ -33,6 +37,16 @@ static API: LazyLock<KeyedRateLimiter<IpKey>> = LazyLock::new(|| {
     let config = Config::new(5, Duration::from_secs(10)).expect("a valid config");
     KeyedRateLimiter::new("api", config, 100_000)
 });
+
+/// `GET /metrics`: records the limiters (ritmo's counts and gauges, read now), then renders
+/// everything the recorder holds in Prometheus' text format.
+fn scrape(prometheus: &PrometheusHandle) -> ([(header::HeaderName, &'static str); 1], String) {
+    ritmo_std::metrics::record_all(&[&*API]);
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        prometheus.render(),
+    )
+}
 
 /// The port: the first argument, else `PORT`, else 3000; 0 picks any free port.
 fn port() -> Result<u16, String> {
@@ -53,6 +67,14 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    let prometheus = match PrometheusBuilder::new().install_recorder() {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("http-server: cannot install the metrics recorder: {e}");
+            std::process::exit(1);
+        }
+    };
+    ritmo_std::metrics::describe();
     let app = Router::new()
         .route("/", get(|| async { "hello from ritmo\n" }))
         .route(
@@ -61,7 +83,9 @@ async fn main() {
                 StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST)
             }),
         )
-        .layer(RateLimitLayer::new(&*API, PeerIp::new()).charge(not_304_or_5xx()));
+        .layer(RateLimitLayer::new(&*API, PeerIp::new()).charge(not_304_or_5xx()))
+        // Added after the layer, so outside it: a scrape is never limited nor counted.
+        .route("/metrics", get(move || async move { scrape(&prometheus) }));
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
         Ok(listener) => listener,
         Err(e) => {

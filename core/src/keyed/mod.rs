@@ -441,6 +441,7 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
 
     #[inline]
     fn refused(&self, key: &K, reason: Reason, wait: u64) -> RateLimitExceeded {
+        self.rate.count_rejected(reason);
         let error = self.rate.rejected(reason, wait);
         if self.rate.listener().is_some() || self.key_listener.is_some() {
             self.publish(key, Event::Rejected(error));
@@ -531,7 +532,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
                 wait,
             })
         });
-        result.map_err(|(reason, wait)| self.refused(key, reason, wait))
+        match result {
+            Ok(taken) => {
+                self.rate.count_granted(taken.wait);
+                Ok(taken)
+            }
+            Err((reason, wait)) => Err(self.refused(key, reason, wait)),
+        }
     }
 
     /// Takes one permit for `key` if it is there now; never waits. A key never seen gets a full

@@ -14,6 +14,8 @@ use crate::event::Listener;
 use crate::gcra::{self, Refused, Reserve};
 use crate::rate::Rate;
 use crate::state::Backoff;
+#[cfg(feature = "counters")]
+use crate::sync::Tally;
 use crate::sync::U64Cell;
 
 /// What one call for one key does to that key's state.
@@ -67,6 +69,36 @@ pub struct KeyRate<C> {
     /// The config in force after a [`reconfigure`](super::KeyedLimiter::reconfigure).
     #[cfg(feature = "reconfigure")]
     live: super::live::KeyLive,
+    /// What its calls were answered (feature `counters`).
+    #[cfg(feature = "counters")]
+    counts: KeyCounts,
+}
+
+/// A keyed limiter's counts of calls (feature `counters`), for metrics read at scrape time: one
+/// block on a cache line of its own on 64-bit targets, so that counting does not slow down the
+/// compare-and-swap on a key's state of another core. Each count is a plain load and store (as
+/// the single limiter's admitted count): exact while one core at a time counts, and may undercount
+/// (never overcount) when two cores count at the same instant.
+#[cfg(feature = "counters")]
+#[derive(Debug)]
+#[cfg_attr(target_pointer_width = "64", repr(align(128)))]
+struct KeyCounts {
+    admitted: Tally,
+    waited: Tally,
+    no_permit_in_time: Tally,
+    key_capacity: Tally,
+}
+
+#[cfg(feature = "counters")]
+impl KeyCounts {
+    const fn new() -> Self {
+        KeyCounts {
+            admitted: Tally::new(0),
+            waited: Tally::new(0),
+            no_permit_in_time: Tally::new(0),
+            key_capacity: Tally::new(0),
+        }
+    }
 }
 
 impl<C> fmt::Debug for KeyRate<C> {
@@ -211,6 +243,122 @@ impl<C> KeyRate<C> {
             clock,
             #[cfg(feature = "reconfigure")]
             live: super::live::KeyLive::new(config),
+            #[cfg(feature = "counters")]
+            counts: KeyCounts::new(),
+        }
+    }
+
+    /// Counts a call granted by a keyed store: admitted at once (`wait` 0) or reserved for a
+    /// later slot (feature `counters`; nothing otherwise). For keyed stores of your own; ritmo's
+    /// call it on every call they grant.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+    /// rate.count_granted(0);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline(always)]
+    pub fn count_granted(&self, wait: u64) {
+        #[cfg(feature = "counters")]
+        if wait == 0 {
+            self.counts.admitted.add(1);
+        } else {
+            self.counts.waited.add(1);
+        }
+        #[cfg(not(feature = "counters"))]
+        let _ = wait;
+    }
+
+    /// Counts a call a keyed store refused for `reason` (feature `counters`; nothing
+    /// otherwise). Counted reasons: [`Reason::NoPermitInTime`] and [`Reason::KeyCapacity`].
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock, Reason};
+    /// # use ritmo_core::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+    /// rate.count_rejected(Reason::KeyCapacity);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline(always)]
+    pub fn count_rejected(&self, reason: Reason) {
+        #[cfg(feature = "counters")]
+        match reason {
+            Reason::KeyCapacity => self.counts.key_capacity.add(1),
+            _ => self.counts.no_permit_in_time.add(1),
+        }
+        #[cfg(not(feature = "counters"))]
+        let _ = reason;
+    }
+
+    /// Calls admitted at once since it was built, every key together (feature `counters`).
+    /// A statistic: see [`count_granted`](Self::count_granted) for how it is kept.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// let l: KeyedLimiter<u8, _, 4> =
+    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// l.try_acquire(&2).unwrap();
+    /// assert!(l.try_acquire(&1).is_err());
+    /// assert_eq!(l.rate().admitted_count(), 2);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn admitted_count(&self) -> u64 {
+        self.counts.admitted.load_relaxed()
+    }
+
+    /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// let r = l.reserve(&1).unwrap(); // waits a second
+    /// assert_eq!((l.rate().admitted_count(), l.rate().waited_count()), (1, 1));
+    /// # drop(r);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn waited_count(&self) -> u64 {
+        self.counts.waited.load_relaxed()
+    }
+
+    /// Calls refused for `reason` (feature `counters`): [`Reason::NoPermitInTime`] (the key's
+    /// permits would come too late) and [`Reason::KeyCapacity`] (no room for a new key); 0 for
+    /// every other reason, which a keyed store never refuses a call for.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock, Reason};
+    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// let l: KeyedLimiter<u8, _, 1> =
+    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
+    /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
+    /// assert_eq!(l.rate().rejected_count(Reason::NoPermitInTime), 1);
+    /// assert_eq!(l.rate().rejected_count(Reason::KeyCapacity), 1);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn rejected_count(&self, reason: Reason) -> u64 {
+        match reason {
+            Reason::NoPermitInTime => self.counts.no_permit_in_time.load_relaxed(),
+            Reason::KeyCapacity => self.counts.key_capacity.load_relaxed(),
+            _ => 0,
         }
     }
 

@@ -286,6 +286,7 @@ impl<K, C> KeyedRateLimiter<K, C> {
     }
 
     fn refused(&self, key: &K, reason: Reason, wait: u64) -> RateLimitExceeded {
+        self.rate.count_rejected(reason);
         let error = self.rate.rejected(reason, wait);
         if self.rate.listener().is_some() || self.key_listener.is_some() {
             self.publish(key, Event::Rejected(error));
@@ -335,10 +336,21 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         if let Some(state) = self.map.get(key) {
             let decision = state.apply(&self.rate, now, k, max_wait);
             drop(state);
-            return Taken::of(decision, now)
-                .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+            return self.granted(Taken::of(decision, now), key);
         }
         self.take_new(key, k, now, max_wait)
+    }
+
+    /// Counts a call's outcome `taken` (`Err`: refused, the wait it would have had).
+    #[inline(always)]
+    fn granted(&self, taken: Result<Taken, u64>, key: &K) -> Result<Taken, RateLimitExceeded> {
+        match taken {
+            Ok(taken) => {
+                self.rate.count_granted(taken.wait);
+                Ok(taken)
+            }
+            Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+        }
     }
 
     /// A key not in the map: make room for it if need be, then put it in.
@@ -390,8 +402,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 if let Some(tat) = inserted {
                     self.remember(tat, key);
                 }
-                return Taken::of(decision, now)
-                    .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+                return self.granted(Taken::of(decision, now), key);
             }
             match self.make_room(false) {
                 Room::Yes => continue,
@@ -423,7 +434,13 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             // The read lock held across one compare-and-swap, as in `take`.
             let taken = state.try_take(&self.rate, now);
             drop(state);
-            return taken.map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+            return match taken {
+                Ok(()) => {
+                    self.rate.count_granted(0);
+                    Ok(())
+                }
+                Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+            };
         }
         self.take_new(key, 1, now, 0).map(|_| ())
     }
