@@ -67,6 +67,7 @@ mod peek;
 mod rate;
 mod reservation;
 mod table;
+mod tiers;
 
 #[doc(hidden)]
 pub use rate::Settled;
@@ -74,6 +75,9 @@ pub use rate::{Decision, KeyRate, KeyState};
 pub use reservation::KeyReservation;
 #[doc(hidden)]
 pub use reservation::{KeyedStore, Taken};
+#[doc(hidden)]
+pub use tiers::TierRules;
+pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
 use core::fmt;
 use core::hash::Hash;
@@ -85,7 +89,7 @@ use crate::error::{AcquireError, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
 use crate::sync::Lock;
 use crate::wait::{AdvanceClock, Wait};
-use table::{Probe, Table};
+use table::{Probe, Slot, Table};
 
 /// Receives a keyed limiter's events together with the key they are about. Opt-in
 /// ([`KeyedLimiter::with_key_listener`]): keys are often personal data, so a plain
@@ -225,13 +229,17 @@ impl KeyedSnapshot {
 /// static EMPTY: KeyedLimiter<u32, &ManualClock, 0> =
 ///     KeyedLimiter::new("none", const_config!(1, Duration::from_secs(1)), &CLOCK, 0);
 /// ```
-pub struct KeyedLimiter<K: 'static, C, const N: usize> {
+///
+/// With `P` = [`Tiers`], each key gets the config of its own tier: see [`tiered`](Self::tiered)
+/// and the [`tiers` module docs](crate::keyed::Tiers).
+pub struct KeyedLimiter<K: 'static, C, const N: usize, P: TierSet<K> = OneTier> {
     rate: KeyRate<C>,
-    table: Lock<Table<K, N>>,
+    tiers: P,
+    table: Lock<Table<K, N, P::Index>>,
     key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
-impl<K, C, const N: usize> fmt::Debug for KeyedLimiter<K, C, N> {
+impl<K, C, const N: usize, P: TierSet<K>> fmt::Debug for KeyedLimiter<K, C, N, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
             .field("id", &self.rate.id())
@@ -265,6 +273,7 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
         };
         KeyedLimiter {
             rate: KeyRate::new(id, config, clock),
+            tiers: OneTier,
             table: Lock::new(Table::new(seed)),
             key_listener: None,
         }
@@ -281,6 +290,7 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
         };
         KeyedLimiter {
             rate: KeyRate::new(id, config, clock),
+            tiers: OneTier,
             table: Lock::new(Table::new(seed)),
             key_listener: None,
         }
@@ -308,13 +318,118 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         };
         KeyedLimiter {
             rate: KeyRate::with_clock(id, config, clock),
+            tiers: OneTier,
             table: Lock::new(Table::new(seed)),
             key_listener: None,
         }
     }
 }
 
-impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
+impl<K, C: FixedRateClock, const N: usize, const T: usize> KeyedLimiter<K, C, N, Tiers<K, T>> {
+    /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, on `clock`,
+    /// hashing keys with `seed`; in a `const` context if need be (a `static`). Its own
+    /// [`config`](Self::config) is tier 0's. See the [`Tiers`] docs.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{const_config, ManualClock, Reason};
+    /// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// fn plan(key: &u16) -> usize { usize::from(*key >= 100) }
+    /// static CLOCK: ManualClock = ManualClock::new();
+    /// static API: KeyedLimiter<u16, &ManualClock, 16, Tiers<u16, 2>> = KeyedLimiter::tiered(
+    ///     "api",
+    ///     Tiers::new(
+    ///         [
+    ///             Tier::new("free", const_config!(1, Duration::from_secs(1))),
+    ///             Tier::new("paid", const_config!(3, Duration::from_secs(1))),
+    ///         ],
+    ///         plan,
+    ///     ),
+    ///     &CLOCK,
+    ///     7,
+    /// );
+    /// API.try_acquire(&1).unwrap();
+    /// assert_eq!(API.try_acquire(&1).unwrap_err().reason(), Reason::NoPermitInTime);
+    /// API.try_acquire_n(&100, 3).unwrap();
+    /// ```
+    #[cfg(not(all(test, loom)))]
+    pub const fn tiered(id: &'static str, tiers: Tiers<K, T>, clock: C, seed: u128) -> Self {
+        const {
+            assert!(
+                N > 0 && N <= u32::MAX as usize,
+                "a keyed table needs 1..=u32::MAX slots"
+            )
+        };
+        let config = tiers.tiers()[0].config();
+        KeyedLimiter {
+            rate: KeyRate::new(id, config, clock),
+            tiers: tiers.in_units(C::TICK_RATE),
+            table: Lock::new(Table::new(seed)),
+            key_listener: None,
+        }
+    }
+}
+
+impl<K, C: Clock, const N: usize, const T: usize> KeyedLimiter<K, C, N, Tiers<K, T>> {
+    /// A tiered keyed limiter (see [`tiered`](Self::tiered)) on a clock whose tick rate is known
+    /// only at run time.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock};
+    /// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// let tiers = Tiers::new(
+    ///     [
+    ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
+    ///         Tier::new("paid", Config::new(5, Duration::from_secs(1))?),
+    ///     ],
+    ///     |key: &&str| usize::from(key.starts_with("paid-")),
+    /// );
+    /// let api: KeyedLimiter<&str, _, 8, _> = KeyedLimiter::tiered_with_clock("api", tiers, ManualClock::new(), 1);
+    /// assert_eq!((api.available_permits(&"ada"), api.available_permits(&"paid-bob")), (1, 5));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tiered_with_clock(id: &'static str, tiers: Tiers<K, T>, clock: C, seed: u128) -> Self {
+        const {
+            assert!(
+                N > 0 && N <= u32::MAX as usize,
+                "a keyed table needs 1..=u32::MAX slots"
+            )
+        };
+        let config = tiers.tiers()[0].config();
+        let tick = clock.tick_rate();
+        KeyedLimiter {
+            rate: KeyRate::with_clock(id, config, clock),
+            tiers: tiers.in_units(tick),
+            table: Lock::new(Table::new(seed)),
+            key_listener: None,
+        }
+    }
+
+    /// The tier `key` is on now, as the tier function answers; `None` if it answers an index with
+    /// no tier (calls for the key are then refused with [`Reason::UnknownTier`]).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// let tiers = Tiers::new([Tier::new("all", Config::new(1, Duration::from_secs(1))?)], |k: &u8| usize::from(*k));
+    /// let l: KeyedLimiter<u8, _, 8, _> = KeyedLimiter::tiered_with_clock("x", tiers, ManualClock::new(), 0);
+    /// assert_eq!(l.tier(&0).map(|t| t.name()), Some("all"));
+    /// assert!(l.tier(&1).is_none());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tier(&self, key: &K) -> Option<&Tier> {
+        self.tiers.tier_of(key)
+    }
+
+    /// The tiers it picks from.
+    pub const fn tiers(&self) -> &Tiers<K, T> {
+        &self.tiers
+    }
+}
+
+impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// The same limiter, reporting rejections and released reservations to `listener`, which
     /// hears the limiter's id but never the key.
     ///
@@ -373,7 +488,7 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
     }
 
     /// The config every key gets: the one it was built with, or the last one given to
-    /// `reconfigure`.
+    /// `reconfigure`. For a tiered limiter, tier 0's.
     ///
     /// ```
     /// # use core::time::Duration;
@@ -447,6 +562,35 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
         }
         error
     }
+
+    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
+    #[inline(always)]
+    fn pick(&self, key: &K) -> Result<P::Index, RateLimitExceeded> {
+        match self.tiers.pick(key) {
+            Ok(tier) => Ok(tier),
+            Err(_) => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
+        }
+    }
+
+    /// The numbers of `tier` now (for one tier, the config in force).
+    #[inline(always)]
+    fn rules(&self, tier: P::Index) -> TierRules {
+        match self.tiers.rules(tier) {
+            Some(rules) => rules,
+            None => self.rate.rules(),
+        }
+    }
+
+    /// The state of the key in `slot` as of a call on `tier` (whose numbers are `rules`) at
+    /// `now`: carried over to `tier` if the key changed tier since its state was made.
+    #[inline(always)]
+    fn view(&self, slot: &Slot<K, P::Index>, tier: P::Index, rules: &TierRules, now: u64) -> u64 {
+        if slot.tier == tier {
+            slot.tat
+        } else {
+            self.rules(slot.tier).carry(slot.tat, now, rules)
+        }
+    }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
@@ -471,7 +615,9 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             t.reseed(seed, now);
         });
     }
+}
 
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// Applies `config` to every key from now on, each with the single limiter's rule
     /// ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): a key's available permits
     /// become `min(available, new permits)`, permits owed stay owed, and a key never seen (or
@@ -505,25 +651,43 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             });
         });
     }
+}
 
-    /// Runs one call for `k` permits (already checked) that may wait `max_wait` units.
-    fn take(&self, key: &K, k: u32, max_wait: u64) -> Result<Taken, RateLimitExceeded> {
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
+    /// Runs one call on `tier` for `k` permits (already checked) that may wait `max_wait` units.
+    fn take(
+        &self,
+        key: &K,
+        tier: P::Index,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
         let reading = self.rate.now();
         let result = self.table.with(|t| {
             let now = t.observe(reading);
+            let rules = self.rules(tier);
             let (tat, at) = match t.probe(key, now) {
-                Probe::Found(i) => (t.slots[i].tat, Ok(i)),
+                Probe::Found(i) => {
+                    let slot = &mut t.slots[i];
+                    if slot.tier != tier {
+                        // The key changed tier: reconfigured now, alone, whatever this call's
+                        // outcome.
+                        slot.tat = self.view(slot, tier, &rules, now);
+                        slot.tier = tier;
+                    }
+                    (slot.tat, Ok(i))
+                }
                 Probe::Vacant(i) => (0, Err(i)),
                 Probe::Full { soonest } => return Err((Reason::KeyCapacity, soonest - now)),
             };
-            let (new_tat, wait) = match self.rate.decide(tat, now, k, max_wait) {
+            let (new_tat, wait) = match rules.decide(tat, now, k, max_wait) {
                 rate::Decision::Now { new_tat } => (new_tat, 0),
                 rate::Decision::Wait { new_tat, wait } => (new_tat, wait),
                 rate::Decision::Reject { wait } => return Err((Reason::NoPermitInTime, wait)),
             };
             match at {
                 Ok(i) => t.slots[i].tat = new_tat,
-                Err(i) => t.insert_at(i, key.clone(), new_tat),
+                Err(i) => t.insert_at(i, key.clone(), new_tat, tier),
             }
             Ok(Taken {
                 written: new_tat,
@@ -549,10 +713,11 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// ```
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        if !self.rate.enabled() {
+        let tier = self.pick(key)?;
+        if !self.rules(tier).enabled() {
             return Ok(());
         }
-        self.take(key, 1, 0).map(|_| ())
+        self.take(key, tier, 1, 0).map(|_| ())
     }
 
     /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
@@ -569,11 +734,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        self.rate.check_permits(k)?;
-        if !self.rate.enabled() {
+        let tier = self.pick(key)?;
+        let rules = self.rules(tier);
+        rules.check_permits(self.id(), k)?;
+        if !rules.enabled() {
             return Ok(());
         }
-        self.take(key, k, 0)?;
+        self.take(key, tier, k, 0)?;
         Ok(())
     }
 
@@ -594,8 +761,9 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// assert!(r.cancel()); // the permit goes back
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, N>, RateLimitExceeded> {
-        self.reserve_valid(key, 1, self.rate.max_wait())
+    pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, N, P>, RateLimitExceeded> {
+        let tier = self.pick(key)?;
+        self.reserve_valid(key, tier, 1, self.rules(tier).max_wait())
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
@@ -614,8 +782,8 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         &self,
         key: &K,
         k: u32,
-    ) -> Result<KeyedReservation<'_, K, C, N>, AcquireError> {
-        self.reserve_units(key, k, self.rate.max_wait())
+    ) -> Result<KeyedReservation<'_, K, C, N, P>, AcquireError> {
+        self.reserve_units(key, k, None)
     }
 
     /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
@@ -635,27 +803,32 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         key: &K,
         k: u32,
         max_wait: Duration,
-    ) -> Result<KeyedReservation<'_, K, C, N>, AcquireError> {
-        self.reserve_units(key, k, self.rate.units(max_wait))
+    ) -> Result<KeyedReservation<'_, K, C, N, P>, AcquireError> {
+        self.reserve_units(key, k, Some(self.rate.units(max_wait)))
     }
 
+    /// `max_wait` `None`: the config's (the tier's).
     fn reserve_units(
         &self,
         key: &K,
         k: u32,
-        max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C, N>, AcquireError> {
-        self.rate.check_permits(k)?;
-        Ok(self.reserve_valid(key, k, max_wait)?)
+        max_wait: Option<u64>,
+    ) -> Result<KeyedReservation<'_, K, C, N, P>, AcquireError> {
+        let tier = self.pick(key)?;
+        let rules = self.rules(tier);
+        rules.check_permits(self.id(), k)?;
+        let max_wait = max_wait.unwrap_or(rules.max_wait());
+        Ok(self.reserve_valid(key, tier, k, max_wait)?)
     }
 
     fn reserve_valid(
         &self,
         key: &K,
+        tier: P::Index,
         k: u32,
         max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C, N>, RateLimitExceeded> {
-        if !self.rate.enabled() {
+    ) -> Result<KeyedReservation<'_, K, C, N, P>, RateLimitExceeded> {
+        if !self.rules(tier).enabled() {
             let now = self.rate.now();
             return Ok(KeyedReservation::new(
                 self,
@@ -665,14 +838,11 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
                 k,
             ));
         }
-        let taken = self.take(key, k, max_wait)?;
-        Ok(KeyedReservation::new(
-            self,
-            key.clone(),
-            taken,
-            self.rate.increment(k),
-            k,
-        ))
+        let taken = self.take(key, tier, k, max_wait)?;
+        Ok(
+            KeyedReservation::new(self, key.clone(), taken, self.rules(tier).increment(k), k)
+                .in_tier(P::position(tier)),
+        )
     }
 
     /// Takes one permit for `key`, waiting for it with `waiter` if it arrives within `max_wait`.
@@ -723,12 +893,14 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         Ok(self.reserve_n(key, k)?.wait_with(waiter)?)
     }
 
-    /// Gives back what a reservation took, if the key was not changed since.
-    fn refund(&self, key: &K, written: u64, increment: u64) -> bool {
+    /// Gives back what a reservation on tier `tier` took, if the key was not changed since.
+    fn refund(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
         let reading = self.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             match t.probe(key, now) {
+                // Changed tier since: its state was carried over, the reservation's slot with it.
+                Probe::Found(i) if P::position(t.slots[i].tier) != tier => false,
                 Probe::Found(i) => match self.rate.refund(t.slots[i].tat, written, increment) {
                     Some(back) => {
                         t.slots[i].tat = back;
@@ -743,7 +915,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     }
 }
 
-impl<K: Hash + Eq + Clone, C: ManualTime, const N: usize> KeyedLimiter<K, C, N> {
+impl<K: Hash + Eq + Clone, C: ManualTime, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// Takes one permit for `key`, waiting for it by advancing the fake clock to its slot: tests
     /// never sleep.
     ///
@@ -783,17 +955,20 @@ impl<K: Hash + Eq + Clone, C: ManualTime, const N: usize> KeyedLimiter<K, C, N> 
 
 /// Permits for one key of a [`KeyedLimiter`], taken now or reserved for a slot (see
 /// [`KeyReservation`]).
-pub type KeyedReservation<'a, K, C, const N: usize> = KeyReservation<'a, K, KeyedLimiter<K, C, N>>;
+pub type KeyedReservation<'a, K, C, const N: usize, P = OneTier> =
+    KeyReservation<'a, K, KeyedLimiter<K, C, N, P>>;
 
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedStore<K> for KeyedLimiter<K, C, N> {
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K>
+    for KeyedLimiter<K, C, N, P>
+{
     type Clock = C;
 
     fn key_rate(&self) -> &KeyRate<C> {
         &self.rate
     }
 
-    fn refund_key(&self, key: &K, written: u64, increment: u64) -> bool {
-        self.refund(key, written, increment)
+    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
+        self.refund(key, written, increment, tier)
     }
 
     fn publish_key(&self, key: &K, event: Event) {

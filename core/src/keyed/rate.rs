@@ -165,7 +165,8 @@ impl<C> KeyRate<C> {
 }
 
 /// The decision for a key whose state is `tat`, at `now`, with `rate`'s numbers.
-fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
+#[inline]
+pub(crate) fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
     if !rate.enabled() {
         return Decision::Now { new_tat: tat };
     }
@@ -268,9 +269,16 @@ impl<C> KeyRate<C> {
         }
     }
 
+    /// The numbers of the config in force, for a store that decides with them (as a tier's).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn rules(&self) -> super::tiers::TierRules {
+        super::tiers::TierRules(self.current())
+    }
+
     /// The numbers of the config in force, in units.
     #[inline(always)]
-    fn current(&self) -> Rate {
+    pub(crate) fn current(&self) -> Rate {
         #[cfg(feature = "reconfigure")]
         {
             self.live.rate(&self.rate)
@@ -635,6 +643,26 @@ impl KeyState {
         self.apply_by(|tat| rate.decide_settled(settled, tat, now, k, max_wait))
     }
 
+    /// [`apply`](Self::apply) with one tier's numbers.
+    #[doc(hidden)]
+    #[inline]
+    pub fn apply_rules(
+        &self,
+        rules: &super::tiers::TierRules,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        self.apply_by(|tat| rules.decide(tat, now, k, max_wait))
+    }
+
+    /// [`try_take`](Self::try_take) with one tier's numbers.
+    #[doc(hidden)]
+    #[inline]
+    pub fn try_take_rules(&self, rules: &super::tiers::TierRules, now: u64) -> Result<(), u64> {
+        self.take_with(&rules.0, now)
+    }
+
     /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
     #[doc(hidden)]
     pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
@@ -686,9 +714,14 @@ impl KeyState {
     /// ```
     #[inline]
     pub fn try_take<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
+        self.take_with(&rate.rate, now)
+    }
+
+    #[inline(always)]
+    fn take_with(&self, rate: &Rate, now: u64) -> Result<(), u64> {
         let mut tat = self.0.load();
         loop {
-            match gcra::check_limit(tat, now, rate.rate.interval, rate.rate.limit) {
+            match gcra::check_limit(tat, now, rate.interval, rate.limit) {
                 Ok(new_tat) => match self.0.compare_exchange_weak(tat, new_tat) {
                     Ok(_) => return Ok(()),
                     Err(found) => tat = found,
