@@ -900,7 +900,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
             let now = t.observe(reading);
             match t.probe(key, now) {
                 // Changed tier since: its state was carried over, the reservation's slot with it.
-                Probe::Found(i) if P::position(t.slots[i].tier) != tier => false,
+                Probe::Found(i) if !self.tiers.refundable(t.slots[i].tier, tier) => false,
                 Probe::Found(i) => match self.rate.refund(t.slots[i].tat, written, increment) {
                     Some(back) => {
                         t.slots[i].tat = back;

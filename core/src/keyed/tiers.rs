@@ -160,8 +160,9 @@ impl<K: ?Sized, const T: usize> Tiers<K, T> {
         self.tiers.get((self.pick)(key))
     }
 
-    /// The same tiers in the units of a clock of `tick`.
-    pub(crate) const fn in_units(mut self, tick: TickRate) -> Self {
+    /// The same tiers in the units of a clock of `tick` (what a limiter taking them does).
+    #[doc(hidden)]
+    pub const fn in_units(mut self, tick: TickRate) -> Self {
         self.rates = rates_of(&self.tiers, tick);
         self
     }
@@ -206,6 +207,10 @@ pub trait TierSet<K: ?Sized>: sealed::Sealed {
     /// `index` as a number (0 for one tier).
     #[doc(hidden)]
     fn position(index: Self::Index) -> u8;
+    /// Whether a reservation made on the tier at `position` can still go back to a key now on
+    /// `index`: the same tier, or one with the same numbers (nothing was carried over).
+    #[doc(hidden)]
+    fn refundable(&self, index: Self::Index, position: u8) -> bool;
 }
 
 impl<K: ?Sized> TierSet<K> for OneTier {
@@ -228,6 +233,11 @@ impl<K: ?Sized> TierSet<K> for OneTier {
     #[inline(always)]
     fn position(_index: ()) -> u8 {
         0
+    }
+
+    #[inline(always)]
+    fn refundable(&self, _index: (), _position: u8) -> bool {
+        true
     }
 }
 
@@ -258,6 +268,10 @@ impl<K: ?Sized, const T: usize> TierSet<K> for Tiers<K, T> {
     #[inline(always)]
     fn position(index: u8) -> u8 {
         index
+    }
+
+    fn refundable(&self, index: u8, position: u8) -> bool {
+        index == position || self.rules(index) == self.rules(position)
     }
 }
 

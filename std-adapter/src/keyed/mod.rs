@@ -35,10 +35,13 @@
 //! # Ok::<(), ritmo_core::ConfigError>(())
 //! ```
 
+mod entry;
 mod ip;
 mod peek;
 mod reclaim;
 mod wait;
+
+use entry::Entry as KeyEntry;
 
 pub use ip::IpKey;
 use reclaim::{Reclaim, Room};
@@ -54,7 +57,9 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
-use ritmo_core::keyed::{Decision, KeyRate, KeyReservation, KeyState, KeyedStore, Taken};
+use ritmo_core::keyed::{
+    Decision, KeyRate, KeyReservation, KeyedStore, OneTier, Taken, Tier, TierRules, TierSet, Tiers,
+};
 use ritmo_core::{
     AcquireError, Clock, Config, Event, KeyListener, Listener, RateLimitExceeded, Reason, Wait,
 };
@@ -64,12 +69,17 @@ use crate::clock::StdClock;
 /// A keyed limiter for servers: [`Config`] applied to each key separately, in a sharded map of
 /// at most `max_keys` keys. See the [module docs](self).
 ///
+/// With `P` = [`Tiers`], each key gets the config of its own tier, picked by a function of the
+/// key (see [`tiered`](Self::tiered)): the tier is kept beside each key's state, and a key that
+/// changes tier is carried over with the single limiter's `reconfigure` rule.
+///
 /// The method names are those of [`KeyedLimiter`](ritmo_core::KeyedLimiter); on top of them,
 /// [`acquire`](Self::acquire) / [`acquire_n`](Self::acquire_n) park the thread until the key's
 /// slot, and (feature `tokio`) `acquire_async` / `acquire_n_async` wait without a thread.
-pub struct KeyedRateLimiter<K: 'static, C = StdClock> {
+pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
     rate: KeyRate<C>,
-    map: DashMap<K, KeyState, RandomState>,
+    tiers: P,
+    map: DashMap<K, KeyEntry<P::Index>, RandomState>,
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
     held: AtomicUsize,
@@ -82,7 +92,7 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock> {
     key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
-impl<K, C> fmt::Debug for KeyedRateLimiter<K, C> {
+impl<K, C, P: TierSet<K>> fmt::Debug for KeyedRateLimiter<K, C, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedRateLimiter")
             .field("id", &self.rate.id())
@@ -125,8 +135,85 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, max_keys: usize, clock: C) -> Self {
+        KeyedRateLimiter::build(KeyRate::with_clock(id, config, clock), OneTier, max_keys)
+    }
+}
+
+impl<K: Hash + Eq + Clone, const T: usize> KeyedRateLimiter<K, StdClock, Tiers<K, T>> {
+    /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, holding at
+    /// most `max_keys` keys, on a new [`StdClock`]. Its own [`config`](Self::config) is tier 0's.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::Config;
+    /// use ritmo_core::keyed::{Tier, Tiers};
+    /// use ritmo_std::KeyedRateLimiter;
+    /// /// API keys starting `pk_live_` are on the paid plan.
+    /// fn plan(api_key: &String) -> usize {
+    ///     usize::from(api_key.starts_with("pk_live_"))
+    /// }
+    /// let free = Tier::new("free", Config::new(10, Duration::from_secs(60))?);
+    /// let paid = Tier::new("paid", Config::new(1000, Duration::from_secs(60))?);
+    /// let api = KeyedRateLimiter::tiered("api", Tiers::new([free, paid], plan), 100_000);
+    /// assert_eq!(api.available_permits(&"anon".to_string()), 10);
+    /// assert_eq!(api.available_permits(&"pk_live_42".to_string()), 1000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tiered(id: &'static str, tiers: Tiers<K, T>, max_keys: usize) -> Self {
+        Self::tiered_with_clock(id, tiers, max_keys, StdClock::new())
+    }
+}
+
+impl<K: Hash + Eq + Clone, C: Clock, const T: usize> KeyedRateLimiter<K, C, Tiers<K, T>> {
+    /// A tiered keyed limiter (see [`tiered`](Self::tiered)) on any clock.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo_core::{Config, ManualClock};
+    /// use ritmo_core::keyed::{Tier, Tiers};
+    /// use ritmo_std::KeyedRateLimiter;
+    /// let tiers = Tiers::new(
+    ///     [
+    ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
+    ///         Tier::new("paid", Config::new(3, Duration::from_secs(1))?),
+    ///     ],
+    ///     |user: &u32| usize::from(*user >= 100),
+    /// );
+    /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
+    /// l.try_acquire(&1).unwrap();
+    /// assert!(l.try_acquire(&1).is_err());
+    /// l.try_acquire_n(&100, 3).unwrap();
+    /// assert_eq!(l.tier(&100).map(|t| t.name()), Some("paid"));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tiered_with_clock(
+        id: &'static str,
+        tiers: Tiers<K, T>,
+        max_keys: usize,
+        clock: C,
+    ) -> Self {
+        let config = tiers.tiers()[0].config();
+        let tiers = tiers.in_units(clock.tick_rate());
+        KeyedRateLimiter::build(KeyRate::with_clock(id, config, clock), tiers, max_keys)
+    }
+
+    /// The tier `key` is on now, as the tier function answers; `None` if it answers an index with
+    /// no tier (calls for the key are then refused with [`Reason::UnknownTier`]).
+    pub fn tier(&self, key: &K) -> Option<&Tier> {
+        self.tiers.tier_of(key)
+    }
+
+    /// The tiers it picks from.
+    pub fn tiers(&self) -> &Tiers<K, T> {
+        &self.tiers
+    }
+}
+
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
+    fn build(rate: KeyRate<C>, tiers: P, max_keys: usize) -> Self {
         KeyedRateLimiter {
-            rate: KeyRate::with_clock(id, config, clock),
+            rate,
+            tiers,
             map: DashMap::with_hasher(RandomState::new()),
             max_keys,
             held: AtomicUsize::new(0),
@@ -141,7 +228,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     }
 }
 
-impl<K, C> KeyedRateLimiter<K, C> {
+impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// The same limiter, reporting rejections and released reservations to `listener`, which
     /// hears the limiter's id but never the key (keys are often personal data).
     ///
@@ -204,7 +291,7 @@ impl<K, C> KeyedRateLimiter<K, C> {
     }
 
     /// The config every key gets: the one it was built with, or the last one given to
-    /// [`reconfigure`](Self::reconfigure).
+    /// [`reconfigure`](KeyedRateLimiter::reconfigure). For a tiered limiter, tier 0's.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -292,6 +379,51 @@ impl<K, C> KeyedRateLimiter<K, C> {
         }
         error
     }
+
+    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
+    #[inline(always)]
+    fn pick(&self, key: &K) -> Result<P::Index, RateLimitExceeded> {
+        match self.tiers.pick(key) {
+            Ok(tier) => Ok(tier),
+            Err(_) => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
+        }
+    }
+
+    /// The numbers of `tier` now (for one tier, the config in force).
+    #[inline(always)]
+    fn rules(&self, tier: P::Index) -> TierRules {
+        match self.tiers.rules(tier) {
+            Some(rules) => rules,
+            None => self.rate.rules(),
+        }
+    }
+
+    /// The state of `entry` as of a call on `tier` (numbers `rules`) at `now`: carried over to
+    /// `tier` if its key changed tier since its state was made.
+    #[inline(always)]
+    fn view(&self, entry: &KeyEntry<P::Index>, tier: P::Index, rules: &TierRules, now: u64) -> u64 {
+        if entry.tier == tier {
+            entry.tat()
+        } else {
+            self.rules(entry.tier).carry(entry.tat(), now, rules)
+        }
+    }
+
+    /// Decides a call on `tier` for the key whose state is `state`.
+    #[inline(always)]
+    fn apply(
+        &self,
+        state: &KeyEntry<P::Index>,
+        tier: P::Index,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        match self.tiers.rules(tier) {
+            None => state.apply(&self.rate, now, k, max_wait),
+            Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+        }
+    }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
@@ -325,20 +457,61 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             }
         });
     }
+}
 
-    /// Runs one call for `k` permits (already checked) that may wait `max_wait` units.
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
+    /// Runs one call on `tier` for `k` permits (already checked) that may wait `max_wait` units.
     #[inline]
-    fn take(&self, key: &K, k: u32, max_wait: u64) -> Result<Taken, RateLimitExceeded> {
+    fn take(
+        &self,
+        key: &K,
+        tier: P::Index,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
         let now = self.rate.now();
         // A known key: the shard's read lock, held across one compare-and-swap, so that a scan
         // (which takes the write lock) can never drop the key between our read and our write.
         if let Some(state) = self.map.get(key) {
-            let decision = state.apply(&self.rate, now, k, max_wait);
+            if state.tier == tier {
+                let decision = self.apply(&state, tier, now, k, max_wait);
+                drop(state);
+                return Taken::of(decision, now)
+                    .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+            }
             drop(state);
-            return Taken::of(decision, now)
-                .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+            if let Some(decision) = self.take_changed(key, tier, now, k, max_wait) {
+                return Taken::of(decision, now)
+                    .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+            }
         }
-        self.take_new(key, k, now, max_wait)
+        self.take_new(key, tier, k, now, max_wait)
+    }
+
+    /// A known key whose tier changed: carried over to `tier` (the single limiter's
+    /// `reconfigure` rule, at `now`) under its shard's write lock, and the call decided there.
+    /// `None` if the key is gone (dropped as idle meanwhile).
+    #[cold]
+    fn take_changed(
+        &self,
+        key: &K,
+        tier: P::Index,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Option<Decision> {
+        let mut entry = self.map.get_mut(key)?;
+        if entry.tier != tier {
+            let (from, to) = (self.rules(entry.tier), self.rules(tier));
+            entry.convert(&|tat| from.carry(tat, now, &to));
+            entry.tier = tier;
+        }
+        let decision = self.apply(&entry, tier, now, k, max_wait);
+        let tat = entry.tat();
+        drop(entry);
+        // The key may be idle sooner than the map last knew (a faster tier).
+        self.remember(tat, key);
+        Some(decision)
     }
 
     /// A key not in the map: make room for it if need be, then put it in.
@@ -346,6 +519,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     fn take_new(
         &self,
         key: &K,
+        tier: P::Index,
         k: u32,
         now: u64,
         max_wait: u64,
@@ -367,16 +541,26 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 // old one ended.
                 let now = now.max(self.evicted_at.load(Ordering::SeqCst));
                 let mut inserted = None;
+                let decide = |state: &KeyEntry<P::Index>| match self.tiers.rules(tier) {
+                    None => state.apply_settled(&self.rate, &settled, now, k, max_wait),
+                    Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+                };
                 let decision = match entry {
-                    Entry::Occupied(e) => {
+                    Entry::Occupied(mut e) => {
                         // Another thread put it in meanwhile.
                         self.held.fetch_sub(1, Ordering::AcqRel);
-                        e.get()
-                            .apply_settled(&self.rate, &settled, now, k, max_wait)
+                        let state = e.get_mut();
+                        if state.tier != tier {
+                            // On another tier: carried over, under the shard's write lock.
+                            let (from, to) = (self.rules(state.tier), self.rules(tier));
+                            state.convert(&|tat| from.carry(tat, now, &to));
+                            state.tier = tier;
+                        }
+                        decide(state)
                     }
                     Entry::Vacant(v) => {
-                        let state = KeyState::new();
-                        let decision = state.apply_settled(&self.rate, &settled, now, k, max_wait);
+                        let state = KeyEntry::new(tier);
+                        let decision = decide(&state);
                         if let Decision::Reject { .. } = decision {
                             self.held.fetch_sub(1, Ordering::AcqRel);
                         } else {
@@ -415,17 +599,28 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// ```
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        if !self.rate.enabled() {
+        let tier = self.pick(key)?;
+        let rules = self.tiers.rules(tier);
+        let enabled = match &rules {
+            None => self.rate.enabled(),
+            Some(rules) => rules.enabled(),
+        };
+        if !enabled {
             return Ok(());
         }
         let now = self.rate.now();
-        if let Some(state) = self.map.get(key) {
+        if let Some(state) = self.map.get(key)
+            && state.tier == tier
+        {
             // The read lock held across one compare-and-swap, as in `take`.
-            let taken = state.try_take(&self.rate, now);
+            let taken = match &rules {
+                None => state.try_take(&self.rate, now),
+                Some(rules) => state.try_take_rules(rules, now),
+            };
             drop(state);
             return taken.map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
         }
-        self.take_new(key, 1, now, 0).map(|_| ())
+        self.take(key, tier, 1, 0).map(|_| ())
     }
 
     /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
@@ -442,11 +637,13 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        self.rate.check_permits(k)?;
-        if !self.rate.enabled() {
+        let tier = self.pick(key)?;
+        let rules = self.rules(tier);
+        rules.check_permits(self.id(), k)?;
+        if !rules.enabled() {
             return Ok(());
         }
-        self.take(key, k, 0)?;
+        self.take(key, tier, k, 0)?;
         Ok(())
     }
 
@@ -466,8 +663,9 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// assert!(r.cancel());
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C>, RateLimitExceeded> {
-        self.reserve_valid(key, 1, self.rate.max_wait())
+    pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, P>, RateLimitExceeded> {
+        let tier = self.pick(key)?;
+        self.reserve_valid(key, tier, 1, self.rules(tier).max_wait())
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
@@ -482,8 +680,12 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// assert_eq!(l.reserve_n(&1, 2).unwrap().wait_time(), Duration::from_millis(500));
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn reserve_n(&self, key: &K, k: u32) -> Result<KeyedReservation<'_, K, C>, AcquireError> {
-        self.reserve_units(key, k, self.rate.max_wait())
+    pub fn reserve_n(
+        &self,
+        key: &K,
+        k: u32,
+    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
+        self.reserve_units(key, k, None)
     }
 
     /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
@@ -503,39 +705,41 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         key: &K,
         k: u32,
         max_wait: Duration,
-    ) -> Result<KeyedReservation<'_, K, C>, AcquireError> {
-        self.reserve_units(key, k, self.rate.units(max_wait))
+    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
+        self.reserve_units(key, k, Some(self.rate.units(max_wait)))
     }
 
+    /// `max_wait` `None`: the config's (the tier's).
     fn reserve_units(
         &self,
         key: &K,
         k: u32,
-        max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C>, AcquireError> {
-        self.rate.check_permits(k)?;
-        Ok(self.reserve_valid(key, k, max_wait)?)
+        max_wait: Option<u64>,
+    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
+        let tier = self.pick(key)?;
+        let rules = self.rules(tier);
+        rules.check_permits(self.id(), k)?;
+        let max_wait = max_wait.unwrap_or(rules.max_wait());
+        Ok(self.reserve_valid(key, tier, k, max_wait)?)
     }
 
     fn reserve_valid(
         &self,
         key: &K,
+        tier: P::Index,
         k: u32,
         max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C>, RateLimitExceeded> {
-        if !self.rate.enabled() {
+    ) -> Result<KeyedReservation<'_, K, C, P>, RateLimitExceeded> {
+        if !self.rules(tier).enabled() {
             let now = self.rate.now();
             let taken = Taken::uncounted(now);
             return Ok(KeyedReservation::new(self, key.clone(), taken, 0, k));
         }
-        let taken = self.take(key, k, max_wait)?;
-        Ok(KeyedReservation::new(
-            self,
-            key.clone(),
-            taken,
-            self.rate.increment(k),
-            k,
-        ))
+        let taken = self.take(key, tier, k, max_wait)?;
+        Ok(
+            KeyedReservation::new(self, key.clone(), taken, self.rules(tier).increment(k), k)
+                .in_tier(P::position(tier)),
+        )
     }
 
     /// Takes one permit for `key`, waiting for it with `waiter` if it arrives within `max_wait`.
@@ -583,9 +787,11 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         Ok(self.reserve_n(key, k)?.wait_with(waiter)?)
     }
 
-    /// Gives back what a reservation took, if the key was not changed since.
-    fn refund(&self, key: &K, written: u64, increment: u64) -> bool {
+    /// Gives back what a reservation on tier `tier` took, if the key was not changed since.
+    fn refund(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
         match self.map.get(key) {
+            // Changed tier since: its state was carried over, the reservation's slot with it.
+            Some(state) if !self.tiers.refundable(state.tier, tier) => false,
             Some(state) => {
                 let back = state.refund(&self.rate, written, increment);
                 if back {
@@ -603,7 +809,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
 }
 
 /// Waits that advance a fake clock: tests never sleep.
-impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime> KeyedRateLimiter<K, C> {
+impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// Takes one permit for `key`, waiting for it by advancing the fake clock to its slot.
     ///
     /// ```
@@ -656,17 +862,17 @@ impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime> KeyedRateLimiter<K, C> {
 /// assert!(b.cancel());
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
-pub type KeyedReservation<'a, K, C> = KeyReservation<'a, K, KeyedRateLimiter<K, C>>;
+pub type KeyedReservation<'a, K, C, P = OneTier> = KeyReservation<'a, K, KeyedRateLimiter<K, C, P>>;
 
-impl<K: Hash + Eq + Clone, C: Clock> KeyedStore<K> for KeyedRateLimiter<K, C> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateLimiter<K, C, P> {
     type Clock = C;
 
     fn key_rate(&self) -> &KeyRate<C> {
         &self.rate
     }
 
-    fn refund_key(&self, key: &K, written: u64, increment: u64) -> bool {
-        self.refund(key, written, increment)
+    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
+        self.refund(key, written, increment, tier)
     }
 
     fn publish_key(&self, key: &K, event: Event) {
