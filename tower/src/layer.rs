@@ -251,12 +251,37 @@ struct Shared<St, X, M, Cl> {
     missing_key: MissingKey,
     policy: Policy,
     policy_header: HeaderValue,
+    /// With a store of several policies (a tiered keyed limiter), each one and its
+    /// `RateLimit-Policy` value, rendered once; empty otherwise.
+    tiers: Arc<[(Policy, HeaderValue)]>,
     listener: Option<Listener>,
     /// Whether the layer has logged that its extractor cannot find a key (once per layer).
     told_missing: AtomicBool,
 }
 
+/// Each of `store`'s policies with its `RateLimit-Policy` value, if it has several.
+fn tier_policies<St: Store>(store: &St) -> Arc<[(Policy, HeaderValue)]> {
+    let policies = store.policies();
+    if policies.len() < 2 {
+        return Arc::new([]);
+    }
+    policies
+        .iter()
+        .map(|policy| (*policy, headers::policy_value(policy)))
+        .collect()
+}
+
 impl<St, X, M, Cl> Shared<St, X, M, Cl> {
+    /// The policy number `index` of the store and its `RateLimit-Policy` value: a key's tier's,
+    /// or the layer's one policy.
+    #[inline]
+    pub(crate) fn policy_at(&self, index: usize) -> (&Policy, &HeaderValue) {
+        match self.tiers.get(index) {
+            Some((policy, header)) => (policy, header),
+            None => (&self.policy, &self.policy_header),
+        }
+    }
+
     /// Logs, once, why requests have no key when that is a setup error.
     #[cold]
     fn tell_missing(&self, why: &str) {
@@ -375,6 +400,7 @@ impl<St: Store, X> RateLimitLayer<St, X> {
             shared: Arc::new(Shared {
                 policy_header: headers::policy_value(&policy),
                 policy,
+                tiers: tier_policies(&store),
                 store,
                 extractor,
                 mode: Http(DefaultResponse),
@@ -416,6 +442,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             missing_key: arc.missing_key,
             policy: arc.policy,
             policy_header: arc.policy_header.clone(),
+            tiers: Arc::clone(&arc.tiers),
             listener: arc.listener.clone(),
             told_missing: AtomicBool::new(arc.told_missing.load(Ordering::Relaxed)),
         });
@@ -447,7 +474,13 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         M: Clone,
         Cl: Clone,
     {
-        let quota = self.shared.policy.quota();
+        // The smallest quota of any tier: a request must be able to pass on each.
+        let s = &self.shared;
+        let quota = s
+            .tiers
+            .iter()
+            .map(|(p, _)| p.quota())
+            .fold(s.policy.quota(), u32::min);
         if cost == 0 || cost > quota {
             return Err(CostError { cost, quota });
         }
@@ -499,7 +532,8 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         })
     }
 
-    /// Names the policy in the fields (default: the limiter's id).
+    /// Names the policy in the fields (default: the limiter's id). A tiered store's keys are
+    /// reported under their tiers' names, which this leaves as they are.
     #[must_use]
     pub fn policy_name(self, name: &'static str) -> Self
     where
@@ -557,6 +591,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             missing_key: s.missing_key,
             policy: s.policy,
             policy_header: s.policy_header,
+            tiers: s.tiers,
             listener: s.listener,
             told_missing: s.told_missing,
         })
@@ -610,6 +645,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             missing_key: s.missing_key,
             policy: s.policy,
             policy_header: s.policy_header,
+            tiers: s.tiers,
             listener: s.listener,
             told_missing: s.told_missing,
         })

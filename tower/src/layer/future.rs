@@ -67,7 +67,12 @@ where
                 }
             }
         }
-        Err(Denial { error, status, .. }) => {
+        Err(Denial {
+            error,
+            status,
+            policy,
+            ..
+        }) => {
             let error = match error {
                 AcquireError::RateLimited(e) => e,
                 // Cannot happen through this layer, which checked its cost against the quota;
@@ -77,8 +82,9 @@ where
             let enforced = !shared.shadow;
             shared.publish(LayerEvent::Rejected { error, enforced });
             if enforced {
-                let rejection = Rejection::new(error, shared.policy, status);
-                Next::Done(shared.mode.rejected(&rejection, &shared.policy_header))
+                let (policy, policy_header) = shared.policy_at(policy);
+                let rejection = Rejection::new(error, *policy, status);
+                Next::Done(shared.mode.rejected(&rejection, policy_header))
             } else {
                 // Shadow mode: served without a permit, reported as it stands.
                 Next::Run {
@@ -337,13 +343,14 @@ where
                         this.held.refund(RefundCause::Classified);
                     }
                     let fields = if shared.admitted_fields && shared.mode.wants_fields() {
-                        this.key
-                            .as_ref()
-                            .and_then(|key| shared.store.status(key))
+                        let key = this.key.as_ref();
+                        let (policy, policy_header) =
+                            shared.policy_at(key.map_or(0, |key| shared.store.policy_of(key)));
+                        key.and_then(|key| shared.store.status(key))
                             .or(*this.grant_status)
                             .map(|status| Fields {
-                                policy: &shared.policy,
-                                policy_header: &shared.policy_header,
+                                policy,
+                                policy_header,
                                 status,
                             })
                     } else {
