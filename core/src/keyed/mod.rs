@@ -231,7 +231,7 @@ impl KeyedSnapshot {
 /// ```
 ///
 /// With `P` = [`Tiers`], each key gets the config of its own tier: see [`tiered`](Self::tiered)
-/// and the [`tiers` module docs](crate::keyed::Tiers).
+/// and [`Tiers`].
 pub struct KeyedLimiter<K: 'static, C, const N: usize, P: TierSet<K> = OneTier> {
     rate: KeyRate<C>,
     tiers: P,

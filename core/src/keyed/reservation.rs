@@ -124,7 +124,6 @@ impl<'a, K: Hash + Eq + Clone, L: KeyedStore<K>> KeyReservation<'a, K, L> {
 
     /// The same reservation, made on tier `tier` of a tiered limiter. For the keyed stores.
     #[doc(hidden)]
-    #[must_use]
     pub fn in_tier(mut self, tier: u8) -> Self {
         self.tier = tier;
         self

@@ -1,49 +1,5 @@
-//! Per-key quotas: a keyed limiter whose keys each get the config of one of a small, fixed set of
-//! tiers ("free": 10 a minute, "paid": 1000 a minute), picked by a function of the key.
-//!
-//! A tier set is [`Tiers`]: `T` named configs and a plain `fn(&K) -> usize` that says which one a
-//! key is on, both fixed when the limiter is built, so a tiered [`KeyedLimiter`](super::KeyedLimiter)
-//! is still a `static` with no heap. Each slot keeps the index of the tier its state was made
-//! under (one byte); a keyed limiter of one config keeps none ([`OneTier`], the default).
-//!
-//! - Every call asks the function for the key's tier and decides with that tier's config.
-//! - A key whose tier changes (an upgrade: the function now answers another tier for it) is
-//!   reconfigured alone, at the first call that sees the change, with the single limiter's rule
-//!   ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): its available permits become
-//!   `min(available, new permits)`, permits owed stay owed. No fresh burst, nothing lost. A
-//!   reservation made under the old tier gives nothing back once the key has changed tier.
-//! - Exact eviction holds per tier: a key is idle, and its slot reusable, when its burst is full
-//!   again for its own tier (`tat <= now`, whatever the tier).
-//! - A function that answers an index with no tier gets [`Reason::UnknownTier`] for that call
-//!   (`retry_after` never), and nothing changes: never a panic.
-//!
-//! ```
-//! use core::time::Duration;
-//! use ritmo_core::{const_config, ManualClock};
-//! use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
-//!
-//! /// Customers below 1000 are on the free plan; the others pay.
-//! fn plan(customer: &u32) -> usize {
-//!     if *customer < 1000 { 0 } else { 1 }
-//! }
-//! static CLOCK: ManualClock = ManualClock::new();
-//! static API: KeyedLimiter<u32, &ManualClock, 64, Tiers<u32, 2>> = KeyedLimiter::tiered(
-//!     "api",
-//!     Tiers::new(
-//!         [
-//!             Tier::new("free", const_config!(2, Duration::from_secs(60))),
-//!             Tier::new("paid", const_config!(100, Duration::from_secs(60))),
-//!         ],
-//!         plan,
-//!     ),
-//!     &CLOCK,
-//!     0x5eed,
-//! );
-//! assert_eq!((API.available_permits(&7), API.available_permits(&4242)), (2, 100));
-//! assert_eq!(API.tier(&4242).map(|t| t.name()), Some("paid"));
-//! ```
-//!
-//! [`Reason::UnknownTier`]: crate::Reason::UnknownTier
+//! Per-key quotas: [`Tiers`], the fixed set of configs a tiered keyed limiter picks each key's
+//! from, and [`TierSet`], what a keyed limiter's keys get their config from.
 
 use core::fmt;
 
@@ -88,7 +44,57 @@ impl Tier {
     }
 }
 
-/// `T` tiers (1 to 255) and the function that picks a key's: see the [module docs](self).
+/// Per-key quotas: a keyed limiter whose keys each get the config of one of a small, fixed set of
+/// tiers ("free": 10 a minute, "paid": 1000 a minute), picked by a function of the key.
+///
+/// A tier set is [`Tiers`]: `T` named configs and a plain `fn(&K) -> usize` that says which one a
+/// key is on, both fixed when the limiter is built, so a tiered [`KeyedLimiter`](crate::keyed::KeyedLimiter)
+/// is still a `static` with no heap. Each slot keeps the index of the tier its state was made
+/// under (one byte); a keyed limiter of one config keeps none ([`OneTier`], the default).
+///
+/// - Every call asks the function for the key's tier and decides with that tier's config (its
+///   permits, period and `max_wait`).
+/// - A key whose tier changes (an upgrade: the function now answers another tier for it) is
+///   reconfigured alone, at the first call for it that takes permits (whatever that call's
+///   outcome; a read such as `available_permits` shows what such a call would find, and changes
+///   nothing), with the single limiter's rule
+///   ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): its available permits become
+///   `min(available, new permits)`, permits owed stay owed. No fresh burst, nothing lost. A
+///   reservation made under the old tier gives nothing back once the key has changed tier.
+/// - Exact eviction holds per tier: a key is idle, and its slot reusable, when its burst is full
+///   again for its own tier (`tat <= now`, whatever the tier).
+/// - A function that answers an index with no tier gets [`Reason::UnknownTier`] for that call
+///   (`retry_after` never), and nothing changes: never a panic.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{const_config, ManualClock};
+/// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+///
+/// /// Customers below 1000 are on the free plan; the others pay.
+/// fn plan(customer: &u32) -> usize {
+///     if *customer < 1000 { 0 } else { 1 }
+/// }
+/// static CLOCK: ManualClock = ManualClock::new();
+/// static API: KeyedLimiter<u32, &ManualClock, 64, Tiers<u32, 2>> = KeyedLimiter::tiered(
+///     "api",
+///     Tiers::new(
+///         [
+///             Tier::new("free", const_config!(2, Duration::from_secs(60))),
+///             Tier::new("paid", const_config!(100, Duration::from_secs(60))),
+///         ],
+///         plan,
+///     ),
+///     &CLOCK,
+///     0x5eed,
+/// );
+/// assert_eq!((API.available_permits(&7), API.available_permits(&4242)), (2, 100));
+/// assert_eq!(API.tier(&4242).map(|t| t.name()), Some("paid"));
+/// ```
+///
+/// `T` is 1 to 255. A tiered limiter has no `reconfigure`: its tiers are fixed when it is built.
+///
+/// [`Reason::UnknownTier`]: crate::Reason::UnknownTier
 ///
 /// `T = 0` does not compile:
 ///
@@ -201,9 +207,12 @@ pub trait TierSet<K: ?Sized>: sealed::Sealed {
     /// The numbers of tier `index`; `None`: the limiter's own config (one tier).
     #[doc(hidden)]
     fn rules(&self, index: Self::Index) -> Option<TierRules>;
-    /// The tier `index`, if the set has named tiers.
+    /// The tier at `position`, if the set has named tiers.
     #[doc(hidden)]
-    fn tier(&self, index: Self::Index) -> Option<&Tier>;
+    fn tier(&self, position: usize) -> Option<&Tier>;
+    /// How many tiers (1 for one config).
+    #[doc(hidden)]
+    fn count(&self) -> usize;
     /// `index` as a number (0 for one tier).
     #[doc(hidden)]
     fn position(index: Self::Index) -> u8;
@@ -226,8 +235,12 @@ impl<K: ?Sized> TierSet<K> for OneTier {
         None
     }
 
-    fn tier(&self, _index: ()) -> Option<&Tier> {
+    fn tier(&self, _position: usize) -> Option<&Tier> {
         None
+    }
+
+    fn count(&self) -> usize {
+        1
     }
 
     #[inline(always)]
@@ -261,8 +274,12 @@ impl<K: ?Sized, const T: usize> TierSet<K> for Tiers<K, T> {
             .map(|rate| TierRules(*rate))
     }
 
-    fn tier(&self, index: u8) -> Option<&Tier> {
-        self.tiers.get(usize::from(index))
+    fn tier(&self, position: usize) -> Option<&Tier> {
+        self.tiers.get(position)
+    }
+
+    fn count(&self) -> usize {
+        T
     }
 
     #[inline(always)]

@@ -380,6 +380,62 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         error
     }
 
+    /// The index of the tier `key` is on now (0 for a limiter of one config); `None` if its
+    /// tier function answers an index with no tier.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{Tier, Tiers};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let tiers = Tiers::new(
+    ///     [Tier::new("free", Config::new(1, Duration::from_secs(1))?), Tier::new("paid", Config::new(9, Duration::from_secs(1))?)],
+    ///     |key: &u8| usize::from(*key),
+    /// );
+    /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
+    /// assert_eq!((l.tier_index(&1), l.tier_index(&2)), (Some(1), None));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tier_index(&self, key: &K) -> Option<usize> {
+        self.tiers
+            .pick(key)
+            .ok()
+            .map(|tier| usize::from(P::position(tier)))
+    }
+
+    /// Each tier's name and config, by index: for a limiter of one config, its id and its config
+    /// (the one in force).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let c = Config::new(1, Duration::from_secs(1))?;
+    /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", c, 10, ManualClock::new());
+    /// assert_eq!(l.tier_configs(), vec![("api", c)]);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tier_configs(&self) -> Vec<(&'static str, Config)> {
+        (0..self.tiers.count())
+            .map(|i| match self.tiers.tier(i) {
+                Some(tier) => (tier.name(), tier.config()),
+                None => (self.rate.id(), self.rate.config()),
+            })
+            .collect()
+    }
+
+    /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
+    /// `None` if its tier function answers an index with no tier.
+    pub fn config_of(&self, key: &K) -> Option<Config> {
+        match self.tiers.pick(key) {
+            Ok(tier) => Some(match self.tiers.tier(usize::from(P::position(tier))) {
+                Some(tier) => tier.config(),
+                None => self.rate.config(),
+            }),
+            Err(_) => None,
+        }
+    }
+
     /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
     #[inline(always)]
     fn pick(&self, key: &K) -> Result<P::Index, RateLimitExceeded> {
