@@ -536,12 +536,26 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                     .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
             }
             drop(state);
-            if let Some(decision) = self.take_changed(key, tier, now, k, max_wait) {
-                return Taken::of(decision, now)
-                    .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
-            }
+            return self.take_moved(key, tier, now, k, max_wait);
         }
         self.take_new(key, tier, k, now, max_wait)
+    }
+
+    /// A call for a known key whose tier changed (or a new key, if it is gone meanwhile).
+    #[cold]
+    fn take_moved(
+        &self,
+        key: &K,
+        tier: P::Index,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
+        match self.take_changed(key, tier, now, k, max_wait) {
+            Some(decision) => Taken::of(decision, now)
+                .map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait)),
+            None => self.take_new(key, tier, k, now, max_wait),
+        }
     }
 
     /// A known key whose tier changed: carried over to `tier` (the single limiter's
@@ -665,18 +679,20 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             return Ok(());
         }
         let now = self.rate.now();
-        if let Some(state) = self.map.get(key)
-            && state.tier == tier
-        {
-            // The read lock held across one compare-and-swap, as in `take`.
-            let taken = match &rules {
-                None => state.try_take(&self.rate, now),
-                Some(rules) => state.try_take_rules(rules, now),
-            };
+        if let Some(state) = self.map.get(key) {
+            if state.tier == tier {
+                // The read lock held across one compare-and-swap, as in `take`.
+                let taken = match &rules {
+                    None => state.try_take(&self.rate, now),
+                    Some(rules) => state.try_take_rules(rules, now),
+                };
+                drop(state);
+                return taken.map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+            }
             drop(state);
-            return taken.map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
+            return self.take_moved(key, tier, now, 1, 0).map(|_| ());
         }
-        self.take(key, tier, 1, 0).map(|_| ())
+        self.take_new(key, tier, 1, now, 0).map(|_| ())
     }
 
     /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
