@@ -45,6 +45,12 @@
 //! assert!(PEERS.try_acquire(&5).is_ok());
 //! ```
 //!
+//! # Per-key quotas
+//!
+//! With [`Tiers`] each key gets the config of its own tier ("free", "paid"), picked by a plain
+//! function of the key: [`KeyedLimiter::tiered`]. A key whose tier changes is reconfigured alone,
+//! with no fresh burst.
+//!
 //! # Interrupts and threads
 //!
 //! Every operation runs inside one short critical section, so the table can be shared between
