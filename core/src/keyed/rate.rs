@@ -269,6 +269,19 @@ impl<C> KeyRate<C> {
         }
     }
 
+    /// The numbers it was built with, if no `reconfigure` ever changed them: what a store's hot
+    /// path may decide with once, outside any compare-and-swap loop. `None` after a change: decide
+    /// with [`decide`](Self::decide), which reads the numbers in force at each try.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn unchanged_rules(&self) -> Option<super::tiers::TierRules> {
+        #[cfg(feature = "reconfigure")]
+        if self.live.seq() != 0 {
+            return None;
+        }
+        Some(super::tiers::TierRules(self.rate))
+    }
+
     /// The numbers of the config in force, for a store that decides with them (as a tier's).
     #[doc(hidden)]
     #[inline(always)]

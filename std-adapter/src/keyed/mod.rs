@@ -670,22 +670,22 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
         let tier = self.pick(key)?;
-        let rules = self.tiers.rules(tier);
-        let enabled = match &rules {
-            None => self.rate.enabled(),
-            Some(rules) => rules.enabled(),
+        let rules = match self.tiers.rules(tier) {
+            Some(rules) => rules,
+            None => match self.rate.unchanged_rules() {
+                Some(rules) => rules,
+                // Reconfigured: decide with the numbers in force at each try.
+                None => return self.try_acquire_changed(key, tier),
+            },
         };
-        if !enabled {
+        if !rules.enabled() {
             return Ok(());
         }
         let now = self.rate.now();
         if let Some(state) = self.map.get(key) {
             if state.tier == tier {
                 // The read lock held across one compare-and-swap, as in `take`.
-                let taken = match &rules {
-                    None => state.try_take(&self.rate, now),
-                    Some(rules) => state.try_take_rules(rules, now),
-                };
+                let taken = state.try_take_rules(&rules, now);
                 drop(state);
                 return taken.map_err(|wait| self.refused(key, Reason::NoPermitInTime, wait));
             }
@@ -693,6 +693,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             return self.take_moved(key, tier, now, 1, 0).map(|_| ());
         }
         self.take_new(key, tier, 1, now, 0).map(|_| ())
+    }
+
+    /// [`try_acquire`](Self::try_acquire) on a limiter a `reconfigure` changed.
+    #[cold]
+    fn try_acquire_changed(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
+        if !self.rate.enabled() {
+            return Ok(());
+        }
+        self.take(key, tier, 1, 0).map(|_| ())
     }
 
     /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
