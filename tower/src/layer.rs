@@ -282,6 +282,19 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
         }
     }
 
+    /// The policy `key` follows now (its tier's, with a store of several) and its
+    /// `RateLimit-Policy` value.
+    #[inline]
+    pub(crate) fn policy_for(&self, key: Option<&St::Key>) -> (&Policy, &HeaderValue)
+    where
+        St: Store,
+    {
+        if self.tiers.is_empty() {
+            return (&self.policy, &self.policy_header);
+        }
+        self.policy_at(key.map_or(0, |key| self.store.policy_of(key)))
+    }
+
     /// Logs, once, why requests have no key when that is a setup error.
     #[cold]
     fn tell_missing(&self, why: &str) {

@@ -344,8 +344,7 @@ where
                     }
                     let fields = if shared.admitted_fields && shared.mode.wants_fields() {
                         let key = this.key.as_ref();
-                        let (policy, policy_header) =
-                            shared.policy_at(key.map_or(0, |key| shared.store.policy_of(key)));
+                        let (policy, policy_header) = shared.policy_for(key);
                         key.and_then(|key| shared.store.status(key))
                             .or(*this.grant_status)
                             .map(|status| Fields {
