@@ -18,6 +18,7 @@ use crate::reject::{BoxError, DefaultResponse, MissingKeyError, OnReject, Reject
 use crate::store::{Decision, Denial, Grant, Permit, Policy, Status, Store};
 
 mod future;
+mod policy;
 
 pub use future::ResponseFuture;
 use future::{Held, Next, Phase, decide};
@@ -251,50 +252,14 @@ struct Shared<St, X, M, Cl> {
     missing_key: MissingKey,
     policy: Policy,
     policy_header: HeaderValue,
-    /// With a store of several policies (a tiered keyed limiter), each one and its
-    /// `RateLimit-Policy` value, rendered once; empty otherwise.
+    /// Each policy of a store of several (tiers) with its `RateLimit-Policy` value; else empty.
     tiers: Arc<[(Policy, HeaderValue)]>,
     listener: Option<Listener>,
     /// Whether the layer has logged that its extractor cannot find a key (once per layer).
     told_missing: AtomicBool,
 }
 
-/// Each of `store`'s policies with its `RateLimit-Policy` value, if it has several.
-fn tier_policies<St: Store>(store: &St) -> Arc<[(Policy, HeaderValue)]> {
-    let policies = store.policies();
-    if policies.len() < 2 {
-        return Arc::new([]);
-    }
-    policies
-        .iter()
-        .map(|policy| (*policy, headers::policy_value(policy)))
-        .collect()
-}
-
 impl<St, X, M, Cl> Shared<St, X, M, Cl> {
-    /// The policy number `index` of the store and its `RateLimit-Policy` value: a key's tier's,
-    /// or the layer's one policy.
-    #[inline]
-    pub(crate) fn policy_at(&self, index: usize) -> (&Policy, &HeaderValue) {
-        match self.tiers.get(index) {
-            Some((policy, header)) => (policy, header),
-            None => (&self.policy, &self.policy_header),
-        }
-    }
-
-    /// The policy `key` follows now (its tier's, with a store of several) and its
-    /// `RateLimit-Policy` value.
-    #[inline]
-    pub(crate) fn policy_for(&self, key: Option<&St::Key>) -> (&Policy, &HeaderValue)
-    where
-        St: Store,
-    {
-        if self.tiers.is_empty() {
-            return (&self.policy, &self.policy_header);
-        }
-        self.policy_at(key.map_or(0, |key| self.store.policy_of(key)))
-    }
-
     /// Logs, once, why requests have no key when that is a setup error.
     #[cold]
     fn tell_missing(&self, why: &str) {
@@ -413,7 +378,7 @@ impl<St: Store, X> RateLimitLayer<St, X> {
             shared: Arc::new(Shared {
                 policy_header: headers::policy_value(&policy),
                 policy,
-                tiers: tier_policies(&store),
+                tiers: policy::tier_policies(&store),
                 store,
                 extractor,
                 mode: Http(DefaultResponse),
@@ -487,13 +452,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         M: Clone,
         Cl: Clone,
     {
-        // The smallest quota of any tier: a request must be able to pass on each.
-        let s = &self.shared;
-        let quota = s
-            .tiers
-            .iter()
-            .map(|(p, _)| p.quota())
-            .fold(s.policy.quota(), u32::min);
+        let quota = self.shared.least_quota();
         if cost == 0 || cost > quota {
             return Err(CostError { cost, quota });
         }
@@ -545,8 +504,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         })
     }
 
-    /// Names the policy in the fields (default: the limiter's id). A tiered store's keys are
-    /// reported under their tiers' names, which this leaves as they are.
+    /// Names the policy in the fields (default: the limiter's id; a tier's name for a tiered store).
     #[must_use]
     pub fn policy_name(self, name: &'static str) -> Self
     where
