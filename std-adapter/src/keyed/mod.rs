@@ -67,7 +67,7 @@ use crate::clock::StdClock;
 /// A keyed limiter for servers: [`Config`] applied to each key separately, in a sharded map of
 /// at most `max_keys` keys. See the [module docs](self).
 ///
-/// With `P` = [`Tiers`], each key gets the config of its own tier, picked by a function of the
+/// With `P` = [`Tiers`](ritmo_core::keyed::Tiers), each key gets the config of its own tier, picked by a function of the
 /// key (see [`tiered`](Self::tiered)): the tier is kept beside each key's state, and a key that
 /// changes tier is carried over with the single limiter's `reconfigure` rule.
 ///
