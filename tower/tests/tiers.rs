@@ -131,3 +131,64 @@ async fn free_and_paid_keys_get_their_own_limits_and_policy_names_and_an_upgrade
     assert_eq!(response.status(), 200);
     assert_eq!(policy(response.headers()), ("free".to_string(), 2, 60));
 }
+
+/// Tier 0, 1, or an index with no tier for keys starting `bad`.
+fn plan_or_none(api_key: &HeaderValue) -> usize {
+    match api_key.as_bytes().first() {
+        Some(b'p') => 1,
+        Some(b'b') => 7,
+        _ => 0,
+    }
+}
+
+/// The same on a `&'static` tiered limiter, in the layer alone: admitted and refused responses
+/// carry the key's tier's policy, a request costing more than the smallest tier's quota is a
+/// setup error, and a key whose plan function answers no tier is refused, never a panic.
+#[tokio::test]
+async fn a_static_tiered_store_reports_each_keys_tier_and_refuses_a_key_with_no_tier() {
+    use tower::{Layer, ServiceExt, service_fn};
+
+    let tiers = Tiers::new(
+        [
+            Tier::new("free", Config::new(1, Duration::from_secs(10)).unwrap()),
+            Tier::new("paid", Config::new(3, Duration::from_secs(10)).unwrap()),
+        ],
+        plan_or_none,
+    );
+    let limiter: &'static KeyedRateLimiter<HeaderValue, ManualClock, Tiers<HeaderValue, 2>> =
+        Box::leak(Box::new(KeyedRateLimiter::tiered_with_clock(
+            "api",
+            tiers,
+            100,
+            ManualClock::new(),
+        )));
+    let layer = RateLimitLayer::new(limiter, Header::new(HeaderName::from_static("x-api-key")));
+    assert_eq!(layer.clone().cost(2).unwrap_err().quota(), 1);
+    let svc = layer.layer(service_fn(|_: Request<()>| async {
+        Ok::<_, std::convert::Infallible>(Response::new(String::from("ok")))
+    }));
+    let call = |key: &'static str| {
+        let svc = svc.clone();
+        async move {
+            let request = Request::get("/").header("x-api-key", key).body(()).unwrap();
+            svc.oneshot(request).await.unwrap()
+        }
+    };
+    let free = call("free-1").await;
+    assert_eq!(
+        (free.status().as_u16(), policy(free.headers())),
+        (200, ("free".into(), 1, 10))
+    );
+    let refused = call("free-1").await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(policy(refused.headers()), ("free".to_string(), 1, 10));
+    for left in [2, 1, 0] {
+        let paid = call("paid-1").await;
+        assert_eq!(paid.status(), 200);
+        assert_eq!(ratelimit(paid.headers()), ("paid".to_string(), left, 4));
+        assert_eq!(policy(paid.headers()), ("paid".to_string(), 3, 10));
+    }
+    let none = call("bad-1").await;
+    assert_eq!(none.status(), 429);
+    assert_eq!(limiter.keys_held(), 2);
+}
