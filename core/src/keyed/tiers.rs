@@ -50,7 +50,8 @@ impl Tier {
 /// A tier set is [`Tiers`]: `T` named configs and a plain `fn(&K) -> usize` that says which one a
 /// key is on, both fixed when the limiter is built, so a tiered [`KeyedLimiter`](crate::keyed::KeyedLimiter)
 /// is still a `static` with no heap. Each slot keeps the index of the tier its state was made
-/// under (one byte); a keyed limiter of one config keeps none ([`OneTier`], the default).
+/// under (one byte, padded to the slot's alignment: a `u32` key's slot grows from 16 to 24 bytes);
+/// a keyed limiter of one config keeps none ([`OneTier`], the default).
 ///
 /// - Every call asks the function for the key's tier and decides with that tier's config (its
 ///   permits, period and `max_wait`).
