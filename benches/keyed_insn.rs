@@ -12,8 +12,9 @@
 //! ```
 //!
 //! Paths: a hot key in a map of 10,000 (`ritmo`, `governor`: default clocks; `*_fake`: fake
-//! clocks, the map and the logic alone; `table_fake`: ritmo-core's fixed table), a rejected hot
-//! key (`*_rej`; `ritmo_rej_fake` on a fake clock), a new key each call (`*_new`).
+//! clocks, the map and the logic alone; `table_fake`: ritmo-core's fixed table; `tiered_fake`,
+//! `tiered_table_fake`: the same with two tiers), a rejected hot key (`*_rej`; `ritmo_rej_fake` on
+//! a fake clock), a new key each call (`*_new`).
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -64,6 +65,47 @@ fn main() {
             }
             for _ in 0..n {
                 black_box(m.try_acquire(black_box(&4242)).is_ok());
+            }
+        }
+        "tiered_fake" | "tiered_table_fake" => {
+            // Two tiers picked by a plain function: the cost of asking it and of the tier test.
+            fn plan(key: &u64) -> usize {
+                usize::from(*key % 2 == 1)
+            }
+            let tiers = ritmo::keyed::Tiers::new(
+                [
+                    ritmo::keyed::Tier::new("free", cfg),
+                    ritmo::keyed::Tier::new("paid", cfg),
+                ],
+                plan,
+            );
+            if which == "tiered_fake" {
+                let m = ritmo::server::KeyedRateLimiter::tiered_with_clock(
+                    "b",
+                    tiers,
+                    usize::MAX,
+                    ritmo::ManualClock::new(),
+                );
+                for k in 0..10_000u64 {
+                    m.try_acquire(&k).unwrap();
+                }
+                for _ in 0..n {
+                    black_box(m.try_acquire(black_box(&4242)).is_ok());
+                }
+            } else {
+                let m: Box<ritmo::KeyedLimiter<u64, ritmo::ManualClock, 16384, _>> =
+                    Box::new(ritmo::KeyedLimiter::tiered_with_clock(
+                        "b",
+                        tiers,
+                        ritmo::ManualClock::new(),
+                        1,
+                    ));
+                for k in 0..10_000u64 {
+                    m.try_acquire(&k).unwrap();
+                }
+                for _ in 0..n {
+                    black_box(m.try_acquire(black_box(&4242)).is_ok());
+                }
             }
         }
         "governor" => {

@@ -222,7 +222,6 @@ pub const fn refund(tat: u64, written: u64, increment: u64) -> Option<u64> {
 /// `permits` are the old config's; `new_*` the new one's, in the same time unit.
 ///
 /// An exhausted state (`u64::MAX`) stays exhausted. (Examples: `reconfigure_examples` below.)
-#[cfg(feature = "reconfigure")]
 #[allow(clippy::too_many_arguments)]
 pub const fn reconfigure(
     tat: u64,
@@ -271,7 +270,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    #[cfg(feature = "reconfigure")]
     #[test]
     fn reconfigure_examples() {
         // 10 per 1000 (T = 100) with 7 available at now = 0 becomes 5 per 1000 (T = 200): 5.

@@ -179,8 +179,8 @@ impl Rate {
 
 /// A state `tat` carried over a change of config at `now` (units), from a limiter applying
 /// `old` to one applying `new`: `gcra::reconfigure`, except that a disabled limiter kept no
-/// state and starts with a full burst. The one conversion every kind's `reconfigure` applies.
-#[cfg(feature = "reconfigure")]
+/// state and starts with a full burst. The one conversion every kind's `reconfigure` applies, and
+/// the one a key of a tiered keyed limiter goes through when it changes tier.
 pub(crate) const fn carry_over(tat: u64, now: u64, old: &Rate, new: &Rate) -> u64 {
     if !old.enabled() {
         return now;

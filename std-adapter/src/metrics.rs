@@ -27,7 +27,7 @@
 //! | [`RateLimiter`] | `ritmo_admitted_total`, `ritmo_available_permits`, `ritmo_permits` |
 //! | [`Bands`] | per band (label `band`: `0`, `1`, ...): `ritmo_admitted_total` (the same for every band: a call passes all of them or none), `ritmo_available_permits`, `ritmo_permits` |
 //! | [`Registry`] | what [`RateLimiter`] writes, for each of its limiters |
-//! | [`KeyedLimiter`] (ritmo-core) and [`KeyedRateLimiter`] | `ritmo_admitted_total`, `ritmo_waited_total`, `ritmo_rejected_total` (`reason`: `no_permit_in_time`, `key_capacity`), `ritmo_keys`, `ritmo_permits` (per key) |
+//! | [`KeyedLimiter`] (ritmo-core) and [`KeyedRateLimiter`] | `ritmo_admitted_total`, `ritmo_waited_total`, `ritmo_rejected_total` (`reason`: `no_permit_in_time`, `key_capacity`, `unknown_tier`), `ritmo_keys`, `ritmo_permits` (per key) |
 //! | ritmo-redis's limiters (its feature `metrics`) | see `ritmo_redis::metrics` |
 //!
 //! A keyed limiter keeps its own counts of rejections (every key together), so it needs no
@@ -69,6 +69,7 @@
 
 use std::hash::Hash;
 
+use ritmo_core::keyed::TierSet;
 use ritmo_core::{Bands, Clock, Event, KeyedLimiter, Listener, RateLimiter, Reason, Registry};
 
 use crate::KeyedRateLimiter;
@@ -123,6 +124,7 @@ fn reason_label(reason: Reason) -> &'static str {
         Reason::Cancelled => "cancelled",
         Reason::KeyCapacity => "key_capacity",
         Reason::Unavailable => "unavailable",
+        Reason::UnknownTier => "unknown_tier",
         _ => "other",
     }
 }
@@ -260,7 +262,9 @@ impl<C: Clock, const B: usize> Recordable for Bands<C, B> {
     }
 }
 
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize> Recordable for KeyedLimiter<K, C, N> {
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> Recordable
+    for KeyedLimiter<K, C, N, P>
+{
     fn record(&self) {
         let rate = self.rate();
         let snapshot = self.snapshot();
@@ -268,7 +272,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> Recordable for KeyedLimiter
     }
 }
 
-impl<K: Hash + Eq + Clone, C: Clock> Recordable for KeyedRateLimiter<K, C> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> Recordable for KeyedRateLimiter<K, C, P> {
     fn record(&self) {
         let snapshot = self.snapshot();
         record_keyed(self.rate(), snapshot.live_keys, snapshot.permits);
@@ -280,7 +284,7 @@ fn record_keyed<C>(rate: &ritmo_core::keyed::KeyRate<C>, live_keys: usize, permi
     let id = rate.id();
     metrics::counter!(ADMITTED, "limiter" => id).absolute(rate.admitted_count());
     metrics::counter!(WAITED, "limiter" => id).absolute(rate.waited_count());
-    for reason in [Reason::NoPermitInTime, Reason::KeyCapacity] {
+    for reason in [Reason::NoPermitInTime, Reason::KeyCapacity, Reason::UnknownTier] {
         metrics::counter!(REJECTED, "limiter" => id, "reason" => reason_label(reason))
             .absolute(rate.rejected_count(reason));
     }

@@ -404,3 +404,23 @@ fn std_map_reconfigure_races_calls_without_handing_out_a_burst() {
         assert!(n.load(Ordering::Relaxed) <= 8, "key {key}: {n:?}");
     }
 }
+
+/// SPEC §14 on the std map's one-permit hot path: after a `reconfigure`, `try_acquire` decides
+/// with the new numbers (it decided with the numbers the map was built with: 10 per second
+/// reconfigured to 2, a key with 9 left was then admitted 10 more times at one instant).
+#[test]
+fn std_map_try_acquire_after_reconfigure_decides_with_the_new_config() {
+    let l = KeyedRateLimiter::with_clock(
+        "x",
+        Config::new(10, Duration::from_secs(1)).unwrap(),
+        100,
+        ManualClock::new(),
+    );
+    l.try_acquire(&1u8).unwrap();
+    l.reconfigure(Config::new(2, Duration::from_secs(1)).unwrap());
+    assert_eq!(l.available_permits(&1), 2);
+    let admitted = (0..20).filter(|_| l.try_acquire(&1u8).is_ok()).count();
+    assert_eq!(admitted, 2);
+    let admitted = (0..20).filter(|_| l.try_acquire(&2u8).is_ok()).count();
+    assert_eq!(admitted, 2);
+}

@@ -14,6 +14,7 @@
 //! | [`KeyedModel`] | one [`Gcra`] per key, room for `capacity` live keys, `KeyCapacity`'s `retry_after` |
 //! | [`window_bound`], [`bound_after_change`] | the bounds on any record of permits used |
 //! | [`KeyedSubject`], [`run_keyed`] | a keyed limiter under test behind one interface, run against [`KeyedModel`] |
+//! | [`TieredModel`], [`run_tiered`] | per-key tiers (§18): each key on its tier's config, a change of tier a reconfigure of that key |
 //! | [`ops`] | proptest strategies: configs and schedules of [`Op`]s (single, bands, keyed, with reconfigures) |
 //!
 //! # The rules, as the model applies them
@@ -67,6 +68,7 @@ mod keyed;
 pub mod ops;
 mod outcome;
 mod subject;
+mod tiered;
 mod units;
 
 pub use bands::{BandsModel, BandsTicket};
@@ -76,4 +78,5 @@ pub use keyed::{KeyedModel, KeyedTicket};
 pub use ops::{KeyedOp, Op};
 pub use outcome::Outcome;
 pub use subject::{KeyedHeld, KeyedSubject, run_keyed};
+pub use tiered::{TieredModel, TieredStep, run_tiered, tiered_schedule};
 pub use units::Units;

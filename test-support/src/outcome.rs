@@ -30,6 +30,9 @@ pub enum Outcome {
     },
     /// `k = 0` or `k > permits`: an error, not a rejection.
     Invalid,
+    /// A tiered keyed limiter's tier function answered an index with no tier
+    /// (`Reason::UnknownTier`).
+    UnknownTier,
     /// Anything else (another reason, another error): never what the model predicts.
     Other(String),
 }
@@ -44,6 +47,7 @@ impl Outcome {
             Reason::KeyCapacity => Outcome::NoRoom {
                 retry_after: e.retry_after(),
             },
+            Reason::UnknownTier => Outcome::UnknownTier,
             _ => Outcome::Other(format!("{e:?}")),
         }
     }

@@ -49,7 +49,7 @@ pub trait KeyedSubject {
 }
 
 /// What a keyed `reserve_n` answered, as an [`Outcome`].
-fn reserved(result: &Result<Box<dyn KeyedHeld + '_>, AcquireError>) -> Outcome {
+pub(crate) fn reserved(result: &Result<Box<dyn KeyedHeld + '_>, AcquireError>) -> Outcome {
     match result {
         Ok(r) => Outcome::Reserved {
             wait: r.wait_time(),

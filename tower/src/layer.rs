@@ -18,6 +18,7 @@ use crate::reject::{BoxError, DefaultResponse, MissingKeyError, OnReject, Reject
 use crate::store::{Decision, Denial, Grant, Permit, Policy, Status, Store};
 
 mod future;
+mod policy;
 
 pub use future::ResponseFuture;
 use future::{Held, Next, Phase, decide};
@@ -251,6 +252,8 @@ struct Shared<St, X, M, Cl> {
     missing_key: MissingKey,
     /// The policy and its fields' values rendered once.
     fields: PolicyFields,
+    /// Each policy of a store of several (tiers), its fields rendered once; else empty.
+    tiers: Arc<[PolicyFields]>,
     listener: Option<Listener>,
     /// Whether the layer has logged that its extractor cannot find a key (once per layer).
     told_missing: AtomicBool,
@@ -377,6 +380,7 @@ impl<St: Store, X> RateLimitLayer<St, X> {
         RateLimitLayer {
             shared: Arc::new(Shared {
                 fields: PolicyFields::new(policy),
+                tiers: policy::tier_policies(&store),
                 store,
                 extractor,
                 mode: Http(DefaultResponse),
@@ -419,6 +423,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             admitted_fields: arc.admitted_fields,
             missing_key: arc.missing_key,
             fields: arc.fields.clone(),
+            tiers: Arc::clone(&arc.tiers),
             listener: arc.listener.clone(),
             told_missing: AtomicBool::new(arc.told_missing.load(Ordering::Relaxed)),
             #[cfg(feature = "metrics")]
@@ -452,7 +457,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         M: Clone,
         Cl: Clone,
     {
-        let quota = self.shared.fields.policy().quota();
+        let quota = self.shared.least_quota();
         if cost == 0 || cost > quota {
             return Err(CostError { cost, quota });
         }
@@ -504,7 +509,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         })
     }
 
-    /// Names the policy in the fields (default: the limiter's id).
+    /// Names the policy in the fields (default: the limiter's id; a tier's name for a tiered store).
     #[must_use]
     pub fn policy_name(self, name: &'static str) -> Self
     where
@@ -560,6 +565,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             admitted_fields: s.admitted_fields,
             missing_key: s.missing_key,
             fields: s.fields,
+            tiers: s.tiers,
             listener: s.listener,
             told_missing: s.told_missing,
             #[cfg(feature = "metrics")]
@@ -614,6 +620,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             admitted_fields: s.admitted_fields,
             missing_key: s.missing_key,
             fields: s.fields,
+            tiers: s.tiers,
             listener: s.listener,
             told_missing: s.told_missing,
             #[cfg(feature = "metrics")]

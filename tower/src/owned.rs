@@ -19,11 +19,13 @@ use core::time::Duration;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use ritmo_core::keyed::TierSet;
 use ritmo_core::{AcquireError, Clock, RateLimiter, Reservation};
 use ritmo_std::{KeyedRateLimiter, KeyedReservation};
 
 use crate::store::{
-    Decision, Denial, Grant, Permit, Policy, Status, Store, keyed_status, limiter_status,
+    Decision, Denial, Grant, Permit, Policy, Status, Store, keyed_denial, keyed_policies,
+    keyed_status, limiter_status,
 };
 
 /// What a permit asks of its reservation.
@@ -87,10 +89,11 @@ impl<C: Clock + Sync> Reserved for Reservation<'_, C> {
     }
 }
 
-impl<K, C> Reserved for KeyedReservation<'_, K, C>
+impl<K, C, P> Reserved for KeyedReservation<'_, K, C, P>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Clock + Send + Sync,
+    P: TierSet<K> + Sync,
 {
     fn commit(self) {
         KeyedReservation::commit(self);
@@ -253,19 +256,27 @@ impl<C: Clock + Send + Sync + 'static> Store for Arc<RateLimiter<C>> {
     }
 }
 
-/// One quota per key, on a keyed limiter shared by `Arc`.
-impl<K, C> Store for Arc<KeyedRateLimiter<K, C>>
+/// One quota per key, on a keyed limiter shared by `Arc`; with tiers, each key its tier's.
+impl<K, C, P> Store for Arc<KeyedRateLimiter<K, C, P>>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Clock + Send + Sync + 'static,
+    P: TierSet<K> + Send + Sync + 'static,
 {
     type Key = K;
     type Permit = OwnedPermit;
     type Acquire = Pending<Result<Grant<OwnedPermit>, Denial>>;
 
     fn policy(&self) -> Policy {
-        let config = self.config();
-        Policy::new(self.id(), config.permits(), config.period())
+        keyed_policies(self)[0]
+    }
+
+    fn policies(&self) -> Vec<Policy> {
+        keyed_policies(self)
+    }
+
+    fn policy_of(&self, key: &K) -> usize {
+        self.tier_index(key).unwrap_or(0)
     }
 
     fn max_wait(&self) -> Duration {
@@ -290,7 +301,7 @@ where
         };
         Decision::Now(match OwnedPermit::start(block, mailbox) {
             Ok((permit, wait)) => Ok(Grant::new(permit, wait, None)),
-            Err(error) => Err(Denial::new(error, keyed_status(self, key))),
+            Err(error) => Err(keyed_denial(self, key, error)),
         })
     }
 
@@ -304,6 +315,6 @@ where
         } else {
             self.try_acquire_n(key, permits)
         };
-        Some(taken.map_err(|error| Denial::new(error, keyed_status(self, key))))
+        Some(taken.map_err(|error| keyed_denial(self, key, error)))
     }
 }

@@ -10,6 +10,7 @@ use core::time::Duration;
 
 use core::hash::Hash;
 
+use ritmo_core::keyed::{OneTier, TierSet};
 use ritmo_core::{AcquireError, Clock, RateLimiter, Reservation};
 use ritmo_std::{KeyedRateLimiter, KeyedReservation};
 
@@ -129,12 +130,25 @@ pub struct Denial {
     pub error: AcquireError,
     /// The key's status when the request was refused.
     pub status: Status,
+    /// Which of the store's [`policies`](Store::policies) the key follows (0 for a store of one).
+    pub policy: usize,
 }
 
 impl Denial {
     /// A refusal with the key's status.
     pub const fn new(error: AcquireError, status: Status) -> Self {
-        Denial { error, status }
+        Denial {
+            error,
+            status,
+            policy: 0,
+        }
+    }
+
+    /// The same refusal, of a key that follows the store's policy number `policy` (a tier).
+    #[must_use]
+    pub const fn with_policy(mut self, policy: usize) -> Self {
+        self.policy = policy;
+        self
     }
 }
 
@@ -214,8 +228,23 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// in-process stores never use it (`core::future::Pending`).
     type Acquire: Future<Output = Result<Grant<Self::Permit>, Denial>> + Send + Unpin + 'static;
 
-    /// The quota every key gets (the `RateLimit-Policy` field).
+    /// The quota every key gets (the `RateLimit-Policy` field); for a store whose keys follow
+    /// one of several [`policies`](Self::policies) (tiers), the first.
     fn policy(&self) -> Policy;
+
+    /// Every policy a key of this store may follow, by number: one per tier of a tiered keyed
+    /// limiter. The layer renders each one's `RateLimit-Policy` value once, when it is built.
+    /// The default: [`policy`](Self::policy) alone.
+    fn policies(&self) -> Vec<Policy> {
+        vec![self.policy()]
+    }
+
+    /// The number, in [`policies`](Self::policies), of the policy `key` follows now (its tier);
+    /// the default 0. A number out of range reports the first policy.
+    fn policy_of(&self, key: &Self::Key) -> usize {
+        let _ = key;
+        0
+    }
 
     /// How long a request may wait for its slot unless the layer says otherwise: the limiter
     /// config's `max_wait` (zero: refuse at once). The default is zero.
@@ -346,11 +375,15 @@ impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
 
 /// The permits of a request on a [`KeyedRateLimiter`]: its [`KeyedReservation`].
 #[derive(Debug)]
-pub struct KeyedPermit<K: Hash + Eq + Clone + 'static, C: Clock + 'static>(
-    KeyedReservation<'static, K, C>,
-);
+pub struct KeyedPermit<
+    K: Hash + Eq + Clone + 'static,
+    C: Clock + 'static,
+    P: TierSet<K> + 'static = OneTier,
+>(KeyedReservation<'static, K, C, P>);
 
-impl<K: Hash + Eq + Clone + 'static, C: Clock + 'static> KeyedPermit<K, C> {
+impl<K: Hash + Eq + Clone + 'static, C: Clock + 'static, P: TierSet<K> + 'static>
+    KeyedPermit<K, C, P>
+{
     /// The instant the permits are due, as a reading of the limiter's clock (for a request
     /// admitted at once, the reading its decision was made at).
     pub fn slot(&self) -> u64 {
@@ -358,10 +391,11 @@ impl<K: Hash + Eq + Clone + 'static, C: Clock + 'static> KeyedPermit<K, C> {
     }
 }
 
-impl<K, C> Permit for KeyedPermit<K, C>
+impl<K, C, P> Permit for KeyedPermit<K, C, P>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Clock + Send + Sync + 'static,
+    P: TierSet<K> + Send + Sync + 'static,
 {
     fn commit(self) {
         self.0.commit();
@@ -376,12 +410,16 @@ where
     }
 }
 
-/// One key's status: the permits available, and how long until one more is.
-pub(crate) fn keyed_status<K: Hash + Eq + Clone, C: Clock>(
-    limiter: &KeyedRateLimiter<K, C>,
+/// One key's status, on its own tier: the permits available, and how long until one more is.
+pub(crate) fn keyed_status<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>>(
+    limiter: &KeyedRateLimiter<K, C, P>,
     key: &K,
 ) -> Status {
-    let permits = limiter.config().permits();
+    let Some(config) = limiter.config_of(key) else {
+        // No tier: nothing will ever pass.
+        return Status::new(0, limiter.retry_after(key));
+    };
+    let permits = config.permits();
     let remaining = limiter.available_permits(key);
     if remaining >= permits {
         return Status::new(permits, Duration::ZERO);
@@ -392,18 +430,28 @@ pub(crate) fn keyed_status<K: Hash + Eq + Clone, C: Clock>(
     Status::new(remaining, reset)
 }
 
-impl<K, C> Store for &'static KeyedRateLimiter<K, C>
+/// A keyed limiter: one quota per key; with tiers, each key its tier's, reported under the tier's
+/// name (one policy per tier).
+impl<K, C, P> Store for &'static KeyedRateLimiter<K, C, P>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Clock + Send + Sync + 'static,
+    P: TierSet<K> + Send + Sync + 'static,
 {
     type Key = K;
-    type Permit = KeyedPermit<K, C>;
-    type Acquire = Pending<Result<Grant<KeyedPermit<K, C>>, Denial>>;
+    type Permit = KeyedPermit<K, C, P>;
+    type Acquire = Pending<Result<Grant<KeyedPermit<K, C, P>>, Denial>>;
 
     fn policy(&self) -> Policy {
-        let config = self.config();
-        Policy::new(self.id(), config.permits(), config.period())
+        keyed_policies(self)[0]
+    }
+
+    fn policies(&self) -> Vec<Policy> {
+        keyed_policies(self)
+    }
+
+    fn policy_of(&self, key: &K) -> usize {
+        self.tier_index(key).unwrap_or(0)
     }
 
     fn max_wait(&self) -> Duration {
@@ -415,7 +463,8 @@ where
         key: &K,
         permits: u32,
         max_wait: Duration,
-    ) -> Decision<KeyedPermit<K, C>, Self::Acquire> {
+    ) -> Decision<KeyedPermit<K, C, P>, Self::Acquire> {
+        // The config's own `max_wait` (each tier's own, for a tiered limiter).
         let decision = if max_wait == self.config().max_wait() {
             self.reserve_n(key, permits)
         } else {
@@ -430,7 +479,7 @@ where
                 };
                 Ok(Grant::new(KeyedPermit(reservation), wait, None))
             }
-            Err(error) => Err(Denial::new(error, keyed_status(self, key))),
+            Err(error) => Err(keyed_denial(self, key, error)),
         })
     }
 
@@ -444,8 +493,28 @@ where
         } else {
             self.try_acquire_n(key, permits)
         };
-        Some(taken.map_err(|error| Denial::new(error, keyed_status(self, key))))
+        Some(taken.map_err(|error| keyed_denial(self, key, error)))
     }
+}
+
+/// A keyed limiter's policies: one per tier, named by the tier (for one config, the limiter's id).
+pub(crate) fn keyed_policies<K, C, P: TierSet<K>>(
+    limiter: &KeyedRateLimiter<K, C, P>,
+) -> Vec<Policy> {
+    limiter
+        .tier_configs()
+        .into_iter()
+        .map(|(name, config)| Policy::new(name, config.permits(), config.period()))
+        .collect()
+}
+
+/// A keyed limiter's refusal of `key`, with its status and its tier's policy.
+pub(crate) fn keyed_denial<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>>(
+    limiter: &KeyedRateLimiter<K, C, P>,
+    key: &K,
+    error: AcquireError,
+) -> Denial {
+    Denial::new(error, keyed_status(limiter, key)).with_policy(limiter.tier_index(key).unwrap_or(0))
 }
 
 /// Any store behind an `Arc`: the layer's clones share the one store.
@@ -456,6 +525,14 @@ impl<S: Store> Store for std::sync::Arc<S> {
 
     fn policy(&self) -> Policy {
         (**self).policy()
+    }
+
+    fn policies(&self) -> Vec<Policy> {
+        (**self).policies()
+    }
+
+    fn policy_of(&self, key: &S::Key) -> usize {
+        (**self).policy_of(key)
     }
 
     fn max_wait(&self) -> Duration {

@@ -30,6 +30,10 @@ pub enum Reason {
     /// still being limited. `retry_after` is when the soonest of them is idle again and its slot
     /// can be reused.
     KeyCapacity,
+    /// A tiered keyed limiter's tier function answered, for this call's key, an index with no
+    /// tier. Retrying cannot help (`retry_after` is as long as a wait can be): the function, or
+    /// the tiers given to the limiter, must change.
+    UnknownTier,
 }
 
 impl Reason {
@@ -46,6 +50,7 @@ impl Reason {
             Reason::Cancelled => "cancelled",
             Reason::Unavailable => "store unavailable",
             Reason::KeyCapacity => "no room for a new key",
+            Reason::UnknownTier => "no tier for the key",
         }
     }
 }

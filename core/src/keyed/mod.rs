@@ -45,6 +45,12 @@
 //! assert!(PEERS.try_acquire(&5).is_ok());
 //! ```
 //!
+//! # Per-key quotas
+//!
+//! With [`Tiers`] each key gets the config of its own tier ("free", "paid"), picked by a plain
+//! function of the key: [`KeyedLimiter::tiered`]. A key whose tier changes is reconfigured alone,
+//! with no fresh burst.
+//!
 //! # Interrupts and threads
 //!
 //! Every operation runs inside one short critical section, so the table can be shared between
@@ -61,12 +67,15 @@
 //! collide without knowing it. Seed it from a hardware random number generator at start-up with
 //! [`set_seed`](KeyedLimiter::set_seed) when the limiter is a `static`.
 
+mod acquire;
 #[cfg(feature = "reconfigure")]
 mod live;
 mod peek;
 mod rate;
 mod reservation;
 mod table;
+mod tiered;
+mod tiers;
 
 #[doc(hidden)]
 pub use rate::Settled;
@@ -74,18 +83,19 @@ pub use rate::{Decision, KeyRate, KeyState};
 pub use reservation::KeyReservation;
 #[doc(hidden)]
 pub use reservation::{KeyedStore, Taken};
+#[doc(hidden)]
+pub use tiers::TierRules;
+pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
 use core::fmt;
 use core::hash::Hash;
-use core::time::Duration;
 
-use crate::clock::{Clock, FixedRateClock, ManualTime};
+use crate::clock::{Clock, FixedRateClock};
 use crate::config::Config;
-use crate::error::{AcquireError, RateLimitExceeded, Reason};
+use crate::error::{RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
 use crate::sync::Lock;
-use crate::wait::{AdvanceClock, Wait};
-use table::{Probe, Table};
+use table::{Slot, Table};
 
 /// Receives a keyed limiter's events together with the key they are about. Opt-in
 /// ([`KeyedLimiter::with_key_listener`]): keys are often personal data, so a plain
@@ -225,13 +235,17 @@ impl KeyedSnapshot {
 /// static EMPTY: KeyedLimiter<u32, &ManualClock, 0> =
 ///     KeyedLimiter::new("none", const_config!(1, Duration::from_secs(1)), &CLOCK, 0);
 /// ```
-pub struct KeyedLimiter<K: 'static, C, const N: usize> {
+///
+/// With `P` = [`Tiers`], each key gets the config of its own tier: see [`tiered`](Self::tiered)
+/// and [`Tiers`].
+pub struct KeyedLimiter<K: 'static, C, const N: usize, P: TierSet<K> = OneTier> {
     rate: KeyRate<C>,
-    table: Lock<Table<K, N>>,
+    tiers: P,
+    table: Lock<Table<K, N, P::Index>>,
     key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
-impl<K, C, const N: usize> fmt::Debug for KeyedLimiter<K, C, N> {
+impl<K, C, const N: usize, P: TierSet<K>> fmt::Debug for KeyedLimiter<K, C, N, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
             .field("id", &self.rate.id())
@@ -265,6 +279,7 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
         };
         KeyedLimiter {
             rate: KeyRate::new(id, config, clock),
+            tiers: OneTier,
             table: Lock::new(Table::new(seed)),
             key_listener: None,
         }
@@ -281,6 +296,7 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
         };
         KeyedLimiter {
             rate: KeyRate::new(id, config, clock),
+            tiers: OneTier,
             table: Lock::new(Table::new(seed)),
             key_listener: None,
         }
@@ -308,13 +324,14 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         };
         KeyedLimiter {
             rate: KeyRate::with_clock(id, config, clock),
+            tiers: OneTier,
             table: Lock::new(Table::new(seed)),
             key_listener: None,
         }
     }
 }
 
-impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
+impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// The same limiter, reporting rejections and released reservations to `listener`, which
     /// hears the limiter's id but never the key.
     ///
@@ -373,7 +390,7 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
     }
 
     /// The config every key gets: the one it was built with, or the last one given to
-    /// `reconfigure`.
+    /// `reconfigure`. For a tiered limiter, tier 0's.
     ///
     /// ```
     /// # use core::time::Duration;
@@ -448,6 +465,35 @@ impl<K, C, const N: usize> KeyedLimiter<K, C, N> {
         }
         error
     }
+
+    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
+    #[inline(always)]
+    fn pick(&self, key: &K) -> Result<P::Index, RateLimitExceeded> {
+        match self.tiers.pick(key) {
+            Ok(tier) => Ok(tier),
+            Err(_) => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
+        }
+    }
+
+    /// The numbers of `tier` now (for one tier, the config in force).
+    #[inline(always)]
+    fn rules(&self, tier: P::Index) -> TierRules {
+        match self.tiers.rules(tier) {
+            Some(rules) => rules,
+            None => self.rate.rules(),
+        }
+    }
+
+    /// The state of the key in `slot` as of a call on `tier` (whose numbers are `rules`) at
+    /// `now`: carried over to `tier` if the key changed tier since its state was made.
+    #[inline(always)]
+    fn view(&self, slot: &Slot<K, P::Index>, tier: P::Index, rules: &TierRules, now: u64) -> u64 {
+        if slot.tier == tier {
+            slot.tat
+        } else {
+            self.rules(slot.tier).carry(slot.tat, now, rules)
+        }
+    }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
@@ -472,7 +518,9 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             t.reseed(seed, now);
         });
     }
+}
 
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// Applies `config` to every key from now on, each with the single limiter's rule
     /// ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): a key's available permits
     /// become `min(available, new permits)`, permits owed stay owed, and a key never seen (or
@@ -506,301 +554,24 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             });
         });
     }
-
-    /// Runs one call for `k` permits (already checked) that may wait `max_wait` units.
-    fn take(&self, key: &K, k: u32, max_wait: u64) -> Result<Taken, RateLimitExceeded> {
-        let reading = self.rate.now();
-        let result = self.table.with(|t| {
-            let now = t.observe(reading);
-            let (tat, at) = match t.probe(key, now) {
-                Probe::Found(i) => (t.slots[i].tat, Ok(i)),
-                Probe::Vacant(i) => (0, Err(i)),
-                Probe::Full { soonest } => return Err((Reason::KeyCapacity, soonest - now)),
-            };
-            let (new_tat, wait) = match self.rate.decide(tat, now, k, max_wait) {
-                rate::Decision::Now { new_tat } => (new_tat, 0),
-                rate::Decision::Wait { new_tat, wait } => (new_tat, wait),
-                rate::Decision::Reject { wait } => return Err((Reason::NoPermitInTime, wait)),
-            };
-            match at {
-                Ok(i) => t.slots[i].tat = new_tat,
-                Err(i) => t.insert_at(i, key.clone(), new_tat),
-            }
-            Ok(Taken {
-                written: new_tat,
-                slot: now.saturating_add(wait),
-                wait,
-            })
-        });
-        match result {
-            Ok(taken) => {
-                self.rate.count_granted(taken.wait);
-                Ok(taken)
-            }
-            Err((reason, wait)) => Err(self.refused(key, reason, wait)),
-        }
-    }
-
-    /// Takes one permit for `key` if it is there now; never waits. A key never seen gets a full
-    /// burst; a key the table has no room for is refused with [`Reason::KeyCapacity`].
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<&str, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert!(l.try_acquire(&"a").is_ok());
-    /// assert!(l.try_acquire(&"a").is_err());
-    /// assert!(l.try_acquire(&"b").is_ok()); // its own quota
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        if !self.rate.enabled() {
-            return Ok(());
-        }
-        self.take(key, 1, 0).map(|_| ())
-    }
-
-    /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
-    /// `k > permits` are [`AcquireError::InvalidPermits`].
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{AcquireError, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert!(l.try_acquire_n(&1, 3).is_ok());
-    /// assert!(matches!(l.try_acquire_n(&1, 2), Err(AcquireError::RateLimited(_))));
-    /// assert!(matches!(l.try_acquire_n(&1, 5), Err(AcquireError::InvalidPermits(_))));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        self.rate.check_permits(k)?;
-        if !self.rate.enabled() {
-            return Ok(());
-        }
-        self.take(key, k, 0)?;
-        Ok(())
-    }
-
-    /// Takes one permit for `key` now, or reserves its next one if it arrives within the config's
-    /// `max_wait`; otherwise rejects at once without changing anything. Dropping or cancelling the
-    /// reservation before it is committed returns the permit if no later call for the key was made.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// l.try_acquire_n(&1, 2).unwrap();
-    /// let r = l.reserve(&1).unwrap();
-    /// assert_eq!(r.wait_time(), Duration::from_millis(500));
-    /// assert!(l.reserve(&1).is_err()); // would wait a second
-    /// assert!(r.cancel()); // the permit goes back
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, N>, RateLimitExceeded> {
-        self.reserve_valid(key, 1, self.rate.max_wait())
-    }
-
-    /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// l.try_acquire_n(&1, 4).unwrap();
-    /// assert_eq!(l.reserve_n(&1, 2).unwrap().wait_time(), Duration::from_millis(500));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn reserve_n(
-        &self,
-        key: &K,
-        k: u32,
-    ) -> Result<KeyedReservation<'_, K, C, N>, AcquireError> {
-        self.reserve_units(key, k, self.rate.max_wait())
-    }
-
-    /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// assert!(l.reserve_n_within(&1, 1, Duration::from_millis(999)).is_err());
-    /// assert!(l.reserve_n_within(&1, 1, Duration::from_secs(1)).is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn reserve_n_within(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: Duration,
-    ) -> Result<KeyedReservation<'_, K, C, N>, AcquireError> {
-        self.reserve_units(key, k, self.rate.units(max_wait))
-    }
-
-    fn reserve_units(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C, N>, AcquireError> {
-        self.rate.check_permits(k)?;
-        Ok(self.reserve_valid(key, k, max_wait)?)
-    }
-
-    fn reserve_valid(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C, N>, RateLimitExceeded> {
-        if !self.rate.enabled() {
-            let now = self.rate.now();
-            return Ok(KeyedReservation::new(
-                self,
-                key.clone(),
-                Taken::uncounted(now),
-                0,
-                k,
-            ));
-        }
-        let taken = self.take(key, k, max_wait)?;
-        Ok(KeyedReservation::new(
-            self,
-            key.clone(),
-            taken,
-            self.rate.increment(k),
-            k,
-        ))
-    }
-
-    /// Takes one permit for `key`, waiting for it with `waiter` if it arrives within `max_wait`.
-    /// If the waiter is interrupted the permit goes back (when no later call for the key was
-    /// made) and the call fails with [`Reason::Interrupted`].
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
-    /// l.acquire_with(&1, &mut AdvanceClock).unwrap();
-    /// l.acquire_with(&1, &mut AdvanceClock).unwrap();
-    /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn acquire_with<W: Wait<C> + ?Sized>(
-        &self,
-        key: &K,
-        waiter: &mut W,
-    ) -> Result<(), RateLimitExceeded> {
-        self.reserve(key)?.wait_with(waiter)
-    }
-
-    /// Takes `k` permits for `key` as one unit, waiting with `waiter` as
-    /// [`acquire_with`](Self::acquire_with).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
-    /// l.acquire_n_with(&1, 4, &mut AdvanceClock).unwrap();
-    /// l.acquire_n_with(&1, 2, &mut AdvanceClock).unwrap();
-    /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn acquire_n_with<W: Wait<C> + ?Sized>(
-        &self,
-        key: &K,
-        k: u32,
-        waiter: &mut W,
-    ) -> Result<(), AcquireError> {
-        Ok(self.reserve_n(key, k)?.wait_with(waiter)?)
-    }
-
-    /// Gives back what a reservation took, if the key was not changed since.
-    fn refund(&self, key: &K, written: u64, increment: u64) -> bool {
-        let reading = self.rate.now();
-        self.table.with(|t| {
-            let now = t.observe(reading);
-            match t.probe(key, now) {
-                Probe::Found(i) => match self.rate.refund(t.slots[i].tat, written, increment) {
-                    Some(back) => {
-                        t.slots[i].tat = back;
-                        true
-                    }
-                    None => false,
-                },
-                // Reclaimed: it was idle, its permits all back already.
-                Probe::Vacant(_) | Probe::Full { .. } => written <= now,
-            }
-        })
-    }
-}
-
-impl<K: Hash + Eq + Clone, C: ManualTime, const N: usize> KeyedLimiter<K, C, N> {
-    /// Takes one permit for `key`, waiting for it by advancing the fake clock to its slot: tests
-    /// never sleep.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
-    /// for _ in 0..3 { l.acquire_advancing(&1).unwrap(); }
-    /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        self.acquire_with(key, &mut AdvanceClock)
-    }
-
-    /// Takes `k` permits for `key`, advancing the fake clock to their slot if they must wait.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
-    /// l.acquire_n_advancing(&1, 4).unwrap();
-    /// l.acquire_n_advancing(&1, 4).unwrap();
-    /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        self.acquire_n_with(key, k, &mut AdvanceClock)
-    }
 }
 
 /// Permits for one key of a [`KeyedLimiter`], taken now or reserved for a slot (see
 /// [`KeyReservation`]).
-pub type KeyedReservation<'a, K, C, const N: usize> = KeyReservation<'a, K, KeyedLimiter<K, C, N>>;
+pub type KeyedReservation<'a, K, C, const N: usize, P = OneTier> =
+    KeyReservation<'a, K, KeyedLimiter<K, C, N, P>>;
 
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedStore<K> for KeyedLimiter<K, C, N> {
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K>
+    for KeyedLimiter<K, C, N, P>
+{
     type Clock = C;
 
     fn key_rate(&self) -> &KeyRate<C> {
         &self.rate
     }
 
-    fn refund_key(&self, key: &K, written: u64, increment: u64) -> bool {
-        self.refund(key, written, increment)
+    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
+        self.refund(key, written, increment, tier)
     }
 
     fn publish_key(&self, key: &K, event: Event) {

@@ -5,12 +5,14 @@ use core::hash::Hash;
 use core::time::Duration;
 
 use super::table::Probe;
-use super::{KeySnapshot, KeyedLimiter, KeyedSnapshot};
+use super::{KeySnapshot, KeyedLimiter, KeyedSnapshot, TierSet};
 use crate::clock::Clock;
 
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// Calls of one permit `key` would pass right now without waiting, in `0..=permits`: the full
-    /// burst for a key never seen, 0 for a new key the full table has no room for. Takes nothing.
+    /// burst for a key never seen, 0 for a new key the full table has no room for (and for a key
+    /// whose tier function answers no tier). For a key that changed tier, what it would have
+    /// once carried over to its new tier now. Takes nothing.
     ///
     /// ```
     /// # use core::time::Duration;
@@ -22,15 +24,20 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn available_permits(&self, key: &K) -> u32 {
-        if !self.rate.enabled() {
-            return self.rate.config().permits();
+        let Ok(tier) = self.tiers.pick(key) else {
+            return 0;
+        };
+        let rules = self.rules(tier);
+        if !rules.enabled() {
+            return rules.permits();
         }
         let reading = self.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
+            let rules = self.rules(tier);
             match t.probe(key, now) {
-                Probe::Found(i) => self.rate.available(t.slots[i].tat, now),
-                Probe::Vacant(_) => self.rate.config().permits(),
+                Probe::Found(i) => rules.available(self.view(&t.slots[i], tier, &rules, now), now),
+                Probe::Vacant(_) => rules.permits(),
                 Probe::Full { .. } => 0,
             }
         })
@@ -65,17 +72,24 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// assert!(l.retry_after_n(&1, 5).is_err());
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
+    ///
+    /// For a key whose tier function answers no tier, as long as a wait can be (never).
     pub fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, crate::error::InvalidPermits> {
-        self.rate.check_permits(k)?;
-        if !self.rate.enabled() {
+        let Ok(tier) = self.tiers.pick(key) else {
+            return Ok(self.rate.duration(u64::MAX));
+        };
+        let rules = self.rules(tier);
+        rules.check_permits(self.id(), k)?;
+        if !rules.enabled() {
             return Ok(Duration::ZERO);
         }
         let reading = self.rate.now();
         let wait = self.table.with(|t| {
             let now = t.observe(reading);
+            let rules = self.rules(tier);
             match t.probe(key, now) {
-                Probe::Found(i) => self.rate.wait(t.slots[i].tat, now, k),
-                Probe::Vacant(_) => self.rate.wait(0, now, k),
+                Probe::Found(i) => rules.wait(self.view(&t.slots[i], tier, &rules, now), now, k),
+                Probe::Vacant(_) => rules.wait(0, now, k),
                 Probe::Full { soonest } => soonest - now,
             }
         });
@@ -109,8 +123,8 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         })
     }
 
-    /// Its id, live keys, keys held, capacity and permits per key ([`KeyedSnapshot`]). Takes
-    /// nothing; scans the table.
+    /// Its id, live keys, keys held, capacity and permits per key ([`KeyedSnapshot`]; tier 0's
+    /// for a tiered limiter). Takes nothing; scans the table.
     ///
     /// ```
     /// # use core::time::Duration;
@@ -186,8 +200,8 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         })
     }
 
-    /// The keys being limited right now, each with the permits it would pass now (in table
-    /// order).
+    /// The keys being limited right now, each with the permits it would pass now on the tier its
+    /// state was last made under (in table order).
     ///
     /// ```
     /// # use core::time::Duration;
@@ -211,7 +225,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
                     // At most N slots: always fits.
                     let _ = out.push(KeySnapshot {
                         key: key.clone(),
-                        available_permits: self.rate.available(slot.tat, now),
+                        available_permits: self.rules(slot.tier).available(slot.tat, now),
                     });
                 }
             }

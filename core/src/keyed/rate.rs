@@ -87,6 +87,7 @@ struct KeyCounts {
     waited: Tally,
     no_permit_in_time: Tally,
     key_capacity: Tally,
+    unknown_tier: Tally,
 }
 
 #[cfg(feature = "counters")]
@@ -97,6 +98,7 @@ impl KeyCounts {
             waited: Tally::new(0),
             no_permit_in_time: Tally::new(0),
             key_capacity: Tally::new(0),
+            unknown_tier: Tally::new(0),
         }
     }
 }
@@ -201,7 +203,8 @@ impl<C> KeyRate<C> {
 }
 
 /// The decision for a key whose state is `tat`, at `now`, with `rate`'s numbers.
-fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
+#[inline]
+pub(crate) fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
     if !rate.enabled() {
         return Decision::Now { new_tat: tat };
     }
@@ -288,6 +291,7 @@ impl<C> KeyRate<C> {
         #[cfg(feature = "counters")]
         match reason {
             Reason::KeyCapacity => self.counts.key_capacity.add(1),
+            Reason::UnknownTier => self.counts.unknown_tier.add(1),
             _ => self.counts.no_permit_in_time.add(1),
         }
         #[cfg(not(feature = "counters"))]
@@ -336,8 +340,9 @@ impl<C> KeyRate<C> {
     }
 
     /// Calls refused for `reason` (feature `counters`): [`Reason::NoPermitInTime`] (the key's
-    /// permits would come too late) and [`Reason::KeyCapacity`] (no room for a new key); 0 for
-    /// every other reason, which a keyed store never refuses a call for.
+    /// permits would come too late), [`Reason::KeyCapacity`] (no room for a new key) and
+    /// [`Reason::UnknownTier`] (a tiered limiter's function named no tier); 0 for every other
+    /// reason, which a keyed store never refuses a call for.
     ///
     /// ```
     /// # use core::time::Duration;
@@ -358,6 +363,7 @@ impl<C> KeyRate<C> {
         match reason {
             Reason::NoPermitInTime => self.counts.no_permit_in_time.load_relaxed(),
             Reason::KeyCapacity => self.counts.key_capacity.load_relaxed(),
+            Reason::UnknownTier => self.counts.unknown_tier.load_relaxed(),
             _ => 0,
         }
     }
@@ -420,9 +426,29 @@ impl<C> KeyRate<C> {
         }
     }
 
+    /// The numbers it was built with, if no `reconfigure` ever changed them: what a store's hot
+    /// path may decide with once, outside any compare-and-swap loop. `None` after a change: decide
+    /// with [`decide`](Self::decide), which reads the numbers in force at each try.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn unchanged_rules(&self) -> Option<super::tiers::TierRules> {
+        #[cfg(feature = "reconfigure")]
+        if self.live.seq() != 0 {
+            return None;
+        }
+        Some(super::tiers::TierRules(self.rate))
+    }
+
+    /// The numbers of the config in force, for a store that decides with them (as a tier's).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn rules(&self) -> super::tiers::TierRules {
+        super::tiers::TierRules(self.current())
+    }
+
     /// The numbers of the config in force, in units.
     #[inline(always)]
-    fn current(&self) -> Rate {
+    pub(crate) fn current(&self) -> Rate {
         #[cfg(feature = "reconfigure")]
         {
             self.live.rate(&self.rate)
@@ -787,6 +813,26 @@ impl KeyState {
         self.apply_by(|tat| rate.decide_settled(settled, tat, now, k, max_wait))
     }
 
+    /// [`apply`](Self::apply) with one tier's numbers.
+    #[doc(hidden)]
+    #[inline]
+    pub fn apply_rules(
+        &self,
+        rules: &super::tiers::TierRules,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        self.apply_by(|tat| rules.decide(tat, now, k, max_wait))
+    }
+
+    /// [`try_take`](Self::try_take) with one tier's numbers.
+    #[doc(hidden)]
+    #[inline]
+    pub fn try_take_rules(&self, rules: &super::tiers::TierRules, now: u64) -> Result<(), u64> {
+        self.take_with(&rules.0, now)
+    }
+
     /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
     #[doc(hidden)]
     pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
@@ -839,8 +885,13 @@ impl KeyState {
     /// ```
     #[inline]
     pub fn try_take<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
+        self.take_with(&rate.rate, now)
+    }
+
+    #[inline(always)]
+    fn take_with(&self, rate: &Rate, now: u64) -> Result<(), u64> {
         let tat = self.0.load();
-        match gcra::check_limit(tat, now, rate.rate.interval, rate.rate.limit) {
+        match gcra::check_limit(tat, now, rate.interval, rate.limit) {
             Ok(new_tat) => match self.0.compare_exchange_weak(tat, new_tat) {
                 Ok(_) => Ok(()),
                 Err(_) => self.take_contended(rate, now),
@@ -849,17 +900,17 @@ impl KeyState {
         }
     }
 
-    /// [`try_take`](Self::try_take) after a lost compare-and-swap: backs off, reads the state
+    /// [`take_with`](Self::take_with) after a lost compare-and-swap: backs off, reads the state
     /// afresh and decides again, out of line.
     #[cold]
     #[inline(never)]
-    fn take_contended<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
+    fn take_contended(&self, rate: &Rate, now: u64) -> Result<(), u64> {
         let mut backoff = Backoff::new();
         loop {
             backoff.lost();
             let tat = self.0.load();
-            let new_tat = gcra::check_limit(tat, now, rate.rate.interval, rate.rate.limit)
-                .map_err(Refused::wait)?;
+            let new_tat =
+                gcra::check_limit(tat, now, rate.interval, rate.limit).map_err(Refused::wait)?;
             if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
                 return Ok(());
             }

@@ -21,9 +21,9 @@ pub trait KeyedStore<K> {
     type Clock: Clock;
     /// The rules every key follows.
     fn key_rate(&self) -> &KeyRate<Self::Clock>;
-    /// Gives back what a reservation wrote (`written`, having added `increment`) if `key` was
-    /// not changed since; whether it went back.
-    fn refund_key(&self, key: &K, written: u64, increment: u64) -> bool;
+    /// Gives back what a reservation on tier `tier` (0 for one tier) wrote (`written`, having
+    /// added `increment`) if `key` was not changed since; whether it went back.
+    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool;
     /// Tells the limiter's listeners, if it has any, about `event` on `key`.
     fn publish_key(&self, key: &K, event: Event);
 }
@@ -91,6 +91,8 @@ pub struct KeyReservation<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> 
     taken: Taken,
     increment: u64,
     permits: u32,
+    /// The tier of the key it was made on (0 for one tier).
+    tier: u8,
     settled: bool,
 }
 
@@ -115,8 +117,16 @@ impl<'a, K: Hash + Eq + Clone, L: KeyedStore<K>> KeyReservation<'a, K, L> {
             taken,
             increment,
             permits,
+            tier: 0,
             settled: false,
         }
+    }
+
+    /// The same reservation, made on tier `tier` of a tiered limiter. For the keyed stores.
+    #[doc(hidden)]
+    pub fn in_tier(mut self, tier: u8) -> Self {
+        self.tier = tier;
+        self
     }
 
     /// The limiter it is for.
@@ -314,7 +324,7 @@ impl<'a, K: Hash + Eq + Clone, L: KeyedStore<K>> KeyReservation<'a, K, L> {
             return true;
         }
         let limiter = self.limiter;
-        let returned = limiter.refund_key(&self.key, self.taken.written, self.increment);
+        let returned = limiter.refund_key(&self.key, self.taken.written, self.increment, self.tier);
         limiter.publish_key(
             &self.key,
             Event::Released {

@@ -11,12 +11,14 @@ use core::hash::{Hash, Hasher};
 
 use siphasher::sip::SipHasher13;
 
-/// One slot: a key and its state. The slot its hash points to is recomputed when an entry may
-/// move (only while reclaiming), rather than stored: 8 bytes less per key.
+/// One slot: a key, its state, and the tier its state was made under (`()` for a limiter of one
+/// config: no byte spent). The slot its hash points to is recomputed when an entry may move (only
+/// while reclaiming), rather than stored: 8 bytes less per key.
 #[derive(Debug, Clone)]
-pub(crate) struct Slot<K> {
+pub(crate) struct Slot<K, I> {
     pub(crate) key: Option<K>,
     pub(crate) tat: u64,
+    pub(crate) tier: I,
 }
 
 /// Where a key is, or where it would go.
@@ -31,8 +33,8 @@ pub(crate) enum Probe {
 }
 
 #[derive(Debug)]
-pub(crate) struct Table<K, const N: usize> {
-    pub(crate) slots: [Slot<K>; N],
+pub(crate) struct Table<K, const N: usize, I> {
+    pub(crate) slots: [Slot<K, I>; N],
     /// Keys held (live or not yet found idle).
     pub(crate) held: usize,
     keys: (u64, u64),
@@ -41,11 +43,32 @@ pub(crate) struct Table<K, const N: usize> {
     seen: u64,
 }
 
-impl<K, const N: usize> Table<K, N> {
+/// What a slot keeps of its key's tier, and its value in an empty slot. (Nominally public, in a
+/// private module: the bound of [`TierSet::Index`](super::TierSet::Index).)
+pub trait SlotTier: Copy + PartialEq {
+    /// The value in an empty slot.
+    const FIRST: Self;
+}
+
+impl SlotTier for () {
+    const FIRST: () = ();
+}
+
+impl SlotTier for u8 {
+    const FIRST: u8 = 0;
+}
+
+impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
     #[cfg(not(all(test, loom)))]
     pub(crate) const fn new(seed: u128) -> Self {
         Table {
-            slots: [const { Slot { key: None, tat: 0 } }; N],
+            slots: [const {
+                Slot {
+                    key: None,
+                    tat: 0,
+                    tier: I::FIRST,
+                }
+            }; N],
             held: 0,
             keys: split(seed),
             seen: 0,
@@ -55,7 +78,11 @@ impl<K, const N: usize> Table<K, N> {
     #[cfg(all(test, loom))]
     pub(crate) fn new(seed: u128) -> Self {
         Table {
-            slots: core::array::from_fn(|_| Slot { key: None, tat: 0 }),
+            slots: core::array::from_fn(|_| Slot {
+                key: None,
+                tat: 0,
+                tier: I::FIRST,
+            }),
             held: 0,
             keys: split(seed),
             seen: 0,
@@ -76,7 +103,7 @@ const fn split(seed: u128) -> (u64, u64) {
     (seed as u64, (seed >> 64) as u64)
 }
 
-impl<K: Hash + Eq, const N: usize> Table<K, N> {
+impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
     fn home(&self, key: &K) -> usize {
         let mut hasher = SipHasher13::new_with_keys(self.keys.0, self.keys.1);
         key.hash(&mut hasher);
@@ -118,11 +145,13 @@ impl<K: Hash + Eq, const N: usize> Table<K, N> {
         }
     }
 
-    /// Puts `key` with state `tat` into the empty slot `i` that [`probe`](Self::probe) returned.
-    pub(crate) fn insert_at(&mut self, i: usize, key: K, tat: u64) {
+    /// Puts `key` with state `tat` made under `tier` into the empty slot `i` that
+    /// [`probe`](Self::probe) returned.
+    pub(crate) fn insert_at(&mut self, i: usize, key: K, tat: u64, tier: I) {
         self.slots[i] = Slot {
             key: Some(key),
             tat,
+            tier,
         };
         self.held += 1;
     }
@@ -173,7 +202,11 @@ impl<K: Hash + Eq, const N: usize> Table<K, N> {
         self.keys = split(seed);
         let old = core::mem::replace(
             &mut self.slots,
-            core::array::from_fn(|_| Slot { key: None, tat: 0 }),
+            core::array::from_fn(|_| Slot {
+                key: None,
+                tat: 0,
+                tier: I::FIRST,
+            }),
         );
         self.held = 0;
         for slot in old {
@@ -182,7 +215,7 @@ impl<K: Hash + Eq, const N: usize> Table<K, N> {
                 while self.slots[i].key.is_some() {
                     i = if i + 1 == N { 0 } else { i + 1 };
                 }
-                self.insert_at(i, key, slot.tat);
+                self.insert_at(i, key, slot.tat, slot.tier);
             }
         }
     }
@@ -194,7 +227,7 @@ mod tests {
 
     /// The slot each of `0..64` hashes to in a 64-slot table seeded `seed`.
     fn homes(seed: u128) -> [usize; 64] {
-        let table: Table<u32, 64> = Table::new(seed);
+        let table: Table<u32, 64, ()> = Table::new(seed);
         core::array::from_fn(|key| table.home(&(key as u32)))
     }
 
@@ -225,14 +258,14 @@ mod tests {
     /// with its state.
     #[test]
     fn reseeding_rehashes_every_live_key() {
-        let mut table: Table<u32, 16> = Table::new(1);
-        let fresh: Table<u32, 16> = Table::new(2);
+        let mut table: Table<u32, 16, ()> = Table::new(1);
+        let fresh: Table<u32, 16, ()> = Table::new(2);
         assert!((0..10u32).any(|key| table.home(&key) != fresh.home(&key)));
         for key in 0..10u32 {
             let Probe::Vacant(i) = table.probe(&key, 0) else {
                 panic!("room for {key}")
             };
-            table.insert_at(i, key, 100 + u64::from(key));
+            table.insert_at(i, key, 100 + u64::from(key), ());
         }
         table.reseed(2, 0);
         for key in 0..10u32 {

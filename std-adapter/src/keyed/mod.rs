@@ -35,13 +35,18 @@
 //! # Ok::<(), ritmo_core::ConfigError>(())
 //! ```
 
+mod acquire;
+mod entry;
 mod ip;
 mod peek;
 mod reclaim;
+mod tiered;
 mod wait;
 
+use entry::Entry as KeyEntry;
+
 pub use ip::IpKey;
-use reclaim::{Reclaim, Room};
+use reclaim::Reclaim;
 
 use std::collections::BinaryHeap;
 use std::fmt;
@@ -50,26 +55,29 @@ use std::hash::Hash;
 use ahash::RandomState;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
 use dashmap::DashMap;
-use dashmap::mapref::entry::Entry;
-use ritmo_core::keyed::{Decision, KeyRate, KeyReservation, KeyState, KeyedStore, Taken};
-use ritmo_core::{
-    AcquireError, Clock, Config, Event, KeyListener, Listener, RateLimitExceeded, Reason, Wait,
+use ritmo_core::keyed::{
+    Decision, KeyRate, KeyReservation, KeyedStore, OneTier, TierRules, TierSet,
 };
+use ritmo_core::{Clock, Config, Event, KeyListener, Listener, RateLimitExceeded, Reason};
 
 use crate::clock::StdClock;
 
 /// A keyed limiter for servers: [`Config`] applied to each key separately, in a sharded map of
 /// at most `max_keys` keys. See the [module docs](self).
 ///
+/// With `P` = [`Tiers`](ritmo_core::keyed::Tiers), each key gets the config of its own tier, picked by a function of the
+/// key (see [`tiered`](Self::tiered)): the tier is kept beside each key's state, and a key that
+/// changes tier is carried over with the single limiter's `reconfigure` rule.
+///
 /// The method names are those of [`KeyedLimiter`](ritmo_core::KeyedLimiter); on top of them,
 /// [`acquire`](Self::acquire) / [`acquire_n`](Self::acquire_n) park the thread until the key's
 /// slot, and (feature `tokio`) `acquire_async` / `acquire_n_async` wait without a thread.
-pub struct KeyedRateLimiter<K: 'static, C = StdClock> {
+pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
     rate: KeyRate<C>,
-    map: DashMap<K, KeyState, RandomState>,
+    tiers: P,
+    map: DashMap<K, KeyEntry<P::Index>, RandomState>,
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
     held: AtomicUsize,
@@ -82,7 +90,7 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock> {
     key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
-impl<K, C> fmt::Debug for KeyedRateLimiter<K, C> {
+impl<K, C, P: TierSet<K>> fmt::Debug for KeyedRateLimiter<K, C, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedRateLimiter")
             .field("id", &self.rate.id())
@@ -125,8 +133,15 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, max_keys: usize, clock: C) -> Self {
+        KeyedRateLimiter::build(KeyRate::with_clock(id, config, clock), OneTier, max_keys)
+    }
+}
+
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
+    fn build(rate: KeyRate<C>, tiers: P, max_keys: usize) -> Self {
         KeyedRateLimiter {
-            rate: KeyRate::with_clock(id, config, clock),
+            rate,
+            tiers,
             map: DashMap::with_hasher(RandomState::new()),
             max_keys,
             held: AtomicUsize::new(0),
@@ -141,7 +156,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     }
 }
 
-impl<K, C> KeyedRateLimiter<K, C> {
+impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// The same limiter, reporting rejections and released reservations to `listener`, which
     /// hears the limiter's id but never the key (keys are often personal data).
     ///
@@ -204,7 +219,7 @@ impl<K, C> KeyedRateLimiter<K, C> {
     }
 
     /// The config every key gets: the one it was built with, or the last one given to
-    /// [`reconfigure`](Self::reconfigure).
+    /// [`reconfigure`](KeyedRateLimiter::reconfigure). For a tiered limiter, tier 0's.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -293,6 +308,107 @@ impl<K, C> KeyedRateLimiter<K, C> {
         }
         error
     }
+
+    /// The index of the tier `key` is on now (0 for a limiter of one config); `None` if its
+    /// tier function answers an index with no tier.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{Tier, Tiers};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let tiers = Tiers::new(
+    ///     [Tier::new("free", Config::new(1, Duration::from_secs(1))?), Tier::new("paid", Config::new(9, Duration::from_secs(1))?)],
+    ///     |key: &u8| usize::from(*key),
+    /// );
+    /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
+    /// assert_eq!((l.tier_index(&1), l.tier_index(&2)), (Some(1), None));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tier_index(&self, key: &K) -> Option<usize> {
+        self.tiers
+            .pick(key)
+            .ok()
+            .map(|tier| usize::from(P::position(tier)))
+    }
+
+    /// Each tier's name and config, by index: for a limiter of one config, its id and its config
+    /// (the one in force).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let c = Config::new(1, Duration::from_secs(1))?;
+    /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", c, 10, ManualClock::new());
+    /// assert_eq!(l.tier_configs(), vec![("api", c)]);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tier_configs(&self) -> Vec<(&'static str, Config)> {
+        (0..self.tiers.count())
+            .map(|i| match self.tiers.tier(i) {
+                Some(tier) => (tier.name(), tier.config()),
+                None => (self.rate.id(), self.rate.config()),
+            })
+            .collect()
+    }
+
+    /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
+    /// `None` if its tier function answers an index with no tier.
+    pub fn config_of(&self, key: &K) -> Option<Config> {
+        match self.tiers.pick(key) {
+            Ok(tier) => Some(match self.tiers.tier(usize::from(P::position(tier))) {
+                Some(tier) => tier.config(),
+                None => self.rate.config(),
+            }),
+            Err(_) => None,
+        }
+    }
+
+    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
+    #[inline(always)]
+    fn pick(&self, key: &K) -> Result<P::Index, RateLimitExceeded> {
+        match self.tiers.pick(key) {
+            Ok(tier) => Ok(tier),
+            Err(_) => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
+        }
+    }
+
+    /// The numbers of `tier` now (for one tier, the config in force).
+    #[inline(always)]
+    fn rules(&self, tier: P::Index) -> TierRules {
+        match self.tiers.rules(tier) {
+            Some(rules) => rules,
+            None => self.rate.rules(),
+        }
+    }
+
+    /// The state of `entry` as of a call on `tier` (numbers `rules`) at `now`: carried over to
+    /// `tier` if its key changed tier since its state was made.
+    #[inline(always)]
+    fn view(&self, entry: &KeyEntry<P::Index>, tier: P::Index, rules: &TierRules, now: u64) -> u64 {
+        if entry.tier == tier {
+            entry.tat()
+        } else {
+            self.rules(entry.tier).carry(entry.tat(), now, rules)
+        }
+    }
+
+    /// Decides a call on `tier` for the key whose state is `state`.
+    #[inline(always)]
+    fn apply(
+        &self,
+        state: &KeyEntry<P::Index>,
+        tier: P::Index,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        match self.tiers.rules(tier) {
+            None => state.apply(&self.rate, now, k, max_wait),
+            Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+        }
+    }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
@@ -326,335 +442,6 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             }
         });
     }
-
-    /// Runs one call for `k` permits (already checked) that may wait `max_wait` units.
-    #[inline]
-    fn take(&self, key: &K, k: u32, max_wait: u64) -> Result<Taken, RateLimitExceeded> {
-        let now = self.rate.now();
-        // A known key: the shard's read lock, held across one compare-and-swap, so that a scan
-        // (which takes the write lock) can never drop the key between our read and our write.
-        if let Some(state) = self.map.get(key) {
-            let decision = state.apply(&self.rate, now, k, max_wait);
-            drop(state);
-            return self.granted(Taken::of(decision, now), key);
-        }
-        self.take_new(key, k, now, max_wait)
-    }
-
-    /// Counts a call's outcome `taken` (`Err`: refused, the wait it would have had).
-    #[inline(always)]
-    fn granted(&self, taken: Result<Taken, u64>, key: &K) -> Result<Taken, RateLimitExceeded> {
-        match taken {
-            Ok(taken) => {
-                self.rate.count_granted(taken.wait);
-                Ok(taken)
-            }
-            Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
-        }
-    }
-
-    /// A key not in the map: make room for it if need be, then put it in.
-    #[cold]
-    fn take_new(
-        &self,
-        key: &K,
-        k: u32,
-        now: u64,
-        max_wait: u64,
-    ) -> Result<Taken, RateLimitExceeded> {
-        loop {
-            if self.claim() {
-                // The config's numbers before the shard's write lock: a reconfigure converting
-                // the keys needs that lock, so under it this call must not wait for one.
-                let settled = self.rate.settled();
-                let entry = self.map.entry(key.clone());
-                if !self.rate.still(&settled) {
-                    // A reconfigure started meanwhile: decide again with its numbers.
-                    drop(entry);
-                    self.held.fetch_sub(1, Ordering::AcqRel);
-                    continue;
-                }
-                // With the shard locked, no earlier than any instant a key was dropped at: a key
-                // dropped after our clock read gets a fresh state that never starts before the
-                // old one ended.
-                let now = now.max(self.evicted_at.load(Ordering::SeqCst));
-                let mut inserted = None;
-                let decision = match entry {
-                    Entry::Occupied(e) => {
-                        // Another thread put it in meanwhile.
-                        self.held.fetch_sub(1, Ordering::AcqRel);
-                        e.get()
-                            .apply_settled(&self.rate, &settled, now, k, max_wait)
-                    }
-                    Entry::Vacant(v) => {
-                        let state = KeyState::new();
-                        let decision = state.apply_settled(&self.rate, &settled, now, k, max_wait);
-                        if let Decision::Reject { .. } = decision {
-                            self.held.fetch_sub(1, Ordering::AcqRel);
-                        } else {
-                            inserted = Some(state.tat());
-                            v.insert(state);
-                        }
-                        decision
-                    }
-                };
-                // With the shard's lock released (`make_room` takes the locks the other way).
-                if let Some(tat) = inserted {
-                    self.remember(tat, key);
-                }
-                return self.granted(Taken::of(decision, now), key);
-            }
-            match self.make_room(false) {
-                Room::Yes => continue,
-                Room::No(wait) => return Err(self.refused(key, Reason::KeyCapacity, wait)),
-            }
-        }
-    }
-
-    /// Takes one permit for `key` if it is there now; never waits. A key never seen gets a full
-    /// burst; a new key the map has no room for is refused with [`Reason::KeyCapacity`].
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert!(l.try_acquire(&"a").is_ok());
-    /// assert!(l.try_acquire(&"a").is_err());
-    /// assert!(l.try_acquire(&"b").is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        if !self.rate.enabled() {
-            return Ok(());
-        }
-        let now = self.rate.now();
-        if let Some(state) = self.map.get(key) {
-            // The read lock held across one compare-and-swap, as in `take`.
-            let taken = state.try_take(&self.rate, now);
-            drop(state);
-            return match taken {
-                Ok(()) => {
-                    self.rate.count_granted(0);
-                    Ok(())
-                }
-                Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
-            };
-        }
-        self.take_new(key, 1, now, 0).map(|_| ())
-    }
-
-    /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
-    /// `k > permits` are [`AcquireError::InvalidPermits`].
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{AcquireError, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert!(l.try_acquire_n(&1u8, 3).is_ok());
-    /// assert!(matches!(l.try_acquire_n(&1, 2), Err(AcquireError::RateLimited(_))));
-    /// assert!(matches!(l.try_acquire_n(&1, 5), Err(AcquireError::InvalidPermits(_))));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        self.rate.check_permits(k)?;
-        if !self.rate.enabled() {
-            return Ok(());
-        }
-        self.take(key, k, 0)?;
-        Ok(())
-    }
-
-    /// Takes one permit for `key` now, or reserves its next one if it arrives within the config's
-    /// `max_wait`; otherwise rejects at once without changing anything.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
-    /// l.try_acquire_n(&1u8, 2).unwrap();
-    /// let r = l.reserve(&1).unwrap();
-    /// assert_eq!(r.wait_time(), Duration::from_millis(500));
-    /// assert!(l.reserve(&1).is_err());
-    /// assert!(r.cancel());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C>, RateLimitExceeded> {
-        self.reserve_valid(key, 1, self.rate.max_wait())
-    }
-
-    /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
-    /// l.try_acquire_n(&1u8, 4).unwrap();
-    /// assert_eq!(l.reserve_n(&1, 2).unwrap().wait_time(), Duration::from_millis(500));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn reserve_n(&self, key: &K, k: u32) -> Result<KeyedReservation<'_, K, C>, AcquireError> {
-        self.reserve_units(key, k, self.rate.max_wait())
-    }
-
-    /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// l.try_acquire(&1u8).unwrap();
-    /// assert!(l.reserve_n_within(&1, 1, Duration::from_millis(999)).is_err());
-    /// assert!(l.reserve_n_within(&1, 1, Duration::from_secs(1)).is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn reserve_n_within(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: Duration,
-    ) -> Result<KeyedReservation<'_, K, C>, AcquireError> {
-        self.reserve_units(key, k, self.rate.units(max_wait))
-    }
-
-    fn reserve_units(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C>, AcquireError> {
-        self.rate.check_permits(k)?;
-        Ok(self.reserve_valid(key, k, max_wait)?)
-    }
-
-    fn reserve_valid(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C>, RateLimitExceeded> {
-        if !self.rate.enabled() {
-            let now = self.rate.now();
-            let taken = Taken::uncounted(now);
-            return Ok(KeyedReservation::new(self, key.clone(), taken, 0, k));
-        }
-        let taken = self.take(key, k, max_wait)?;
-        Ok(KeyedReservation::new(
-            self,
-            key.clone(),
-            taken,
-            self.rate.increment(k),
-            k,
-        ))
-    }
-
-    /// Takes one permit for `key`, waiting for it with `waiter` if it arrives within `max_wait`.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// l.acquire_with(&1u8, &mut AdvanceClock).unwrap();
-    /// l.acquire_with(&1u8, &mut AdvanceClock).unwrap();
-    /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn acquire_with<W: Wait<C> + ?Sized>(
-        &self,
-        key: &K,
-        waiter: &mut W,
-    ) -> Result<(), RateLimitExceeded> {
-        self.reserve(key)?.wait_with(waiter)
-    }
-
-    /// Takes `k` permits for `key`, waiting with `waiter` as [`acquire_with`](Self::acquire_with).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// l.acquire_n_with(&1u8, 4, &mut AdvanceClock).unwrap();
-    /// l.acquire_n_with(&1u8, 2, &mut AdvanceClock).unwrap();
-    /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn acquire_n_with<W: Wait<C> + ?Sized>(
-        &self,
-        key: &K,
-        k: u32,
-        waiter: &mut W,
-    ) -> Result<(), AcquireError> {
-        Ok(self.reserve_n(key, k)?.wait_with(waiter)?)
-    }
-
-    /// Gives back what a reservation took, if the key was not changed since.
-    fn refund(&self, key: &K, written: u64, increment: u64) -> bool {
-        match self.map.get(key) {
-            Some(state) => {
-                let back = state.refund(&self.rate, written, increment);
-                if back {
-                    let tat = state.tat();
-                    drop(state);
-                    // The key may now be idle sooner than the map last knew.
-                    self.remember(tat, key);
-                }
-                back
-            }
-            // Dropped as idle: its permits were all back already.
-            None => self.rate.is_idle(written, self.rate.now()),
-        }
-    }
-}
-
-/// Waits that advance a fake clock: tests never sleep.
-impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime> KeyedRateLimiter<K, C> {
-    /// Takes one permit for `key`, waiting for it by advancing the fake clock to its slot.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// for _ in 0..3 { l.acquire_advancing(&1u8).unwrap(); }
-    /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        self.acquire_with(key, &mut ritmo_core::AdvanceClock)
-    }
-
-    /// Takes `k` permits for `key`, advancing the fake clock to their slot if they must wait.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// l.acquire_n_advancing(&1u8, 4).unwrap();
-    /// l.acquire_n_advancing(&1u8, 4).unwrap();
-    /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
-    pub fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        self.acquire_n_with(key, k, &mut ritmo_core::AdvanceClock)
-    }
 }
 
 /// Permits for one key of a [`KeyedRateLimiter`], taken now or reserved for a slot: commit it
@@ -673,17 +460,17 @@ impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime> KeyedRateLimiter<K, C> {
 /// assert!(b.cancel());
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
-pub type KeyedReservation<'a, K, C> = KeyReservation<'a, K, KeyedRateLimiter<K, C>>;
+pub type KeyedReservation<'a, K, C, P = OneTier> = KeyReservation<'a, K, KeyedRateLimiter<K, C, P>>;
 
-impl<K: Hash + Eq + Clone, C: Clock> KeyedStore<K> for KeyedRateLimiter<K, C> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateLimiter<K, C, P> {
     type Clock = C;
 
     fn key_rate(&self) -> &KeyRate<C> {
         &self.rate
     }
 
-    fn refund_key(&self, key: &K, written: u64, increment: u64) -> bool {
-        self.refund(key, written, increment)
+    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
+        self.refund(key, written, increment, tier)
     }
 
     fn publish_key(&self, key: &K, event: Event) {

@@ -5,14 +5,17 @@ use std::hash::Hash;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use ritmo_core::keyed::TierSet;
 use ritmo_core::{Clock, InvalidPermits, KeySnapshot, KeyedSnapshot};
 
 use super::KeyedRateLimiter;
 use super::reclaim::Room;
 
-impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// Calls of one permit `key` would pass right now without waiting, in `0..=permits`: the full
-    /// burst for a key never seen, 0 for a new key the map has no room for. Takes nothing.
+    /// burst for a key never seen, 0 for a new key the map has no room for (and for a key whose
+    /// tier function answers no tier). For a key that changed tier, what it would have once
+    /// carried over to its new tier now. Takes nothing.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -24,12 +27,16 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn available_permits(&self, key: &K) -> u32 {
+        let Ok(tier) = self.tiers.pick(key) else {
+            return 0;
+        };
         let now = self.rate.now();
+        let rules = self.rules(tier);
         if let Some(state) = self.map.get(key) {
-            return self.rate.available(state.tat(), now);
+            return rules.available(self.view(&state, tier, &rules, now), now);
         }
-        if !self.rate.enabled() || self.has_room() {
-            self.rate.config().permits()
+        if !rules.enabled() || self.has_room() {
+            rules.permits()
         } else {
             0
         }
@@ -70,14 +77,21 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// assert!(l.retry_after_n(&1, 5).is_err());
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
+    ///
+    /// For a key whose tier function answers no tier, as long as a wait can be (never).
     pub fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, InvalidPermits> {
-        self.rate.check_permits(k)?;
-        if !self.rate.enabled() {
+        let Ok(tier) = self.tiers.pick(key) else {
+            return Ok(self.rate.duration(u64::MAX));
+        };
+        let rules = self.rules(tier);
+        rules.check_permits(self.id(), k)?;
+        if !rules.enabled() {
             return Ok(Duration::ZERO);
         }
         let now = self.rate.now();
         if let Some(state) = self.map.get(key) {
-            return Ok(self.rate.duration(self.rate.wait(state.tat(), now, k)));
+            let tat = self.view(&state, tier, &rules, now);
+            return Ok(self.rate.duration(rules.wait(tat, now, k)));
         }
         let wait = if self.held.load(Ordering::Acquire) < self.max_keys {
             0
@@ -87,7 +101,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 Room::No(wait) => wait,
             }
         };
-        Ok(self.rate.duration(wait.max(self.rate.wait(0, now, k))))
+        Ok(self.rate.duration(wait.max(rules.wait(0, now, k))))
     }
 
     /// How many keys are being limited right now (not idle). Scans the map.
@@ -114,7 +128,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     }
 
     /// Its id, live keys, keys held, capacity (`max_keys`) and permits per key
-    /// ([`KeyedSnapshot`]). Takes nothing; scans the map.
+    /// ([`KeyedSnapshot`]; tier 0's for a tiered limiter). Takes nothing; scans the map.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -149,8 +163,8 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
         self.len() == 0
     }
 
-    /// The keys being limited right now, each with the permits it would pass now (in no
-    /// particular order).
+    /// The keys being limited right now, each with the permits it would pass now on the tier its
+    /// state was last made under (in no particular order).
     ///
     /// ```
     /// # use std::time::Duration;
@@ -167,8 +181,10 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
             .iter()
             .filter_map(|e| {
                 let tat = e.value().tat();
-                (!self.rate.is_idle(tat, now))
-                    .then(|| KeySnapshot::new(e.key().clone(), self.rate.available(tat, now)))
+                (!self.rate.is_idle(tat, now)).then(|| {
+                    let available = self.rules(e.value().tier).available(tat, now);
+                    KeySnapshot::new(e.key().clone(), available)
+                })
             })
             .collect()
     }

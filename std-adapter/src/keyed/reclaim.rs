@@ -8,6 +8,7 @@ use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
 use ritmo_core::Clock;
+use ritmo_core::keyed::TierSet;
 
 use super::KeyedRateLimiter;
 
@@ -46,7 +47,7 @@ pub(super) enum Room {
     No(u64),
 }
 
-impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// Counts one more key in, if that stays within `max_keys`.
     pub(super) fn claim(&self) -> bool {
         self.held

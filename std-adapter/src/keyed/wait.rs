@@ -3,6 +3,7 @@
 
 use std::hash::Hash;
 
+use ritmo_core::keyed::TierSet;
 use ritmo_core::{AcquireError, Clock, RateLimitExceeded};
 
 use super::KeyedRateLimiter;
@@ -10,7 +11,7 @@ use super::KeyedRateLimiter;
 use super::KeyedReservation;
 use crate::wait::ParkWait;
 
-impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// Takes one permit for `key`, parking the thread until its slot if it arrives within
     /// `max_wait`. The thread's [`Interrupt`](crate::Interrupt) ends the wait: the permit goes
     /// back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
@@ -90,7 +91,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
 /// Async waits on tokio's timer, without holding a thread.
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// Takes one permit for `key`, sleeping on tokio's timer until its slot if it arrives within
     /// `max_wait`. Dropping the future before then gives the permit back (when no later call for
     /// the key was made).
@@ -189,7 +190,9 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
 /// Sleeps until the reservation's slot, then keeps it; dropped before that, the reservation goes
 /// with it and gives its permits back.
 #[cfg(feature = "tokio")]
-async fn sleep_until_slot<K: Hash + Eq + Clone, C: Clock>(reservation: KeyedReservation<'_, K, C>) {
+async fn sleep_until_slot<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>>(
+    reservation: KeyedReservation<'_, K, C, P>,
+) {
     let clock = reservation.limiter().clock();
     let deadline = reservation.slot();
     let rate = clock.tick_rate();

@@ -68,7 +68,12 @@ where
                 }
             }
         }
-        Err(Denial { error, status, .. }) => {
+        Err(Denial {
+            error,
+            status,
+            policy,
+            ..
+        }) => {
             let error = match error {
                 AcquireError::RateLimited(e) => e,
                 // Cannot happen through this layer, which checked its cost against the quota;
@@ -90,12 +95,9 @@ where
             }
             shared.publish(LayerEvent::Rejected { error, enforced });
             if enforced {
-                let rejection = Rejection::new(error, *shared.fields.policy(), status);
-                Next::Done(
-                    shared
-                        .mode
-                        .rejected(&rejection, shared.fields.policy_header()),
-                )
+                let fields = shared.policy_at(policy);
+                let rejection = Rejection::new(error, *fields.policy(), status);
+                Next::Done(shared.mode.rejected(&rejection, fields.policy_header()))
             } else {
                 // Shadow mode: served without a permit, reported as it stands.
                 Next::Run {
@@ -379,13 +381,11 @@ where
                             held.refund(RefundCause::Classified, shared.listener.as_ref());
                         }
                         let fields = if shared.admitted_fields && shared.mode.wants_fields() {
-                            key.as_ref()
-                                .and_then(|key| shared.store.status(key))
+                            let key = key.as_ref();
+                            let fields = shared.policy_for(key);
+                            key.and_then(|key| shared.store.status(key))
                                 .or(grant_status)
-                                .map(|status| Fields {
-                                    fields: &shared.fields,
-                                    status,
-                                })
+                                .map(|status| Fields { fields, status })
                         } else {
                             None
                         };

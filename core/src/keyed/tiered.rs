@@ -1,0 +1,113 @@
+//! The constructors and accessors of a [`KeyedLimiter`] whose keys each follow their tier's config
+//! (see [`Tiers`]).
+
+use crate::clock::{Clock, FixedRateClock};
+use crate::sync::Lock;
+
+use super::rate::KeyRate;
+use super::table::Table;
+use super::{KeyedLimiter, Tier, Tiers};
+
+impl<K, C: FixedRateClock, const N: usize, const T: usize> KeyedLimiter<K, C, N, Tiers<K, T>> {
+    /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, on `clock`,
+    /// hashing keys with `seed`; in a `const` context if need be (a `static`). Its own
+    /// [`config`](Self::config) is tier 0's. See the [`Tiers`] docs.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{const_config, ManualClock, Reason};
+    /// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// fn plan(key: &u16) -> usize { usize::from(*key >= 100) }
+    /// static CLOCK: ManualClock = ManualClock::new();
+    /// static API: KeyedLimiter<u16, &ManualClock, 16, Tiers<u16, 2>> = KeyedLimiter::tiered(
+    ///     "api",
+    ///     Tiers::new(
+    ///         [
+    ///             Tier::new("free", const_config!(1, Duration::from_secs(1))),
+    ///             Tier::new("paid", const_config!(3, Duration::from_secs(1))),
+    ///         ],
+    ///         plan,
+    ///     ),
+    ///     &CLOCK,
+    ///     7,
+    /// );
+    /// API.try_acquire(&1).unwrap();
+    /// assert_eq!(API.try_acquire(&1).unwrap_err().reason(), Reason::NoPermitInTime);
+    /// API.try_acquire_n(&100, 3).unwrap();
+    /// ```
+    #[cfg(not(all(test, loom)))]
+    pub const fn tiered(id: &'static str, tiers: Tiers<K, T>, clock: C, seed: u128) -> Self {
+        const {
+            assert!(
+                N > 0 && N <= u32::MAX as usize,
+                "a keyed table needs 1..=u32::MAX slots"
+            )
+        };
+        let config = tiers.tiers()[0].config();
+        KeyedLimiter {
+            rate: KeyRate::new(id, config, clock),
+            tiers: tiers.in_units(C::TICK_RATE),
+            table: Lock::new(Table::new(seed)),
+            key_listener: None,
+        }
+    }
+}
+
+impl<K, C: Clock, const N: usize, const T: usize> KeyedLimiter<K, C, N, Tiers<K, T>> {
+    /// A tiered keyed limiter (see [`tiered`](Self::tiered)) on a clock whose tick rate is known
+    /// only at run time.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo_core::{Config, ManualClock};
+    /// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// let tiers = Tiers::new(
+    ///     [
+    ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
+    ///         Tier::new("paid", Config::new(5, Duration::from_secs(1))?),
+    ///     ],
+    ///     |key: &&str| usize::from(key.starts_with("paid-")),
+    /// );
+    /// let api: KeyedLimiter<&str, _, 8, _> = KeyedLimiter::tiered_with_clock("api", tiers, ManualClock::new(), 1);
+    /// assert_eq!((api.available_permits(&"ada"), api.available_permits(&"paid-bob")), (1, 5));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tiered_with_clock(id: &'static str, tiers: Tiers<K, T>, clock: C, seed: u128) -> Self {
+        const {
+            assert!(
+                N > 0 && N <= u32::MAX as usize,
+                "a keyed table needs 1..=u32::MAX slots"
+            )
+        };
+        let config = tiers.tiers()[0].config();
+        let tick = clock.tick_rate();
+        KeyedLimiter {
+            rate: KeyRate::with_clock(id, config, clock),
+            tiers: tiers.in_units(tick),
+            table: Lock::new(Table::new(seed)),
+            key_listener: None,
+        }
+    }
+
+    /// The tier `key` is on now, as the tier function answers; `None` if it answers an index with
+    /// no tier (calls for the key are then refused with [`Reason::UnknownTier`](crate::Reason::UnknownTier)).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// let tiers = Tiers::new([Tier::new("all", Config::new(1, Duration::from_secs(1))?)], |k: &u8| usize::from(*k));
+    /// let l: KeyedLimiter<u8, _, 8, _> = KeyedLimiter::tiered_with_clock("x", tiers, ManualClock::new(), 0);
+    /// assert_eq!(l.tier(&0).map(|t| t.name()), Some("all"));
+    /// assert!(l.tier(&1).is_none());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn tier(&self, key: &K) -> Option<&Tier> {
+        self.tiers.tier_of(key)
+    }
+
+    /// The tiers it picks from.
+    pub const fn tiers(&self) -> &Tiers<K, T> {
+        &self.tiers
+    }
+}

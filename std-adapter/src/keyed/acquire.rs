@@ -1,0 +1,441 @@
+//! Taking permits from a [`KeyedRateLimiter`]: a known key under its shard's read lock (one
+//! compare-and-swap), a key that changed tier carried over under the write lock, a new key put in
+//! within `max_keys`; reservations and waits with a [`Wait`].
+
+use std::hash::Hash;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use dashmap::mapref::entry::Entry;
+use ritmo_core::keyed::{Decision, Taken, TierSet};
+use ritmo_core::{AcquireError, Clock, RateLimitExceeded, Reason, Wait};
+
+use super::reclaim::Room;
+use super::{KeyEntry, KeyedRateLimiter, KeyedReservation};
+
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
+    /// Runs one call on `tier` for `k` permits (already checked) that may wait `max_wait` units.
+    #[inline]
+    fn take(
+        &self,
+        key: &K,
+        tier: P::Index,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
+        let now = self.rate.now();
+        // A known key: the shard's read lock, held across one compare-and-swap, so that a scan
+        // (which takes the write lock) can never drop the key between our read and our write.
+        if let Some(state) = self.map.get(key) {
+            if state.tier == tier {
+                let decision = self.apply(&state, tier, now, k, max_wait);
+                drop(state);
+                return self.granted(Taken::of(decision, now), key);
+            }
+            drop(state);
+            return self.take_moved(key, tier, now, k, max_wait);
+        }
+        self.take_new(key, tier, k, now, max_wait)
+    }
+
+    /// Counts a call's outcome `taken` (`Err`: refused, the wait it would have had).
+    #[inline(always)]
+    fn granted(&self, taken: Result<Taken, u64>, key: &K) -> Result<Taken, RateLimitExceeded> {
+        match taken {
+            Ok(taken) => {
+                self.rate.count_granted(taken.wait);
+                Ok(taken)
+            }
+            Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+        }
+    }
+
+    /// A call for a known key whose tier changed (or a new key, if it is gone meanwhile).
+    #[cold]
+    fn take_moved(
+        &self,
+        key: &K,
+        tier: P::Index,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
+        match self.take_changed(key, tier, now, k, max_wait) {
+            Some(decision) => self.granted(Taken::of(decision, now), key),
+            None => self.take_new(key, tier, k, now, max_wait),
+        }
+    }
+
+    /// A known key whose tier changed: carried over to `tier` (the single limiter's
+    /// `reconfigure` rule, at `now`) under its shard's write lock, and the call decided there.
+    /// `None` if the key is gone (dropped as idle meanwhile).
+    #[cold]
+    fn take_changed(
+        &self,
+        key: &K,
+        tier: P::Index,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Option<Decision> {
+        let mut entry = self.map.get_mut(key)?;
+        if entry.tier != tier {
+            let (from, to) = (self.rules(entry.tier), self.rules(tier));
+            entry.convert(&|tat| from.carry(tat, now, &to));
+            entry.tier = tier;
+        }
+        let decision = self.apply(&entry, tier, now, k, max_wait);
+        let tat = entry.tat();
+        drop(entry);
+        // The key may be idle sooner than the map last knew (a faster tier).
+        self.remember(tat, key);
+        Some(decision)
+    }
+
+    /// A key not in the map: make room for it if need be, then put it in.
+    #[cold]
+    fn take_new(
+        &self,
+        key: &K,
+        tier: P::Index,
+        k: u32,
+        now: u64,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
+        loop {
+            if self.claim() {
+                // The config's numbers before the shard's write lock: a reconfigure converting
+                // the keys needs that lock, so under it this call must not wait for one.
+                let settled = self.rate.settled();
+                let entry = self.map.entry(key.clone());
+                if !self.rate.still(&settled) {
+                    // A reconfigure started meanwhile: decide again with its numbers.
+                    drop(entry);
+                    self.held.fetch_sub(1, Ordering::AcqRel);
+                    continue;
+                }
+                // With the shard locked, no earlier than any instant a key was dropped at: a key
+                // dropped after our clock read gets a fresh state that never starts before the
+                // old one ended.
+                let now = now.max(self.evicted_at.load(Ordering::SeqCst));
+                let mut inserted = None;
+                let decide = |state: &KeyEntry<P::Index>| match self.tiers.rules(tier) {
+                    None => state.apply_settled(&self.rate, &settled, now, k, max_wait),
+                    Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+                };
+                let decision = match entry {
+                    Entry::Occupied(mut e) => {
+                        // Another thread put it in meanwhile.
+                        self.held.fetch_sub(1, Ordering::AcqRel);
+                        let state = e.get_mut();
+                        if state.tier != tier {
+                            // On another tier: carried over, under the shard's write lock.
+                            let (from, to) = (self.rules(state.tier), self.rules(tier));
+                            state.convert(&|tat| from.carry(tat, now, &to));
+                            state.tier = tier;
+                        }
+                        decide(state)
+                    }
+                    Entry::Vacant(v) => {
+                        let state = KeyEntry::new(tier);
+                        let decision = decide(&state);
+                        if let Decision::Reject { .. } = decision {
+                            self.held.fetch_sub(1, Ordering::AcqRel);
+                        } else {
+                            inserted = Some(state.tat());
+                            v.insert(state);
+                        }
+                        decision
+                    }
+                };
+                // With the shard's lock released (`make_room` takes the locks the other way).
+                if let Some(tat) = inserted {
+                    self.remember(tat, key);
+                }
+                return self.granted(Taken::of(decision, now), key);
+            }
+            match self.make_room(false) {
+                Room::Yes => continue,
+                Room::No(wait) => return Err(self.refused(key, Reason::KeyCapacity, wait)),
+            }
+        }
+    }
+
+    /// Takes one permit for `key` if it is there now; never waits. A key never seen gets a full
+    /// burst; a new key the map has no room for is refused with [`Reason::KeyCapacity`].
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// assert!(l.try_acquire(&"a").is_ok());
+    /// assert!(l.try_acquire(&"a").is_err());
+    /// assert!(l.try_acquire(&"b").is_ok());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
+        let tier = self.pick(key)?;
+        let rules = match self.tiers.rules(tier) {
+            Some(rules) => rules,
+            None => match self.rate.unchanged_rules() {
+                Some(rules) => rules,
+                // Reconfigured: decide with the numbers in force at each try.
+                None => return self.try_acquire_changed(key, tier),
+            },
+        };
+        if !rules.enabled() {
+            return Ok(());
+        }
+        let now = self.rate.now();
+        if let Some(state) = self.map.get(key) {
+            if state.tier == tier {
+                // The read lock held across one compare-and-swap, as in `take`.
+                let taken = state.try_take_rules(&rules, now);
+                drop(state);
+                return match taken {
+                    Ok(()) => {
+                        self.rate.count_granted(0);
+                        Ok(())
+                    }
+                    Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+                };
+            }
+            drop(state);
+            return self.take_moved(key, tier, now, 1, 0).map(|_| ());
+        }
+        self.take_new(key, tier, 1, now, 0).map(|_| ())
+    }
+
+    /// [`try_acquire`](Self::try_acquire) on a limiter a `reconfigure` changed.
+    #[cold]
+    fn try_acquire_changed(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
+        if !self.rate.enabled() {
+            return Ok(());
+        }
+        self.take(key, tier, 1, 0).map(|_| ())
+    }
+
+    /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
+    /// `k > permits` are [`AcquireError::InvalidPermits`].
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{AcquireError, Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// assert!(l.try_acquire_n(&1u8, 3).is_ok());
+    /// assert!(matches!(l.try_acquire_n(&1, 2), Err(AcquireError::RateLimited(_))));
+    /// assert!(matches!(l.try_acquire_n(&1, 5), Err(AcquireError::InvalidPermits(_))));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
+        let tier = self.pick(key)?;
+        let rules = self.rules(tier);
+        rules.check_permits(self.id(), k)?;
+        if !rules.enabled() {
+            return Ok(());
+        }
+        self.take(key, tier, k, 0)?;
+        Ok(())
+    }
+
+    /// Takes one permit for `key` now, or reserves its next one if it arrives within the config's
+    /// `max_wait`; otherwise rejects at once without changing anything.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
+    /// l.try_acquire_n(&1u8, 2).unwrap();
+    /// let r = l.reserve(&1).unwrap();
+    /// assert_eq!(r.wait_time(), Duration::from_millis(500));
+    /// assert!(l.reserve(&1).is_err());
+    /// assert!(r.cancel());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, P>, RateLimitExceeded> {
+        let tier = self.pick(key)?;
+        self.reserve_valid(key, tier, 1, self.rules(tier).max_wait())
+    }
+
+    /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
+    /// l.try_acquire_n(&1u8, 4).unwrap();
+    /// assert_eq!(l.reserve_n(&1, 2).unwrap().wait_time(), Duration::from_millis(500));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve_n(
+        &self,
+        key: &K,
+        k: u32,
+    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
+        self.reserve_units(key, k, None)
+    }
+
+    /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
+    /// l.try_acquire(&1u8).unwrap();
+    /// assert!(l.reserve_n_within(&1, 1, Duration::from_millis(999)).is_err());
+    /// assert!(l.reserve_n_within(&1, 1, Duration::from_secs(1)).is_ok());
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn reserve_n_within(
+        &self,
+        key: &K,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
+        self.reserve_units(key, k, Some(self.rate.units(max_wait)))
+    }
+
+    /// `max_wait` `None`: the config's (the tier's).
+    fn reserve_units(
+        &self,
+        key: &K,
+        k: u32,
+        max_wait: Option<u64>,
+    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
+        let tier = self.pick(key)?;
+        let rules = self.rules(tier);
+        rules.check_permits(self.id(), k)?;
+        let max_wait = max_wait.unwrap_or(rules.max_wait());
+        Ok(self.reserve_valid(key, tier, k, max_wait)?)
+    }
+
+    fn reserve_valid(
+        &self,
+        key: &K,
+        tier: P::Index,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<KeyedReservation<'_, K, C, P>, RateLimitExceeded> {
+        if !self.rules(tier).enabled() {
+            let now = self.rate.now();
+            let taken = Taken::uncounted(now);
+            return Ok(KeyedReservation::new(self, key.clone(), taken, 0, k));
+        }
+        let taken = self.take(key, tier, k, max_wait)?;
+        Ok(
+            KeyedReservation::new(self, key.clone(), taken, self.rules(tier).increment(k), k)
+                .in_tier(P::position(tier)),
+        )
+    }
+
+    /// Takes one permit for `key`, waiting for it with `waiter` if it arrives within `max_wait`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
+    /// l.acquire_with(&1u8, &mut AdvanceClock).unwrap();
+    /// l.acquire_with(&1u8, &mut AdvanceClock).unwrap();
+    /// assert_eq!(clock.now(), 1_000_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_with<W: Wait<C> + ?Sized>(
+        &self,
+        key: &K,
+        waiter: &mut W,
+    ) -> Result<(), RateLimitExceeded> {
+        self.reserve(key)?.wait_with(waiter)
+    }
+
+    /// Takes `k` permits for `key`, waiting with `waiter` as [`acquire_with`](Self::acquire_with).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
+    /// l.acquire_n_with(&1u8, 4, &mut AdvanceClock).unwrap();
+    /// l.acquire_n_with(&1u8, 2, &mut AdvanceClock).unwrap();
+    /// assert_eq!(clock.now(), 500_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_n_with<W: Wait<C> + ?Sized>(
+        &self,
+        key: &K,
+        k: u32,
+        waiter: &mut W,
+    ) -> Result<(), AcquireError> {
+        Ok(self.reserve_n(key, k)?.wait_with(waiter)?)
+    }
+
+    /// Gives back what a reservation on tier `tier` took, if the key was not changed since.
+    pub(super) fn refund(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
+        match self.map.get(key) {
+            // Changed tier since: its state was carried over, the reservation's slot with it.
+            Some(state) if !self.tiers.refundable(state.tier, tier) => false,
+            Some(state) => {
+                let back = state.refund(&self.rate, written, increment);
+                if back {
+                    let tat = state.tat();
+                    drop(state);
+                    // The key may now be idle sooner than the map last knew.
+                    self.remember(tat, key);
+                }
+                back
+            }
+            // Dropped as idle: its permits were all back already.
+            None => self.rate.is_idle(written, self.rate.now()),
+        }
+    }
+}
+
+/// Waits that advance a fake clock: tests never sleep.
+impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
+    /// Takes one permit for `key`, waiting for it by advancing the fake clock to its slot.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Clock, Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
+    /// for _ in 0..3 { l.acquire_advancing(&1u8).unwrap(); }
+    /// assert_eq!(clock.now(), 500_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded> {
+        self.acquire_with(key, &mut ritmo_core::AdvanceClock)
+    }
+
+    /// Takes `k` permits for `key`, advancing the fake clock to their slot if they must wait.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Clock, Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
+    /// l.acquire_n_advancing(&1u8, 4).unwrap();
+    /// l.acquire_n_advancing(&1u8, 4).unwrap();
+    /// assert_eq!(clock.now(), 1_000_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError> {
+        self.acquire_n_with(key, k, &mut ritmo_core::AdvanceClock)
+    }
+}

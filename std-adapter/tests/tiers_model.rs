@@ -1,0 +1,209 @@
+//! Per-key tiers on the std sharded map (SPEC §18): random schedules that flood the map with new
+//! keys and move keys between tiers at random points, against the shared reference model
+//! (`ritmo-test-support`'s `TieredModel`, written from SPEC §18 and issue 21's words), in little
+//! room and in more keys than the map remembers after a scan; and threads racing an upgrade.
+
+use core::cell::RefCell;
+use core::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use proptest::prelude::*;
+use ritmo_core::keyed::{Tier, Tiers};
+use ritmo_core::{AcquireError, Clock, Config, ManualClock, Reason};
+use ritmo_std::{KeyedRateLimiter, KeyedReservation};
+use ritmo_test_support::{
+    KeyedHeld, KeyedSubject, TieredModel, TieredStep, Units, run_tiered, tiered_schedule,
+};
+
+/// Tiers of the property tests.
+const TIERS: usize = 3;
+
+thread_local! {
+    /// The tier each key is on in this thread's test case: what [`plan`] answers.
+    static PLAN: RefCell<[usize; 256]> = const { RefCell::new([0; 256]) };
+}
+
+/// The tier function: a plain `fn`, reading the plan the test changes.
+fn plan(key: &u8) -> usize {
+    PLAN.with(|p| p.borrow()[usize::from(*key)])
+}
+
+fn set_plan(key: u8, tier: usize) {
+    PLAN.with(|p| p.borrow_mut()[usize::from(key)] = tier);
+}
+
+type Limiter<'a, const HZ: u64> = KeyedRateLimiter<u8, &'a ManualClock<HZ>, Tiers<u8, TIERS>>;
+
+struct Held<'a, const HZ: u64>(KeyedReservation<'a, u8, &'a ManualClock<HZ>, Tiers<u8, TIERS>>);
+
+impl<const HZ: u64> KeyedHeld for Held<'_, HZ> {
+    fn wait_time(&self) -> Duration {
+        self.0.wait_time()
+    }
+    fn slot(&self) -> u64 {
+        self.0.slot()
+    }
+    fn cancel(self: Box<Self>) -> bool {
+        self.0.cancel()
+    }
+    fn commit(self: Box<Self>) {
+        self.0.commit()
+    }
+}
+
+struct Map<'a, const HZ: u64> {
+    limiter: Limiter<'a, HZ>,
+    clock: &'a ManualClock<HZ>,
+}
+
+impl<const HZ: u64> KeyedSubject for Map<'_, HZ> {
+    fn now(&self) -> u64 {
+        self.clock.now()
+    }
+    fn advance(&self, ticks: u64) {
+        self.clock.advance_ticks(ticks)
+    }
+    fn try_acquire_n(&self, key: &u8, k: u32) -> Result<(), AcquireError> {
+        if k == 1 {
+            // The hot path of one permit.
+            return self.limiter.try_acquire(key).map_err(AcquireError::from);
+        }
+        self.limiter.try_acquire_n(key, k)
+    }
+    fn reserve_n(&self, key: &u8, k: u32) -> Result<Box<dyn KeyedHeld + '_>, AcquireError> {
+        self.limiter
+            .reserve_n(key, k)
+            .map(|r| Box::new(Held(r)) as Box<dyn KeyedHeld>)
+    }
+    fn reserve_n_within(
+        &self,
+        key: &u8,
+        k: u32,
+        max_wait: Duration,
+    ) -> Result<Box<dyn KeyedHeld + '_>, AcquireError> {
+        self.limiter
+            .reserve_n_within(key, k, max_wait)
+            .map(|r| Box::new(Held(r)) as Box<dyn KeyedHeld>)
+    }
+    fn available_permits(&self, key: &u8) -> u32 {
+        self.limiter.available_permits(key)
+    }
+    fn retry_after(&self, key: &u8) -> Duration {
+        self.limiter.retry_after(key)
+    }
+    fn live_key_count(&self) -> usize {
+        self.limiter.len()
+    }
+}
+
+fn run<const HZ: u64>(
+    configs: Vec<Config>,
+    max_keys: usize,
+    keys: u8,
+    steps: Vec<TieredStep>,
+) -> Result<(), TestCaseError> {
+    PLAN.with(|p| *p.borrow_mut() = [0; 256]);
+    let tiers: [Tier; TIERS] = core::array::from_fn(|i| Tier::new(["a", "b", "c"][i], configs[i]));
+    let clock = ManualClock::<HZ>::with_reading(0);
+    let map = Map::<HZ> {
+        limiter: KeyedRateLimiter::tiered_with_clock(
+            "tiers",
+            Tiers::new(tiers, plan),
+            max_keys,
+            &clock,
+        ),
+        clock: &clock,
+    };
+    let model = TieredModel::new(Units::new(HZ), configs, max_keys);
+    run_tiered(&map, model, keys, steps, set_plan).map_err(TestCaseError::fail)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Four slots for twelve keys switching tiers.
+    #[test]
+    fn the_tiered_std_map_matches_the_reference_model(
+        (configs, steps) in tiered_schedule(TIERS, Units::NANOS, 12, 300),
+    ) {
+        run::<1_000_000_000>(configs, 4, 12, steps)?;
+    }
+
+    /// More keys than the map remembers after a scan (40 slots, 56 keys), on a 32 kHz clock.
+    #[test]
+    fn the_crowded_tiered_std_map_matches_the_reference_model(
+        (configs, steps) in tiered_schedule(TIERS, Units::new(32_768), 56, 500),
+    ) {
+        run::<32_768>(configs, 40, 56, steps)?;
+    }
+}
+
+/// Key 1's tier, changed by the test while threads call.
+static KEY_ONE_TIER: AtomicUsize = AtomicUsize::new(0);
+
+fn key_one_moves(key: &u8) -> usize {
+    if *key == 1 {
+        KEY_ONE_TIER.load(Ordering::SeqCst)
+    } else {
+        0
+    }
+}
+
+/// Threads hammer a key that spent its free burst while it is upgraded and downgraded: with the
+/// clock standing still, no change of tier hands out a permit (`min(0, new permits)` = 0), however
+/// the calls and the changes interleave.
+#[test]
+fn an_upgrade_racing_calls_hands_out_no_fresh_burst() {
+    let clock = ManualClock::new();
+    let tiers = Tiers::new(
+        [
+            Tier::new("free", Config::new(10, Duration::from_secs(60)).unwrap()),
+            Tier::new("paid", Config::new(1000, Duration::from_secs(60)).unwrap()),
+        ],
+        key_one_moves,
+    );
+    let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 100, &clock);
+    l.try_acquire_n(&1, 10).unwrap();
+    let admitted = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..200 {
+                    if l.try_acquire(&1).is_ok() {
+                        admitted.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            for tier in [1, 0, 1] {
+                KEY_ONE_TIER.store(tier, Ordering::SeqCst);
+                std::thread::yield_now();
+            }
+        });
+    });
+    assert_eq!(admitted.load(Ordering::SeqCst), 0);
+    assert_eq!(l.available_permits(&1), 0);
+    assert_eq!(l.tier(&1).map(Tier::name), Some("paid"));
+}
+
+/// A tier function that answers an index with no tier: a clear refusal, never a panic.
+#[test]
+fn an_unknown_tier_is_a_clear_refusal() {
+    let tiers = Tiers::new(
+        [Tier::new(
+            "only",
+            Config::new(1, Duration::from_secs(1)).unwrap(),
+        )],
+        |key: &u8| usize::from(*key),
+    );
+    let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
+    assert_eq!(l.try_acquire(&2).unwrap_err().reason(), Reason::UnknownTier);
+    assert!(matches!(
+        l.try_acquire_n(&2, 1),
+        Err(AcquireError::RateLimited(e)) if e.reason() == Reason::UnknownTier
+    ));
+    assert_eq!(l.available_permits(&2), 0);
+    assert_eq!(l.keys_held(), 0);
+    assert!(l.try_acquire(&0).is_ok());
+}
