@@ -3,13 +3,16 @@
 //!
 //! | metric | kind | labels | what |
 //! | --- | --- | --- | --- |
-//! | `ritmo_admitted_total` | counter | `limiter` | requests given their permits (at once, or after a wait) |
-//! | `ritmo_rejected_total` | counter | `limiter`, `reason` | requests refused: `no_permit_in_time` (rate limited), `missing_key` (no key, [`MissingKey::Reject`](crate::MissingKey::Reject)), `other` |
-//! | `ritmo_shadow_rejected_total` | counter | `limiter` | shadow mode: requests that would have been refused, served anyway |
+//! | `ritmo_admitted_total` | counter | `layer` | requests given their permits (at once, or after a wait) |
+//! | `ritmo_rejected_total` | counter | `layer`, `reason` | requests refused: `no_permit_in_time` (rate limited), `missing_key` (no key, [`MissingKey::Reject`](crate::MissingKey::Reject)), `other` |
+//! | `ritmo_shadow_rejected_total` | counter | `layer` | shadow mode: requests that would have been refused, served anyway |
 //!
 //! The series names are ritmo-std's (`ritmo_std::metrics`), so a dashboard reads a layer and a
-//! limiter alike; the `limiter` label is the layer's policy name (the limiter's id unless
-//! [`policy_name`](crate::RateLimitLayer::policy_name) renames it), never a client key. Shadow
+//! limiter alike; the `layer` label is the layer's policy name (the limiter's id unless
+//! [`policy_name`](crate::RateLimitLayer::policy_name) renames it), never a client key. The label
+//! is `layer`, not `limiter`, so that the layer's counts and those of the limiter behind it (which
+//! ritmo-std records under `limiter` with the same id) are two series, never one overwritten by
+//! the other: a layer also counts requests refused before they reach the limiter (no key). Shadow
 //! mode's would-be rejections have a counter of their own: summed with the real ones they would
 //! make `ritmo_rejected_total` count requests that were served.
 //!
@@ -32,7 +35,7 @@
 //!     metrics::record(&layer); // before a scrape
 //!     recorder.handle().render()
 //! });
-//! assert!(text.contains(r#"ritmo_admitted_total{limiter="api"} 0"#));
+//! assert!(text.contains(r#"ritmo_admitted_total{layer="api"} 0"#));
 //! ```
 
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -97,15 +100,15 @@ pub fn describe() {
 }
 
 /// Records a layer's counts (admitted, rejected by reason, shadow-mode would-be rejections),
-/// labelled `limiter` = its policy name. Call it before a scrape, or on a timer; any clone of the
+/// labelled `layer` = its policy name. Call it before a scrape, or on a timer; any clone of the
 /// layer records the same counts.
 pub fn record<St, X, M, Cl>(layer: &RateLimitLayer<St, X, M, Cl>) {
     let (id, counts) = layer.counts();
-    metrics::counter!(ADMITTED, "limiter" => id).absolute(counts.admitted.load(Ordering::Relaxed));
+    metrics::counter!(ADMITTED, "layer" => id).absolute(counts.admitted.load(Ordering::Relaxed));
     for (reason, count) in REASONS.iter().zip(&counts.rejected) {
-        metrics::counter!(REJECTED, "limiter" => id, "reason" => *reason)
+        metrics::counter!(REJECTED, "layer" => id, "reason" => *reason)
             .absolute(count.load(Ordering::Relaxed));
     }
-    metrics::counter!(SHADOW_REJECTED, "limiter" => id)
+    metrics::counter!(SHADOW_REJECTED, "layer" => id)
         .absolute(counts.shadow.load(Ordering::Relaxed));
 }

@@ -68,19 +68,19 @@ async fn admitted_rejected_and_missing_keys_are_counted_per_layer() {
     );
     let text = rendered(&layer);
     assert!(
-        text.contains(r#"ritmo_admitted_total{limiter="api"} 2"#),
+        text.contains(r#"ritmo_admitted_total{layer="api"} 2"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_rejected_total{limiter="api",reason="no_permit_in_time"} 2"#),
+        text.contains(r#"ritmo_rejected_total{layer="api",reason="no_permit_in_time"} 2"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_rejected_total{limiter="api",reason="missing_key"} 1"#),
+        text.contains(r#"ritmo_rejected_total{layer="api",reason="missing_key"} 1"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_shadow_rejected_total{limiter="api"} 0"#),
+        text.contains(r#"ritmo_shadow_rejected_total{layer="api"} 0"#),
         "{text}"
     );
 }
@@ -103,15 +103,15 @@ async fn shadow_mode_counts_would_be_rejections_apart() {
     }
     let text = rendered(&layer);
     assert!(
-        text.contains(r#"ritmo_admitted_total{limiter="trial"} 1"#),
+        text.contains(r#"ritmo_admitted_total{layer="trial"} 1"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_shadow_rejected_total{limiter="trial"} 2"#),
+        text.contains(r#"ritmo_shadow_rejected_total{layer="trial"} 2"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_rejected_total{limiter="trial",reason="no_permit_in_time"} 0"#),
+        text.contains(r#"ritmo_rejected_total{layer="trial",reason="no_permit_in_time"} 0"#),
         "{text}"
     );
 }
