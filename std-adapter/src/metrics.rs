@@ -284,7 +284,11 @@ fn record_keyed<C>(rate: &ritmo_core::keyed::KeyRate<C>, live_keys: usize, permi
     let id = rate.id();
     metrics::counter!(ADMITTED, "limiter" => id).absolute(rate.admitted_count());
     metrics::counter!(WAITED, "limiter" => id).absolute(rate.waited_count());
-    for reason in [Reason::NoPermitInTime, Reason::KeyCapacity, Reason::UnknownTier] {
+    for reason in [
+        Reason::NoPermitInTime,
+        Reason::KeyCapacity,
+        Reason::UnknownTier,
+    ] {
         metrics::counter!(REJECTED, "limiter" => id, "reason" => reason_label(reason))
             .absolute(rate.rejected_count(reason));
     }

@@ -13,7 +13,10 @@ pub(super) fn tier_policies<St: Store>(store: &St) -> Arc<[PolicyFields]> {
     if policies.len() < 2 {
         return Arc::new([]);
     }
-    policies.iter().map(|policy| PolicyFields::new(*policy)).collect()
+    policies
+        .iter()
+        .map(|policy| PolicyFields::new(*policy))
+        .collect()
 }
 
 impl<St, X, M, Cl> Shared<St, X, M, Cl> {
