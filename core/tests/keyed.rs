@@ -272,6 +272,7 @@ fn keyed_table_key_capacity_retry_after_is_never_early_on_a_3_hz_clock() {
 
 /// `reconfigure` on the table: every key at once, with the single limiter's rule (SPEC §14,
 /// §17), against the model, through changes of `max_wait` only (nothing moves) and of the rate.
+#[cfg(feature = "reconfigure")]
 #[test]
 fn keyed_table_reconfigure_applies_the_single_limiters_rule_to_every_key() {
     let clock = ManualClock::new();

@@ -73,16 +73,18 @@ mod live;
 mod peek;
 mod rate;
 mod reservation;
+mod state;
 mod table;
 mod tiered;
 mod tiers;
 
 #[doc(hidden)]
 pub use rate::Settled;
-pub use rate::{Decision, KeyRate, KeyState};
+pub use rate::{Decision, KeyRate};
 pub use reservation::KeyReservation;
 #[doc(hidden)]
 pub use reservation::{KeyedStore, Taken};
+pub use state::KeyState;
 #[doc(hidden)]
 pub use tiers::TierRules;
 pub use tiers::{OneTier, Tier, TierSet, Tiers};

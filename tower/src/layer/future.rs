@@ -14,6 +14,7 @@ use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
 use super::*;
+use crate::reject::Rejection;
 
 /// What follows a store's decision.
 pub(super) enum Next<P: Permit, O> {

@@ -1,0 +1,221 @@
+//! [`KeyState`]: one key's state in a keyed store, and the compare-and-swap loops that move it
+//! (with the backoff every loop of ritmo uses, `state::Backoff`).
+
+use crate::gcra::{self, Refused};
+use crate::rate::Rate;
+use crate::state::Backoff;
+use crate::sync::U64Cell;
+
+use super::rate::{Decision, KeyRate, Settled};
+
+/// One key's state, for a keyed store that shares it between threads: the instant its next
+/// permit arrives, in one atomic word (a short critical section on targets without 64-bit
+/// atomics). 8 bytes.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock};
+/// use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+/// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+/// let state = KeyState::new();
+/// assert!(matches!(state.apply(&rate, 0, 1, 0), Decision::Now { .. }));
+/// assert!(matches!(state.apply(&rate, 0, 1, 0), Decision::Reject { .. }));
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+#[derive(Debug)]
+pub struct KeyState(U64Cell);
+
+impl Default for KeyState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl KeyState {
+    /// The state of a key never seen: its full burst.
+    ///
+    /// ```
+    /// # use ritmo_core::keyed::KeyState;
+    /// assert_eq!(KeyState::new().tat(), 0);
+    /// ```
+    #[cfg(not(all(test, loom)))]
+    pub const fn new() -> Self {
+        KeyState(U64Cell::new(0))
+    }
+
+    /// The state of a key never seen: its full burst.
+    #[cfg(all(test, loom))]
+    pub fn new() -> Self {
+        KeyState(U64Cell::new(0))
+    }
+
+    /// The instant (in its limiter's units) at which the key's next permit arrives; the key is
+    /// idle from then on.
+    ///
+    /// ```
+    /// # use ritmo_core::keyed::KeyState;
+    /// assert_eq!(KeyState::new().tat(), 0);
+    /// ```
+    #[inline]
+    pub fn tat(&self) -> u64 {
+        self.0.load()
+    }
+
+    /// Decides a call with [`KeyRate::decide`] and applies it with one compare-and-swap,
+    /// deciding again with the value found if another thread changed the key first. A rejection
+    /// changes nothing.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
+    /// let state = KeyState::new();
+    /// assert_eq!(state.apply(&rate, 0, 2, 0), Decision::Now { new_tat: 2_000_000_000 });
+    /// assert_eq!(state.tat(), 2_000_000_000);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn apply<C>(&self, rate: &KeyRate<C>, now: u64, k: u32, max_wait: u64) -> Decision {
+        self.apply_by(|tat| rate.decide(tat, now, k, max_wait))
+    }
+
+    /// [`apply`](Self::apply) with the numbers of `settled` (see [`Settled`]).
+    #[doc(hidden)]
+    pub fn apply_settled<C>(
+        &self,
+        rate: &KeyRate<C>,
+        settled: &Settled,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        self.apply_by(|tat| rate.decide_settled(settled, tat, now, k, max_wait))
+    }
+
+    /// [`apply`](Self::apply) with one tier's numbers.
+    #[doc(hidden)]
+    #[inline]
+    pub fn apply_rules(
+        &self,
+        rules: &super::tiers::TierRules,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        self.apply_by(|tat| rules.decide(tat, now, k, max_wait))
+    }
+
+    /// [`try_take`](Self::try_take) with one tier's numbers.
+    #[doc(hidden)]
+    #[inline]
+    pub fn try_take_rules(&self, rules: &super::tiers::TierRules, now: u64) -> Result<(), u64> {
+        self.take_with(&rules.0, now)
+    }
+
+    /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
+    #[doc(hidden)]
+    pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
+        let mut backoff = Backoff::new();
+        loop {
+            let tat = self.0.load();
+            if self.0.compare_exchange_weak(tat, convert(tat)).is_ok() {
+                return;
+            }
+            backoff.lost();
+        }
+    }
+
+    /// One compare-and-swap loop for every way of deciding.
+    #[inline]
+    fn apply_by(&self, decide: impl Fn(u64) -> Decision) -> Decision {
+        let mut backoff = Backoff::new();
+        loop {
+            let tat = self.0.load();
+            let decision = decide(tat);
+            let new_tat = match decision {
+                Decision::Now { new_tat } | Decision::Wait { new_tat, .. } => new_tat,
+                Decision::Reject { .. } => return decision,
+            };
+            if new_tat == tat {
+                return decision; // a disabled config: nothing to write
+            }
+            if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
+                return decision;
+            }
+            backoff.lost();
+        }
+    }
+
+    /// Takes one permit now if it is there, with one load and one compare-and-swap (the hot path
+    /// of `try_acquire`, the same test the unkeyed limiter runs); `Err(wait)` with the units until
+    /// it arrives otherwise. On a disabled config it refuses: check
+    /// [`KeyRate::enabled`] first.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{KeyRate, KeyState};
+    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
+    /// let state = KeyState::new();
+    /// assert_eq!(state.try_take(&rate, 0), Ok(()));
+    /// assert_eq!(state.try_take(&rate, 0), Ok(()));
+    /// assert_eq!(state.try_take(&rate, 0), Err(1_000_000_000));
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_take<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
+        self.take_with(&rate.rate, now)
+    }
+
+    #[inline(always)]
+    fn take_with(&self, rate: &Rate, now: u64) -> Result<(), u64> {
+        let tat = self.0.load();
+        match gcra::check_limit(tat, now, rate.interval, rate.limit) {
+            Ok(new_tat) => match self.0.compare_exchange_weak(tat, new_tat) {
+                Ok(_) => Ok(()),
+                Err(_) => self.take_contended(rate, now),
+            },
+            Err(refused) => Err(refused.wait()),
+        }
+    }
+
+    /// [`take_with`](Self::take_with) after a lost compare-and-swap: backs off, reads the state
+    /// afresh and decides again, out of line.
+    #[cold]
+    #[inline(never)]
+    fn take_contended(&self, rate: &Rate, now: u64) -> Result<(), u64> {
+        let mut backoff = Backoff::new();
+        loop {
+            backoff.lost();
+            let tat = self.0.load();
+            let new_tat =
+                gcra::check_limit(tat, now, rate.interval, rate.limit).map_err(Refused::wait)?;
+            if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed the
+    /// key since (see [`KeyRate::refund`]). Returns whether the permits went back.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
+    /// let state = KeyState::new();
+    /// let Decision::Now { new_tat } = state.apply(&rate, 0, 1, 0) else { unreachable!() };
+    /// assert!(state.refund(&rate, new_tat, rate.increment(1)));
+    /// assert_eq!(state.tat(), 0);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    pub fn refund<C>(&self, rate: &KeyRate<C>, written: u64, increment: u64) -> bool {
+        let tat = self.0.load();
+        match rate.refund(tat, written, increment) {
+            Some(back) => self.0.compare_exchange(tat, back).is_ok(),
+            None => false,
+        }
+    }
+}
