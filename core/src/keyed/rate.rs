@@ -124,8 +124,10 @@ impl<C: FixedRateClock> KeyRate<C> {
     /// static RATE: KeyRate<&ManualClock> = KeyRate::new("peers", const_config!(4, Duration::from_secs(1)), &CLOCK);
     /// assert_eq!(RATE.id(), "peers");
     /// ```
-    pub const fn new(id: &'static str, config: Config, clock: C) -> Self {
+    const_fn! {
+    pub fn new(id: &'static str, config: Config, clock: C) -> Self {
         Self::build(id, config, clock, C::TICK_RATE)
+    }
     }
 }
 
@@ -237,7 +239,8 @@ impl<C: Clock> KeyRate<C> {
 }
 
 impl<C> KeyRate<C> {
-    const fn build(id: &'static str, config: Config, clock: C, tick: TickRate) -> Self {
+    const_fn! {
+    fn build(id: &'static str, config: Config, clock: C, tick: TickRate) -> Self {
         KeyRate {
             id,
             config,
@@ -249,6 +252,7 @@ impl<C> KeyRate<C> {
             #[cfg(feature = "counters")]
             counts: KeyCounts::new(),
         }
+    }
     }
 
     /// Counts a call granted by a keyed store: admitted at once (`wait` 0) or reserved for a
