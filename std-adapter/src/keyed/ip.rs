@@ -30,8 +30,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 pub struct IpKey([u8; 16]);
 
 /// The 16 bytes as one `u128`: one call to the hasher instead of a length and a slice
-/// (measured under callgrind: the keyed map's lookup of an `IpKey` 11 instructions fewer). Keys that
-/// are equal hash equally, as `Eq` requires.
+/// (measured under callgrind: the keyed map's lookup of an `IpKey` 11 instructions fewer).
+/// Keys that are equal hash equally, as `Eq` requires.
 impl core::hash::Hash for IpKey {
     #[inline]
     fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
