@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use http::{HeaderMap, Method, StatusCode};
-use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};
-use ritmo_std::{KeyedRateLimiter, TokioClock};
+use ritmo_core::{AcquireError, Config, RateLimitExceeded, RateLimiter, Reason, Reservation};
+use ritmo_std::{KeyedRateLimiter, KeyedReservation, TokioClock};
 use tokio::time::Instant;
 
 use crate::adopt::Adopted;
@@ -135,8 +135,84 @@ fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
+/// The client's own quota: one limiter when every request has the same key (`global`: no map to
+/// look the key up in; measured, 75 instructions fewer a request through the `ClientLayer`,
+/// benches/RESULTS.md), else one state per key.
+enum Quota<K: 'static> {
+    One(RateLimiter<TokioClock>),
+    Keyed(KeyedRateLimiter<K, TokioClock>),
+}
+
+/// A permit of a [`Quota`] held while its request waits for its slot; given back if dropped.
+enum QuotaReservation<'a, K: Hash + Eq + Clone + Send + Sync + 'static> {
+    One(Reservation<'a, TokioClock>),
+    Keyed(KeyedReservation<'a, K, TokioClock>),
+}
+
+impl<K: 'static> Quota<K> {
+    fn id(&self) -> &'static str {
+        match self {
+            Quota::One(l) => l.id(),
+            Quota::Keyed(l) => l.id(),
+        }
+    }
+
+    fn config(&self) -> Config {
+        match self {
+            Quota::One(l) => l.config(),
+            Quota::Keyed(l) => l.config(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> Quota<K> {
+    #[inline]
+    fn try_acquire(&self, key: &K) -> bool {
+        match self {
+            Quota::One(l) => l.try_acquire().is_ok(),
+            Quota::Keyed(l) => l.try_acquire(key).is_ok(),
+        }
+    }
+
+    fn reserve_within(
+        &self,
+        key: &K,
+        max_wait: Duration,
+    ) -> Result<QuotaReservation<'_, K>, AcquireError> {
+        match self {
+            Quota::One(l) => l.reserve_n_within(1, max_wait).map(QuotaReservation::One),
+            Quota::Keyed(l) => l
+                .reserve_n_within(key, 1, max_wait)
+                .map(QuotaReservation::Keyed),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> QuotaReservation<'_, K> {
+    fn remaining(&self) -> Duration {
+        match self {
+            QuotaReservation::One(r) => r.remaining(),
+            QuotaReservation::Keyed(r) => r.remaining(),
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        match self {
+            QuotaReservation::One(r) => r.is_ready(),
+            QuotaReservation::Keyed(r) => r.is_ready(),
+        }
+    }
+
+    fn commit(self) {
+        match self {
+            QuotaReservation::One(r) => r.commit(),
+            QuotaReservation::Keyed(r) => r.commit(),
+        }
+    }
+}
+
 struct Inner<K: 'static> {
-    limiter: KeyedRateLimiter<K, TokioClock>,
+    limiter: Quota<K>,
     holds: Holds<K>,
     key: KeyOf<K>,
     max_wait: Duration,
@@ -234,7 +310,15 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
     /// starts at the runtime's time.
     pub fn build(self) -> Outbound<K> {
         let clock = TokioClock::new();
-        let limiter = KeyedRateLimiter::with_clock(self.id, self.config, self.max_keys, clock);
+        let limiter = match self.key {
+            KeyOf::Fixed(_) => Quota::One(RateLimiter::with_clock(self.id, self.config, clock)),
+            KeyOf::Of(_) => Quota::Keyed(KeyedRateLimiter::with_clock(
+                self.id,
+                self.config,
+                self.max_keys,
+                clock,
+            )),
+        };
         let adopted = self
             .adopt
             .then(|| Adopted::new(self.id, self.config, clock, self.max_keys));
@@ -402,7 +486,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         if inner.adopted.is_some() || !inner.holds.none_held() {
             return false;
         }
-        if inner.limiter.try_acquire(key).is_err() {
+        if !inner.limiter.try_acquire(key) {
             return false;
         }
         bump(&inner.counters.sent);
@@ -469,7 +553,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
                 continue;
             }
             let budget = left(deadline, now);
-            let reservation = match inner.limiter.reserve_n_within(key, 1, budget) {
+            let reservation = match inner.limiter.reserve_within(key, budget) {
                 Ok(r) => r,
                 Err(e) => return Err(self.local_refusal(e)),
             };

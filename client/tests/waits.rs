@@ -133,3 +133,36 @@ async fn a_long_hold_fails_fast_with_the_servers_retry_after() {
     assert_eq!(sent.lock().unwrap().len(), 1);
     assert_eq!(outbound.held_for(&()), Some(Duration::from_secs(20)));
 }
+
+/// A global quota (one limiter, no map of keys) waits for its slot, gives a dropped waiter's slot
+/// back and refuses beyond `max_wait` as a keyed one does.
+#[tokio::test(start_paused = true)]
+async fn a_global_quota_waits_gives_back_and_refuses() {
+    let start = Instant::now();
+    let config = Config::new(1, Duration::from_secs(1))
+        .unwrap()
+        .with_max_wait(Duration::from_millis(1500));
+    let outbound = Outbound::global("api", config).build();
+    let (inner, sent) = recorder(start, Response::new(()), Duration::ZERO);
+    let svc = ClientLayer::new(outbound.clone()).layer(inner);
+
+    svc.clone().oneshot(req()).await.unwrap(); // the burst of one, at 0
+    let waiting = tokio::spawn(svc.clone().oneshot(req())); // reserves the slot at 1 s
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    waiting.abort(); // dropped while it waits: nothing sent, its slot goes back
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    svc.clone().oneshot(req()).await.unwrap(); // the dropped one's slot, at 1 s
+    let second = tokio::spawn(svc.clone().oneshot(req())); // the slot at 2 s: 1 s of waiting
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+    // The next slot, at 3 s, is 2 s away: beyond the 1.5 s this client may wait.
+    let err = svc.clone().oneshot(req()).await.unwrap_err();
+    let limited = err.limited().expect("refused by the quota");
+    assert_eq!(limited.cause(), ritmo_client::Cause::LocalQuota);
+    assert_eq!(ms(start.elapsed()), 1000, "refused at once");
+    second.await.unwrap().unwrap();
+    assert_eq!(*sent.lock().unwrap(), vec![0, 1000, 2000]);
+    let stats = outbound.stats();
+    assert_eq!((stats.sent, stats.limited_local), (3, 1));
+}
