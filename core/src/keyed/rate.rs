@@ -114,6 +114,7 @@ impl<C> fmt::Debug for KeyRate<C> {
 }
 
 impl<C: FixedRateClock> KeyRate<C> {
+    const_fn! {
     /// The rules for `config` on `clock`, in a `const` context if need be.
     ///
     /// ```
@@ -124,7 +125,6 @@ impl<C: FixedRateClock> KeyRate<C> {
     /// static RATE: KeyRate<&ManualClock> = KeyRate::new("peers", const_config!(4, Duration::from_secs(1)), &CLOCK);
     /// assert_eq!(RATE.id(), "peers");
     /// ```
-    const_fn! {
     pub fn new(id: &'static str, config: Config, clock: C) -> Self {
         Self::build(id, config, clock, C::TICK_RATE)
     }
