@@ -30,7 +30,7 @@ pub use mode::{Errors, Fields, Http, Mode};
 #[non_exhaustive]
 pub enum MissingKey {
     /// Refuse it: HTTP mode answers with this status (no rate-limit fields), error mode fails with
-    /// [`MissingKeyError`].
+    /// [`MissingKeyError`](crate::MissingKeyError).
     Reject(StatusCode),
     /// Serve it without limiting it.
     Pass,

@@ -8,11 +8,11 @@ use crate::headers::{self, PolicyFields, RATELIMIT, RATELIMIT_POLICY};
 use crate::reject::{BoxError, MissingKeyError, OnReject, Rejection};
 use crate::store::{Policy, Status};
 
-/// How a rejection surfaces: the mode of a [`RateLimitLayer`].
+/// How a rejection surfaces: the mode of a [`RateLimitLayer`](crate::RateLimitLayer).
 ///
 /// [`Http`] (the default) answers `429` with the rate-limit fields and keeps the inner service's
 /// error type, so the stack stays infallible for axum. [`Errors`] fails the call with
-/// [`RateLimitExceeded`] boxed in tower's `BoxError`, for non-HTTP services, retry policies and
+/// [`RateLimitExceeded`](ritmo_core::RateLimitExceeded) boxed in tower's `BoxError`, for non-HTTP services, retry policies and
 /// circuit breakers.
 pub trait Mode<Resp, E>: Send + Sync + 'static {
     /// The service's error type in this mode.
@@ -58,11 +58,11 @@ impl Fields<'_> {
     }
 }
 
-/// HTTP mode: rejections are responses built by `R` (default: [`DefaultResponse`], a `429`).
+/// HTTP mode: rejections are responses built by `R` (default: [`DefaultResponse`](crate::DefaultResponse), a `429`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Http<R>(pub(super) R);
 
-/// Error mode: rejections are `Err(BoxError)` holding a [`RateLimitExceeded`] (a request without
+/// Error mode: rejections are `Err(BoxError)` holding a [`RateLimitExceeded`](ritmo_core::RateLimitExceeded) (a request without
 /// a key: [`MissingKeyError`]); the inner service's errors are boxed too.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Errors;
