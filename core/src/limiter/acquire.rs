@@ -96,9 +96,12 @@ impl<C> RateLimiter<C> {
         )
     }
 
-    /// [`refusal`](Self::refusal) for a refusal by the state: the wait is worked out here, out
-    /// of line, so that a plain limiter's rejection (which may never read it) does not pay for
-    /// it before its branch.
+    /// [`refusal`](Self::refusal) for a refusal by the state, out of line, on targets with 64-bit
+    /// atomics (the servers whose instruction counts are measured): the wait is worked out here,
+    /// so that a plain limiter's rejection, which may never read it, does not pay for it before
+    /// its branch (one instruction). On microcontrollers a second out-of-line function would cost
+    /// flash (8 bytes on a Cortex-M0), so there the wait is worked out at the call.
+    #[cfg(target_has_atomic = "64")]
     #[cold]
     #[inline(never)]
     fn refused_by(&self, refused: Refused, k: u32) -> Result<(), u64>
@@ -190,7 +193,10 @@ impl<C: Clock> RateLimiter<C> {
                 Ok(())
             }
             Take::Refused(refused) if self.plain_reject() => Err(refused.wait()),
+            #[cfg(target_has_atomic = "64")]
             Take::Refused(refused) => self.refused_by(refused, 1),
+            #[cfg(not(target_has_atomic = "64"))]
+            Take::Refused(refused) => self.refused(refused.wait(), 1),
             Take::Lost => self.take_contended(now, 1, self.rate.interval, self.rate.limit),
         };
         verdict.map_err(|wait| self.error(wait))
@@ -258,7 +264,10 @@ impl<C: Clock> RateLimiter<C> {
                 Ok(())
             }
             Take::Refused(refused) if self.plain_reject() => Err(refused.wait()),
+            #[cfg(target_has_atomic = "64")]
             Take::Refused(refused) => self.refused_by(refused, k),
+            #[cfg(not(target_has_atomic = "64"))]
+            Take::Refused(refused) => self.refused(refused.wait(), k),
             Take::Lost => self.take_contended(now, k, increment, limit),
         }
     }
@@ -273,7 +282,10 @@ impl<C: Clock> RateLimiter<C> {
                 Ok(())
             }
             Err(refused) if self.plain_reject() => Err(refused.wait()),
+            #[cfg(target_has_atomic = "64")]
             Err(refused) => self.refused_by(refused, k),
+            #[cfg(not(target_has_atomic = "64"))]
+            Err(refused) => self.refused(refused.wait(), k),
         }
     }
 
