@@ -47,7 +47,7 @@ pub(crate) struct State {
 /// parks: core runs without an operating system, and a call that lost has only to wait out
 /// another core's few instructions. The first try of a call never waits: an uncontended call
 /// costs what it did, and a rejection stays one load.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Backoff(u32);
 
 /// The first loss spins `2^3` = 8 times: fewer is shorter than moving the cache line to another

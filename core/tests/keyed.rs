@@ -9,30 +9,12 @@ use core::time::Duration;
 use proptest::prelude::*;
 use ritmo_core::keyed::{KeyedLimiter, KeyedReservation};
 use ritmo_core::{AcquireError, Clock, Config, ManualClock};
-use ritmo_test_support::{KeyedHeld, KeyedModel, KeyedSubject, Outcome, Units, ops, run_keyed};
+use ritmo_test_support::{KeyedModel, Outcome, Units, ops, run_keyed};
 
 /// Slots of the table in the property tests: fewer than the keys, so that room runs out.
 const CAP: usize = 3;
 /// Keys the property tests use.
 const KEYS: u8 = 8;
-
-/// A reservation of the table, behind the shared interface.
-struct Held<'a, const HZ: u64, const N: usize>(KeyedReservation<'a, u8, &'a ManualClock<HZ>, N>);
-
-impl<const HZ: u64, const N: usize> KeyedHeld for Held<'_, HZ, N> {
-    fn wait_time(&self) -> Duration {
-        self.0.wait_time()
-    }
-    fn slot(&self) -> u64 {
-        self.0.slot()
-    }
-    fn cancel(self: Box<Self>) -> bool {
-        self.0.cancel()
-    }
-    fn commit(self: Box<Self>) {
-        self.0.commit()
-    }
-}
 
 /// The table and the clock it reads.
 struct Table<'a, const HZ: u64, const N: usize> {
@@ -40,41 +22,7 @@ struct Table<'a, const HZ: u64, const N: usize> {
     clock: &'a ManualClock<HZ>,
 }
 
-impl<const HZ: u64, const N: usize> KeyedSubject for Table<'_, HZ, N> {
-    fn now(&self) -> u64 {
-        self.clock.now()
-    }
-    fn advance(&self, ticks: u64) {
-        self.clock.advance_ticks(ticks)
-    }
-    fn try_acquire_n(&self, key: &u8, k: u32) -> Result<(), AcquireError> {
-        self.limiter.try_acquire_n(key, k)
-    }
-    fn reserve_n(&self, key: &u8, k: u32) -> Result<Box<dyn KeyedHeld + '_>, AcquireError> {
-        self.limiter
-            .reserve_n(key, k)
-            .map(|r| Box::new(Held(r)) as Box<dyn KeyedHeld>)
-    }
-    fn reserve_n_within(
-        &self,
-        key: &u8,
-        k: u32,
-        max_wait: Duration,
-    ) -> Result<Box<dyn KeyedHeld + '_>, AcquireError> {
-        self.limiter
-            .reserve_n_within(key, k, max_wait)
-            .map(|r| Box::new(Held(r)) as Box<dyn KeyedHeld>)
-    }
-    fn available_permits(&self, key: &u8) -> u32 {
-        self.limiter.available_permits(key)
-    }
-    fn retry_after(&self, key: &u8) -> Duration {
-        self.limiter.retry_after(key)
-    }
-    fn live_key_count(&self) -> usize {
-        self.limiter.len()
-    }
-}
+ritmo_test_support::keyed_subject!([const HZ: u64, const N: usize] Table<'_, HZ, N>);
 
 /// Runs `ops` on a table of `CAP` slots of `config` on a `ManualClock::<HZ>`.
 fn run<const HZ: u64>(

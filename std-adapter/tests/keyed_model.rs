@@ -10,27 +10,7 @@ use core::time::Duration;
 use proptest::prelude::*;
 use ritmo_core::{AcquireError, Clock, Config, ManualClock};
 use ritmo_std::{KeyedRateLimiter, KeyedReservation};
-use ritmo_test_support::{
-    KeyedHeld, KeyedModel, KeyedOp, KeyedSubject, Outcome, Units, ops, run_keyed,
-};
-
-/// A reservation of the map, behind the shared interface.
-struct Held<'a, const HZ: u64>(KeyedReservation<'a, u8, &'a ManualClock<HZ>>);
-
-impl<const HZ: u64> KeyedHeld for Held<'_, HZ> {
-    fn wait_time(&self) -> Duration {
-        self.0.wait_time()
-    }
-    fn slot(&self) -> u64 {
-        self.0.slot()
-    }
-    fn cancel(self: Box<Self>) -> bool {
-        self.0.cancel()
-    }
-    fn commit(self: Box<Self>) {
-        self.0.commit()
-    }
-}
+use ritmo_test_support::{KeyedModel, KeyedOp, Outcome, Units, ops, run_keyed};
 
 /// The map and the clock it reads.
 struct Map<'a, const HZ: u64> {
@@ -38,41 +18,7 @@ struct Map<'a, const HZ: u64> {
     clock: &'a ManualClock<HZ>,
 }
 
-impl<const HZ: u64> KeyedSubject for Map<'_, HZ> {
-    fn now(&self) -> u64 {
-        self.clock.now()
-    }
-    fn advance(&self, ticks: u64) {
-        self.clock.advance_ticks(ticks)
-    }
-    fn try_acquire_n(&self, key: &u8, k: u32) -> Result<(), AcquireError> {
-        self.limiter.try_acquire_n(key, k)
-    }
-    fn reserve_n(&self, key: &u8, k: u32) -> Result<Box<dyn KeyedHeld + '_>, AcquireError> {
-        self.limiter
-            .reserve_n(key, k)
-            .map(|r| Box::new(Held(r)) as Box<dyn KeyedHeld>)
-    }
-    fn reserve_n_within(
-        &self,
-        key: &u8,
-        k: u32,
-        max_wait: Duration,
-    ) -> Result<Box<dyn KeyedHeld + '_>, AcquireError> {
-        self.limiter
-            .reserve_n_within(key, k, max_wait)
-            .map(|r| Box::new(Held(r)) as Box<dyn KeyedHeld>)
-    }
-    fn available_permits(&self, key: &u8) -> u32 {
-        self.limiter.available_permits(key)
-    }
-    fn retry_after(&self, key: &u8) -> Duration {
-        self.limiter.retry_after(key)
-    }
-    fn live_key_count(&self) -> usize {
-        self.limiter.len()
-    }
-}
+ritmo_test_support::keyed_subject!([const HZ: u64] Map<'_, HZ>);
 
 /// Runs `ops` on a map of `max_keys` of `config` on a `ManualClock::<HZ>`, keys modulo `keys`.
 fn run<const HZ: u64>(

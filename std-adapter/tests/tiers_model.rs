@@ -10,10 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use ritmo_core::keyed::{Tier, Tiers};
 use ritmo_core::{AcquireError, Clock, Config, ManualClock, Reason};
-use ritmo_std::{KeyedRateLimiter, KeyedReservation};
-use ritmo_test_support::{
-    KeyedHeld, KeyedSubject, TieredModel, TieredStep, Units, run_tiered, tiered_schedule,
-};
+use ritmo_std::KeyedRateLimiter;
+use ritmo_test_support::{TieredModel, TieredStep, Units, run_tiered, tiered_schedule};
 
 /// Tiers of the property tests.
 const TIERS: usize = 3;
@@ -34,67 +32,12 @@ fn set_plan(key: u8, tier: usize) {
 
 type Limiter<'a, const HZ: u64> = KeyedRateLimiter<u8, &'a ManualClock<HZ>, Tiers<u8, TIERS>>;
 
-struct Held<'a, const HZ: u64>(KeyedReservation<'a, u8, &'a ManualClock<HZ>, Tiers<u8, TIERS>>);
-
-impl<const HZ: u64> KeyedHeld for Held<'_, HZ> {
-    fn wait_time(&self) -> Duration {
-        self.0.wait_time()
-    }
-    fn slot(&self) -> u64 {
-        self.0.slot()
-    }
-    fn cancel(self: Box<Self>) -> bool {
-        self.0.cancel()
-    }
-    fn commit(self: Box<Self>) {
-        self.0.commit()
-    }
-}
-
 struct Map<'a, const HZ: u64> {
     limiter: Limiter<'a, HZ>,
     clock: &'a ManualClock<HZ>,
 }
 
-impl<const HZ: u64> KeyedSubject for Map<'_, HZ> {
-    fn now(&self) -> u64 {
-        self.clock.now()
-    }
-    fn advance(&self, ticks: u64) {
-        self.clock.advance_ticks(ticks)
-    }
-    fn try_acquire_n(&self, key: &u8, k: u32) -> Result<(), AcquireError> {
-        if k == 1 {
-            // The hot path of one permit.
-            return self.limiter.try_acquire(key).map_err(AcquireError::from);
-        }
-        self.limiter.try_acquire_n(key, k)
-    }
-    fn reserve_n(&self, key: &u8, k: u32) -> Result<Box<dyn KeyedHeld + '_>, AcquireError> {
-        self.limiter
-            .reserve_n(key, k)
-            .map(|r| Box::new(Held(r)) as Box<dyn KeyedHeld>)
-    }
-    fn reserve_n_within(
-        &self,
-        key: &u8,
-        k: u32,
-        max_wait: Duration,
-    ) -> Result<Box<dyn KeyedHeld + '_>, AcquireError> {
-        self.limiter
-            .reserve_n_within(key, k, max_wait)
-            .map(|r| Box::new(Held(r)) as Box<dyn KeyedHeld>)
-    }
-    fn available_permits(&self, key: &u8) -> u32 {
-        self.limiter.available_permits(key)
-    }
-    fn retry_after(&self, key: &u8) -> Duration {
-        self.limiter.retry_after(key)
-    }
-    fn live_key_count(&self) -> usize {
-        self.limiter.len()
-    }
-}
+ritmo_test_support::keyed_subject!([const HZ: u64] Map<'_, HZ>);
 
 fn run<const HZ: u64>(
     configs: Vec<Config>,

@@ -4,6 +4,7 @@
 use core::time::Duration;
 
 use ritmo_core::AcquireError;
+use ritmo_core::keyed::{KeyReservation, KeyedStore};
 
 use crate::keyed::{KeyedModel, KeyedTicket};
 use crate::ops::{KeyedOp, Op};
@@ -21,6 +22,88 @@ pub trait KeyedHeld {
     fn cancel(self: Box<Self>) -> bool;
     /// `commit()`.
     fn commit(self: Box<Self>);
+}
+
+/// Every keyed store's reservation (the fixed table's and the std map's are this one type).
+impl<L: KeyedStore<u8>> KeyedHeld for KeyReservation<'_, u8, L> {
+    fn wait_time(&self) -> Duration {
+        KeyReservation::wait_time(self)
+    }
+    fn slot(&self) -> u64 {
+        KeyReservation::slot(self)
+    }
+    fn cancel(self: Box<Self>) -> bool {
+        KeyReservation::cancel(*self)
+    }
+    fn commit(self: Box<Self>) {
+        KeyReservation::commit(*self)
+    }
+}
+
+/// Implements [`KeyedSubject`] for a test's wrapper of a keyed limiter: a struct with a field
+/// `limiter` (ritmo-core's `KeyedLimiter` or ritmo-std's `KeyedRateLimiter`, keyed by `u8`, with
+/// or without tiers) and a field `clock` (a `&ManualClock<HZ>`). The generics go in brackets:
+/// `keyed_subject!([const HZ: u64] Map<'_, HZ>);`. One permit goes through `try_acquire`, the
+/// hot path, and more through `try_acquire_n`.
+#[macro_export]
+macro_rules! keyed_subject {
+    ([$($generics:tt)*] $subject:ty) => {
+        impl<$($generics)*> $crate::KeyedSubject for $subject {
+            fn now(&self) -> u64 {
+                self.clock.now()
+            }
+            fn advance(&self, ticks: u64) {
+                self.clock.advance_ticks(ticks)
+            }
+            fn try_acquire_n(
+                &self,
+                key: &u8,
+                k: u32,
+            ) -> ::core::result::Result<(), ::ritmo_core::AcquireError> {
+                if k == 1 {
+                    return self
+                        .limiter
+                        .try_acquire(key)
+                        .map_err(::ritmo_core::AcquireError::from);
+                }
+                self.limiter.try_acquire_n(key, k)
+            }
+            fn reserve_n(
+                &self,
+                key: &u8,
+                k: u32,
+            ) -> ::core::result::Result<
+                ::std::boxed::Box<dyn $crate::KeyedHeld + '_>,
+                ::ritmo_core::AcquireError,
+            > {
+                self.limiter
+                    .reserve_n(key, k)
+                    .map(|r| ::std::boxed::Box::new(r) as ::std::boxed::Box<dyn $crate::KeyedHeld>)
+            }
+            fn reserve_n_within(
+                &self,
+                key: &u8,
+                k: u32,
+                max_wait: ::core::time::Duration,
+            ) -> ::core::result::Result<
+                ::std::boxed::Box<dyn $crate::KeyedHeld + '_>,
+                ::ritmo_core::AcquireError,
+            > {
+                self.limiter
+                    .reserve_n_within(key, k, max_wait)
+                    .map(|r| ::std::boxed::Box::new(r) as ::std::boxed::Box<dyn $crate::KeyedHeld>)
+            }
+            fn available_permits(&self, key: &u8) -> u32 {
+                self.limiter.available_permits(key)
+            }
+            fn retry_after(&self, key: &u8) -> ::core::time::Duration {
+                self.limiter.retry_after(key)
+            }
+            fn live_key_count(&self) -> usize {
+                self.limiter.len()
+            }
+        }
+    };
 }
 
 /// A keyed limiter under test, keyed by `u8`, on a clock the test moves.
