@@ -7,6 +7,7 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::tiers::TierRules;
 use crate::clock::{Clock, FixedRateClock, TickRate};
 use crate::config::Config;
 use crate::error::{InvalidPermits, RateLimitExceeded, Reason};
@@ -518,12 +519,7 @@ impl<C> KeyRate<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
-        let permits = self.current().permits;
-        if k == 0 || k > permits {
-            Err(InvalidPermits::new(self.id, k, permits))
-        } else {
-            Ok(())
-        }
+        TierRules(self.current()).check_permits(self.id, k)
     }
 
     /// The config's `max_wait`, in units (rounded down).
@@ -646,11 +642,7 @@ impl<C> KeyRate<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn available(&self, tat: u64, now: u64) -> u32 {
-        let rate = self.current();
-        if !rate.enabled() {
-            return rate.permits;
-        }
-        gcra::available(tat, now, rate.interval, rate.window(), rate.permits)
+        TierRules(self.current()).available(tat, now)
     }
 
     /// Units until `k` permits (already checked) would pass at once for a key whose state is
@@ -665,14 +657,7 @@ impl<C> KeyRate<C> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
-        let rate = self.current();
-        if !rate.enabled() {
-            return 0;
-        }
-        match gcra::check(tat, now, rate.increment(k), rate.window()) {
-            Ok(_) => 0,
-            Err(wait) => wait,
-        }
+        TierRules(self.current()).wait(tat, now, k)
     }
 
     /// The state after a reservation that wrote `written` and added `increment` is given back, or

@@ -322,6 +322,7 @@ impl TierRules {
     }
 
     /// `Err` for `k = 0` or `k > permits` of limiter `id`.
+    #[inline]
     pub fn check_permits(&self, id: &'static str, k: u32) -> Result<(), InvalidPermits> {
         if k == 0 || k > self.0.permits {
             Err(InvalidPermits::new(id, k, self.0.permits))
@@ -336,7 +337,8 @@ impl TierRules {
         super::rate::decide_with(&self.0, tat, now, k, max_wait)
     }
 
-    /// Calls of one permit a key whose state is `tat` would pass at `now`.
+    /// Calls of one permit a key whose state is `tat` would pass at `now`: the one rule of
+    /// every keyed peek (`KeyRate::available` applies it to the config in force).
     pub fn available(&self, tat: u64, now: u64) -> u32 {
         if !self.0.enabled() {
             return self.0.permits;
