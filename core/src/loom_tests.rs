@@ -390,6 +390,38 @@ fn two_bands_racing_try_acquire_admit_exactly_the_tighter_burst() {
     assert!(runs > 1);
 }
 
+/// Bands of 3 and 10 per second, one permit spent; one thread takes 2 at once while another
+/// reconfigures the first band to 1 per second. In every interleaving the call decides on the
+/// numbers in force where it lands, never on numbers a change already replaced: admitted before
+/// the change (which then keeps `min(0, 1)`), or refused after it (2 is above the new burst). A
+/// call caught half way (its charge of the first band moved by the change) may cost that band
+/// its permit, never hand one out.
+#[cfg(feature = "reconfigure")]
+#[test]
+fn bands_racing_a_reconfigure_never_decide_on_replaced_numbers() {
+    let runs = explore(|| {
+        let start = 1_000_000_000_000u64;
+        let bands = Arc::new(crate::Bands::new(
+            "loom",
+            [Config::new(3, T).unwrap(), Config::new(10, T).unwrap()],
+            ManualClock::starting_at(start),
+        ));
+        bands.try_acquire().unwrap();
+        let b = bands.clone();
+        let taker = thread::spawn(move || b.try_acquire_n(2).is_ok());
+        bands.reconfigure([Config::new(1, T).unwrap(), Config::new(10, T).unwrap()]);
+        let took = taker.join().unwrap();
+        let [first, second] = bands.available_permits_per_band();
+        if took {
+            assert_eq!([first, second], [0, 7]);
+        } else {
+            assert_eq!(second, 9);
+            assert!(first <= 1, "first band has {first}");
+        }
+    });
+    assert!(runs > 1);
+}
+
 /// Two bands of one permit each (one per second, one per two seconds), bursts spent: two threads
 /// reserve within a long `max_wait`. In every interleaving both are granted and their slots are at
 /// least the slower band's interval apart (each band's bound holds over the instants the calls

@@ -80,6 +80,27 @@ impl Rate {
         }
     }
 
+    /// A rate with `base`'s clock units and the numbers given: what a reconfigured kind reads back
+    /// from the numbers it published.
+    #[cfg(feature = "reconfigure")]
+    pub(crate) const fn with_numbers(
+        base: &Rate,
+        interval: u64,
+        max_wait: u64,
+        permits: u32,
+        enabled: bool,
+    ) -> Rate {
+        let window = Rate::increment_of(interval, permits);
+        Rate {
+            interval,
+            limit: if enabled { window - interval + 1 } else { 0 },
+            max_wait,
+            unit_hz: base.unit_hz,
+            permits,
+            shift: base.shift,
+        }
+    }
+
     /// Whether the limiter limits at all.
     #[inline(always)]
     pub(crate) const fn enabled(&self) -> bool {
@@ -179,11 +200,18 @@ impl Rate {
 
 /// A state `tat` carried over a change of config at `now` (units), from a limiter applying
 /// `old` to one applying `new`: `gcra::reconfigure`, except that a disabled limiter kept no
-/// state and starts with a full burst. The one conversion every kind's `reconfigure` applies, and
-/// the one a key of a tiered keyed limiter goes through when it changes tier.
+/// state: it had its `permits` available, so it comes back with `min(old permits, new permits)`
+/// and the next one a new interval after the last (SPEC §14's rule with nothing in progress). The
+/// one conversion every kind's `reconfigure` applies, and the one a key of a tiered keyed limiter
+/// goes through when it changes tier.
 pub(crate) const fn carry_over(tat: u64, now: u64, old: &Rate, new: &Rate) -> u64 {
     if !old.enabled() {
-        return now;
+        let kept = if old.permits < new.permits {
+            old.permits
+        } else {
+            new.permits
+        };
+        return now.saturating_add(Rate::increment_of(new.interval, new.permits - kept));
     }
     crate::gcra::reconfigure(
         tat,

@@ -70,6 +70,10 @@ impl Backoff {
         for _ in 0..1u32 << self.0 {
             core::hint::spin_loop();
         }
+        // The model checker cannot see a spin: a waiting thread tells it to let the others run
+        // (a reader waiting out a reconfigure would otherwise spin through every branch).
+        #[cfg(all(test, loom))]
+        loom::thread::yield_now();
     }
 }
 
@@ -251,9 +255,15 @@ impl State {
     /// reconfigure, which then moves the limiter's state elsewhere.
     #[cfg(feature = "reconfigure")]
     pub(crate) fn freeze(&self) -> u64 {
+        self.exchange(u64::MAX)
+    }
+
+    /// Sets the state to `value` and returns what it held (one compare-and-swap loop).
+    #[cfg(feature = "reconfigure")]
+    pub(crate) fn exchange(&self, value: u64) -> u64 {
         let mut tat = self.tat.load();
         loop {
-            match self.tat.compare_exchange(tat, u64::MAX) {
+            match self.tat.compare_exchange(tat, value) {
                 Ok(_) => return tat,
                 Err(found) => tat = found,
             }

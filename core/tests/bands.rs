@@ -292,7 +292,8 @@ fn the_wait_is_the_longest_bands_and_refunds_follow_the_tail_rule() {
     assert_eq!(b.reserve().unwrap().wait_time(), Duration::from_secs(10));
 }
 
-/// A disabled band is left out; invalid `k` is an error, not a rejection.
+/// A disabled band is left out of every decision, its `permits` too (they do not bound `k`, nor
+/// what `available_permits` reports); invalid `k` is an error, not a rejection.
 #[test]
 fn disabled_bands_and_invalid_permits() {
     let clock = ManualClock::new();
@@ -307,16 +308,17 @@ fn disabled_bands_and_invalid_permits() {
         &clock,
     );
     assert!(b.try_acquire_n(1).is_ok());
+    assert_eq!(b.available_permits(), 2);
+    assert_eq!(b.available_permits_per_band(), [1, 2]);
     assert!(matches!(
-        b.try_acquire_n(2),
+        b.try_acquire_n(4),
         Err(AcquireError::InvalidPermits(_))
     ));
     assert!(matches!(
         b.try_acquire_n(0),
         Err(AcquireError::InvalidPermits(_))
     ));
-    assert!(b.try_acquire().is_ok());
-    assert!(b.try_acquire().is_ok());
+    assert!(b.try_acquire_n(2).is_ok());
     assert!(b.try_acquire().is_err());
 }
 

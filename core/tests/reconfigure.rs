@@ -417,3 +417,26 @@ fn permits_asked_are_checked_against_the_config_in_force() {
     clock.advance(Duration::from_secs(1));
     assert!(l.try_acquire_n(15).is_ok());
 }
+
+/// SPEC §14 from a disabled limiter: it counted nothing and had its `permits` available, so a
+/// change that enables it keeps `min(available, new permits)` and hands out no fresh burst of
+/// the new config's (it gave the whole new burst).
+#[test]
+fn enabling_a_disabled_limiter_keeps_min_of_its_permits() {
+    let second = Duration::from_secs(1);
+    let clock = ManualClock::new();
+    let off = Config::new(3, second).unwrap().with_enabled(false);
+    let limiter = RateLimiter::new("off", off, &clock);
+    for _ in 0..10 {
+        limiter.try_acquire().unwrap();
+    }
+    assert_eq!(limiter.available_permits(), 3);
+    limiter.reconfigure(Config::new(10, second).unwrap());
+    assert_eq!(limiter.available_permits(), 3);
+    clock.advance(Duration::from_millis(100));
+    assert_eq!(limiter.available_permits(), 4);
+    // To a config of fewer permits: min(3, 2).
+    let other = RateLimiter::new("off", off, &clock);
+    other.reconfigure(Config::new(2, second).unwrap());
+    assert_eq!(other.available_permits(), 2);
+}

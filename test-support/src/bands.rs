@@ -22,6 +22,8 @@ pub struct BandsTicket {
     pub slot: u64,
     /// The instant its permits are there, in units (its slot before rounding to the tick).
     pub at: u128,
+    /// The number of reconfigures before it.
+    pub epoch: u32,
 }
 
 impl BandsTicket {
@@ -66,6 +68,7 @@ pub struct BandsModel {
     rates: Vec<Rate>,
     tats: Vec<u128>,
     max_wait: Duration,
+    epoch: u32,
 }
 
 impl BandsModel {
@@ -77,7 +80,49 @@ impl BandsModel {
             rates: configs.iter().map(|c| Rate::new(&units, c)).collect(),
             tats: vec![0; configs.len()],
             max_wait,
+            epoch: 0,
         }
+    }
+
+    /// The configs in force.
+    pub fn configs(&self) -> &[Config] {
+        &self.configs
+    }
+
+    /// `reconfigure(configs)` at `now` (SPEC §14, §17), a call waiting at most `max_wait` from
+    /// then on. Each band whose config changes goes through the single limiter's rule
+    /// ([`Gcra::reconfigure`](crate::Gcra::reconfigure)): its permits available become
+    /// `min(available, new permits)`, permits owed stay owed; a band whose config is the same
+    /// keeps its state exactly. Returns each band's permits available at the change (before
+    /// it), or `None` if no config changes (then nothing changes at all). A reservation made
+    /// before a change is no longer the newest: cancelling it returns nothing.
+    pub fn reconfigure(
+        &mut self,
+        now: u64,
+        configs: &[Config],
+        max_wait: Duration,
+    ) -> Option<Vec<u32>> {
+        if configs == self.configs.as_slice() {
+            return None;
+        }
+        let before = self.available_per_band(now);
+        for (i, new) in configs.iter().enumerate() {
+            if *new != self.configs[i] {
+                self.tats[i] = crate::gcra::carried_over(
+                    &self.units,
+                    &self.configs[i],
+                    self.tats[i],
+                    before[i],
+                    now,
+                    new,
+                );
+            }
+        }
+        self.configs = configs.to_vec();
+        self.rates = configs.iter().map(|c| Rate::new(&self.units, c)).collect();
+        self.max_wait = max_wait;
+        self.epoch += 1;
+        Some(before)
     }
 
     /// The longest `max_wait` of `configs`: what `Bands` waits by default.
@@ -177,6 +222,7 @@ impl BandsModel {
             written: self.tats.clone(),
             slot,
             at,
+            epoch: self.epoch,
         }
     }
 
@@ -225,7 +271,7 @@ impl BandsModel {
 
     /// Whether `ticket` is still the newest charge (every band still holds what it wrote).
     pub fn is_newest(&self, ticket: &BandsTicket) -> bool {
-        self.tats == ticket.written
+        self.epoch == ticket.epoch && self.enabled().all(|i| self.tats[i] == ticket.written[i])
     }
 
     /// Cancels `ticket`; `returned` is the limiter's answer. The newest reservation goes back in
@@ -245,7 +291,10 @@ impl BandsModel {
     /// Drops (or interrupts) `ticket`: the newest goes back, exactly.
     pub fn drop_ticket(&mut self, ticket: &BandsTicket) {
         if self.is_newest(ticket) {
-            self.tats = ticket.before.clone();
+            // A disabled band was not charged: it stays as it is.
+            for i in self.enabled().collect::<Vec<_>>() {
+                self.tats[i] = ticket.before[i];
+            }
         }
     }
 }

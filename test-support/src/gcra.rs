@@ -348,26 +348,40 @@ impl Gcra {
             return None;
         }
         let avail = self.available(now);
-        let old = self.rate;
-        let rate = Rate::new(&self.units, &new);
-        let now_u = self.units.from_ticks(now);
-        let kept = u128::from(avail).min(rate.n);
-        self.tat = if !self.config.enabled() {
-            now_u + rate.window() - kept * rate.t
-        } else if kept == rate.n {
-            self.tat.min(now_u)
-        } else if self.tat > now_u + old.window() {
-            self.tat - old.window() + rate.window()
-        } else {
-            let start = self.tat.max(now_u);
-            // Units until the permit after the `avail` ones arrives, in (0, T].
-            let next = start + (u128::from(avail) + 1) * old.t - old.window() - now_u;
-            now_u + rate.window() + next.min(rate.t) - (kept + 1) * rate.t
-        };
-        self.rate = rate;
+        self.tat = carried_over(&self.units, &self.config, self.tat, avail, now, &new);
+        self.rate = Rate::new(&self.units, &new);
         self.config = new;
         self.epoch += 1;
         Some(avail)
+    }
+}
+
+/// The state `tat` of a limiter applying `old`, with `avail` permits available at `now`, after a
+/// change to `new` at `now` (the rule of [`Gcra::reconfigure`]; also each band's of
+/// [`BandsModel::reconfigure`](crate::BandsModel::reconfigure)).
+pub(crate) fn carried_over(
+    units: &Units,
+    old: &Config,
+    tat: u128,
+    avail: u32,
+    now: u64,
+    new: &Config,
+) -> u128 {
+    let rate = Rate::new(units, new);
+    let old_rate = Rate::new(units, old);
+    let now_u = units.from_ticks(now);
+    let kept = u128::from(avail).min(rate.n);
+    if !old.enabled() {
+        now_u + rate.window() - kept * rate.t
+    } else if kept == rate.n {
+        tat.min(now_u)
+    } else if tat > now_u + old_rate.window() {
+        tat - old_rate.window() + rate.window()
+    } else {
+        let start = tat.max(now_u);
+        // Units until the permit after the `avail` ones arrives, in (0, T].
+        let next = start + (u128::from(avail) + 1) * old_rate.t - old_rate.window() - now_u;
+        now_u + rate.window() + next.min(rate.t) - (kept + 1) * rate.t
     }
 }
 

@@ -172,6 +172,45 @@ pub fn bands_schedule(
     )
 }
 
+/// [`bands_schedule`] with changes mixed in: each [`Op::Reconfigure`] carries a config like the
+/// bands' (the test picks the band it replaces, and may disable it), or one of the bands' own
+/// configs (then, on that band, nothing changes).
+pub fn bands_schedule_with_changes(
+    max_bands: usize,
+    max_permits: u32,
+    max_period: Duration,
+    units: Units,
+    len: usize,
+) -> impl Strategy<Value = (Vec<Config>, Vec<Op>)> {
+    prop::collection::vec(config(max_permits, max_period), 1..=max_bands.max(1)).prop_flat_map(
+        move |configs| {
+            let longest = configs
+                .iter()
+                .map(|c| c.period())
+                .max()
+                .unwrap_or(Duration::from_secs(1));
+            let widest = configs.iter().map(|c| c.permits()).max().unwrap_or(1);
+            let waits = configs
+                .iter()
+                .map(|c| c.max_wait())
+                .max()
+                .unwrap_or(Duration::ZERO);
+            let shape = Config::new(widest, longest)
+                .expect("a valid config")
+                .with_max_wait(waits);
+            let changes = prop_oneof![
+                1 => prop::sample::select(configs.clone()),
+                3 => config(max_permits, max_period),
+            ]
+            .boxed();
+            (
+                Just(configs),
+                prop::collection::vec(op(shape, units, Some(changes)), 1..len.max(2)),
+            )
+        },
+    )
+}
+
 /// A config and a schedule of keyed steps on `keys` keys (`key % keys`).
 pub fn keyed_schedule(
     max_permits: u32,

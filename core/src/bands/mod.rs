@@ -37,6 +37,8 @@ use crate::rate::Rate;
 use crate::state::{Backoff, State};
 use crate::wait::{AdvanceClock, Wait};
 
+#[cfg(feature = "reconfigure")]
+mod live;
 mod reservation;
 
 pub use reservation::BandsReservation;
@@ -84,6 +86,9 @@ pub use reservation::BandsReservation;
 /// ```
 pub struct Bands<C, const B: usize> {
     states: [State; B],
+    /// The numbers it was built with; with the feature `reconfigure`, in force until the first
+    /// [`reconfigure`](Bands::reconfigure) (see [`numbers`](Bands::numbers)). Their clock units
+    /// (`unit_hz`, `shift`) never change.
     rates: [Rate; B],
     configs: [Config; B],
     id: &'static str,
@@ -91,6 +96,13 @@ pub struct Bands<C, const B: usize> {
     max_wait: u64,
     /// The most permits one call may take: the smallest `permits` of the bands.
     max_permits: u32,
+    /// Whether [`with_max_wait`](Bands::with_max_wait) set `max_wait`: a reconfigure then keeps
+    /// it, instead of taking the longest of the new configs'.
+    #[cfg(feature = "reconfigure")]
+    explicit_max_wait: bool,
+    /// The numbers and states after a reconfigure (unused until then).
+    #[cfg(feature = "reconfigure")]
+    live: live::BandsLive<B>,
     listener: Option<&'static dyn Listener>,
     clock: C,
     /// Calls admitted at once, for metrics.
@@ -100,13 +112,11 @@ pub struct Bands<C, const B: usize> {
 
 impl<C, const B: usize> fmt::Debug for Bands<C, B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut tats = [0u64; B];
-        for (tat, state) in tats.iter_mut().zip(&self.states) {
-            *tat = state.tat();
-        }
+        let numbers = self.numbers();
+        let tats = self.tats(&numbers).unwrap_or([u64::MAX; B]);
         f.debug_struct("Bands")
             .field("id", &self.id)
-            .field("configs", &self.configs)
+            .field("configs", &self.configs())
             .field("tats", &tats)
             .field("has_listener", &self.listener.is_some())
             .finish_non_exhaustive()
@@ -171,24 +181,40 @@ fn new_states<const B: usize>() -> [State; B] {
     core::array::from_fn(|_| State::new())
 }
 
-/// Each band's config in the clock's units, the longest `max_wait` and the smallest `permits`.
+/// Each band's config in the clock's units, the longest `max_wait` and the most permits one call
+/// may take ([`max_permits`]).
 const fn rates<const B: usize>(configs: &[Config; B], tick: TickRate) -> ([Rate; B], u64, u32) {
     const { assert!(B > 0, "Bands needs at least one band") };
     let mut rates = [Rate::new(&configs[0], tick); B];
     let mut max_wait = 0;
-    let mut max_permits = u32::MAX;
     let mut i = 0;
     while i < B {
         rates[i] = Rate::new(&configs[i], tick);
         if rates[i].max_wait > max_wait {
             max_wait = rates[i].max_wait;
         }
-        if configs[i].permits() < max_permits {
-            max_permits = configs[i].permits();
+        i += 1;
+    }
+    (rates, max_wait, max_permits(&rates))
+}
+
+/// The most permits one call may take: the smallest `permits` of the enabled bands (a disabled
+/// band is left out of every decision), or of all bands if none is enabled (as a disabled
+/// limiter still refuses more than its `permits`).
+const fn max_permits<const B: usize>(rates: &[Rate; B]) -> u32 {
+    let (mut enabled, mut all) = (u32::MAX, u32::MAX);
+    let mut i = 0;
+    while i < B {
+        let permits = rates[i].permits;
+        if permits < all {
+            all = permits;
+        }
+        if rates[i].enabled() && permits < enabled {
+            enabled = permits;
         }
         i += 1;
     }
-    (rates, max_wait, max_permits)
+    if enabled == u32::MAX { all } else { enabled }
 }
 
 impl<C, const B: usize> Bands<C, B> {
@@ -202,6 +228,10 @@ impl<C, const B: usize> Bands<C, B> {
             id,
             max_wait,
             max_permits,
+            #[cfg(feature = "reconfigure")]
+            explicit_max_wait: false,
+            #[cfg(feature = "reconfigure")]
+            live: live::BandsLive::new(configs),
             listener: None,
             clock,
             #[cfg(feature = "counters")]
@@ -225,6 +255,10 @@ impl<C, const B: usize> Bands<C, B> {
     #[must_use]
     pub const fn with_max_wait(mut self, max_wait: Duration) -> Self {
         self.max_wait = self.rates[0].units_floor(max_wait);
+        #[cfg(feature = "reconfigure")]
+        {
+            self.explicit_max_wait = true;
+        }
         self
     }
 
@@ -252,9 +286,14 @@ impl<C, const B: usize> Bands<C, B> {
         self.id
     }
 
-    /// The bands' configs, in order.
-    pub const fn configs(&self) -> &[Config; B] {
-        &self.configs
+    /// The bands' configs in force, in order: the ones it was built with, or the last ones given
+    /// to `reconfigure` (feature `reconfigure`).
+    pub fn configs(&self) -> [Config; B] {
+        #[cfg(feature = "reconfigure")]
+        if self.live.changed() {
+            return self.live.configs();
+        }
+        self.configs
     }
 
     /// The clock it reads.
@@ -273,8 +312,8 @@ impl<C, const B: usize> Bands<C, B> {
     /// assert_eq!(b.max_wait(), Duration::from_millis(300));
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn max_wait(&self) -> Duration {
-        self.rates[0].wait_duration(self.max_wait)
+    pub fn max_wait(&self) -> Duration {
+        self.rates[0].wait_duration(self.numbers().max_wait)
     }
 
     /// How many calls it has admitted at once since it was built (calls that waited are
@@ -285,9 +324,51 @@ impl<C, const B: usize> Bands<C, B> {
         self.admitted.get()
     }
 
-    fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
-        if k == 0 || k > self.max_permits {
-            Err(InvalidPermits::new(self.id, k, self.max_permits))
+    /// The numbers in force and the sequence number they belong to (0 until a reconfigure).
+    #[inline]
+    fn numbers(&self) -> Numbers<B> {
+        #[cfg(feature = "reconfigure")]
+        if self.live.changed() {
+            return self.live.read(&self.rates);
+        }
+        Numbers {
+            rates: self.rates,
+            max_wait: self.max_wait,
+            max_permits: self.max_permits,
+            seq: 0,
+        }
+    }
+
+    /// The words that hold the states in the generation of sequence number `seq`: a reconfigure
+    /// moves the states from one set to the other.
+    #[inline]
+    fn states(&self, seq: u32) -> &[State; B] {
+        #[cfg(feature = "reconfigure")]
+        if (seq >> 1) & 1 == 1 {
+            return self.live.states();
+        }
+        let _ = seq;
+        &self.states
+    }
+
+    /// Every band's state under `numbers`, or `None` if a reconfigure began in the meantime
+    /// (the states read may then be half moved: decide again).
+    #[inline]
+    fn tats(&self, numbers: &Numbers<B>) -> Option<[u64; B]> {
+        let mut tats = [0u64; B];
+        for (tat, state) in tats.iter_mut().zip(self.states(numbers.seq)) {
+            *tat = state.tat();
+        }
+        #[cfg(feature = "reconfigure")]
+        if !self.live.still(numbers.seq) {
+            return None;
+        }
+        Some(tats)
+    }
+
+    fn check_permits(&self, k: u32, numbers: &Numbers<B>) -> Result<(), InvalidPermits> {
+        if k == 0 || k > numbers.max_permits {
+            Err(InvalidPermits::new(self.id, k, numbers.max_permits))
         } else {
             Ok(())
         }
@@ -308,6 +389,43 @@ impl<C, const B: usize> Bands<C, B> {
     }
 }
 
+/// The bands' numbers at one moment: the ones built in, or those of the last reconfigure.
+#[derive(Clone, Copy)]
+struct Numbers<const B: usize> {
+    rates: [Rate; B],
+    max_wait: u64,
+    max_permits: u32,
+    /// The sequence number they belong to (0: never reconfigured): which states they apply to.
+    seq: u32,
+}
+
+impl<const B: usize> Numbers<B> {
+    fn increments(&self, k: u32) -> [u64; B] {
+        let mut increments = [0u64; B];
+        for (inc, rate) in increments.iter_mut().zip(&self.rates) {
+            *inc = rate.increment(k);
+        }
+        increments
+    }
+
+    /// The call's slot given the bands' states `tats`: `Ok(slot)`, or `Err(wait)` if some band
+    /// can never admit it (`u64::MAX`).
+    fn slot(&self, tats: &[u64; B], now: u64, increments: &[u64; B]) -> Result<u64, u64> {
+        let mut slot = now;
+        for (i, rate) in self.rates.iter().enumerate() {
+            if !rate.enabled() {
+                continue;
+            }
+            match gcra::check(tats[i], now, increments[i], rate.window()) {
+                Ok(_) => {}
+                Err(u64::MAX) => return Err(u64::MAX),
+                Err(wait) => slot = slot.max(now.saturating_add(wait)),
+            }
+        }
+        Ok(slot)
+    }
+}
+
 /// The outcome of one attempt to charge every band.
 enum Charge<const B: usize> {
     /// Every band charged: what each band's state became, the call's slot and wait.
@@ -318,9 +436,13 @@ enum Charge<const B: usize> {
         moved: [u64; B],
         slot: u64,
         wait: u64,
+        /// The sequence number of the numbers it was decided with.
+        seq: u32,
     },
     /// Refused: the wait (units) until the slowest band's permits arrive.
     Refused(u64),
+    /// `k` is 0 or above the smallest band's `permits` (given).
+    Invalid(u32),
 }
 
 impl<C: Clock, const B: usize> Bands<C, B> {
@@ -328,61 +450,55 @@ impl<C: Clock, const B: usize> Bands<C, B> {
         self.rates[0].units(self.clock.now())
     }
 
-    /// The call's slot given the bands' states `tats`: `Ok(slot)`, or `Err(wait)` if some band can
-    /// never admit it (`u64::MAX`).
-    fn slot(&self, tats: &[u64; B], now: u64, increments: &[u64; B]) -> Result<u64, u64> {
-        let mut slot = now;
-        for i in 0..B {
-            if !self.configs[i].enabled() {
-                continue;
-            }
-            match gcra::check(tats[i], now, increments[i], self.rates[i].window()) {
-                Ok(_) => {}
-                Err(u64::MAX) => return Err(u64::MAX),
-                Err(wait) => slot = slot.max(now.saturating_add(wait)),
-            }
-        }
-        Ok(slot)
-    }
-
-    /// Charges every enabled band for `increments` if their permits arrive within `max_wait`.
-    fn charge(&self, increments: &[u64; B], max_wait: u64) -> (u64, Charge<B>) {
+    /// Charges every enabled band for `k` permits if their permits arrive within `max_wait`
+    /// units (`None`: the bands' own).
+    fn charge(&self, k: u32, max_wait: Option<u64>) -> Charge<B> {
         let now = self.now_units();
+        let mut again = Backoff::new();
         'decide: loop {
-            let mut tats = [0u64; B];
-            for (tat, state) in tats.iter_mut().zip(&self.states) {
-                *tat = state.tat();
+            let numbers = self.numbers();
+            if k == 0 || k > numbers.max_permits {
+                return Charge::Invalid(numbers.max_permits);
             }
-            let slot = match self.slot(&tats, now, increments) {
+            let Some(mut tats) = self.tats(&numbers) else {
+                again.lost(); // a reconfigure in the meantime: wait it out
+                continue 'decide;
+            };
+            let increments = numbers.increments(k);
+            let slot = match numbers.slot(&tats, now, &increments) {
                 Ok(slot) => slot,
-                Err(wait) => return (now, Charge::Refused(wait)),
+                Err(wait) => return Charge::Refused(wait),
             };
             let wait = slot - now;
-            if wait > max_wait {
-                return (now, Charge::Refused(wait));
+            if wait > max_wait.unwrap_or(numbers.max_wait) {
+                return Charge::Refused(wait);
             }
+            let states = self.states(numbers.seq);
             let mut written = [0u64; B];
             let mut moved = [0u64; B];
-            for i in 0..B {
-                if !self.configs[i].enabled() {
+            for (i, rate) in numbers.rates.iter().enumerate() {
+                if !rate.enabled() {
                     continue;
                 }
-                let window = self.rates[i].window();
+                let window = rate.window();
                 let mut backoff = Backoff::new();
                 loop {
                     // Charged as of the slot, when the call runs; admitted there by construction
-                    // unless another call took the room in the meantime.
+                    // unless another call took the room in the meantime (or a reconfigure froze
+                    // the state: it admits nothing then, and the call decides again with the new
+                    // numbers).
                     let Ok(new_tat) = gcra::check(tats[i], slot, increments[i], window) else {
                         // No room at this slot any more: give back what this call charged so far
                         // (tail rule) and decide again from fresh readings.
                         for j in 0..i {
-                            if self.configs[j].enabled() {
-                                self.states[j].refund(written[j], moved[j]);
+                            if numbers.rates[j].enabled() {
+                                states[j].refund(written[j], moved[j]);
                             }
                         }
+                        again.lost();
                         continue 'decide;
                     };
-                    match self.states[i].replace(tats[i], new_tat) {
+                    match states[i].replace(tats[i], new_tat) {
                         Ok(()) => {
                             written[i] = new_tat;
                             // Charged as of the slot: the state moved from where it stood at
@@ -393,29 +509,19 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                         }
                         Err(_) => {
                             backoff.lost();
-                            tats[i] = self.states[i].tat();
+                            tats[i] = states[i].tat();
                         }
                     }
                 }
             }
-            return (
-                now,
-                Charge::Done {
-                    written,
-                    moved,
-                    slot,
-                    wait,
-                },
-            );
+            return Charge::Done {
+                written,
+                moved,
+                slot,
+                wait,
+                seq: numbers.seq,
+            };
         }
-    }
-
-    fn increments(&self, k: u32) -> [u64; B] {
-        let mut increments = [0u64; B];
-        for (inc, rate) in increments.iter_mut().zip(&self.rates) {
-            *inc = rate.increment(k);
-        }
-        increments
     }
 
     /// Takes one permit from every band if all have it now; never waits.
@@ -449,14 +555,14 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
-        self.check_permits(k)?;
-        match self.charge(&self.increments(k), 0).1 {
+        match self.charge(k, Some(0)) {
             Charge::Done { .. } => {
                 #[cfg(feature = "counters")]
                 self.admitted.increment();
                 Ok(())
             }
             Charge::Refused(wait) => Err(self.rejected(wait).into()),
+            Charge::Invalid(max) => Err(InvalidPermits::new(self.id, k, max).into()),
         }
     }
 
@@ -478,7 +584,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reserve(&self) -> Result<BandsReservation<'_, C, B>, RateLimitExceeded> {
-        match self.reserve_units(1, self.max_wait) {
+        match self.reserve_units(1, None) {
             Ok(r) => Ok(r),
             Err(AcquireError::RateLimited(e)) => Err(e),
             Err(AcquireError::InvalidPermits(_)) => unreachable!("1 permit is always valid"),
@@ -487,7 +593,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
     pub fn reserve_n(&self, k: u32) -> Result<BandsReservation<'_, C, B>, AcquireError> {
-        self.reserve_units(k, self.max_wait)
+        self.reserve_units(k, None)
     }
 
     /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
@@ -506,26 +612,22 @@ impl<C: Clock, const B: usize> Bands<C, B> {
         k: u32,
         max_wait: Duration,
     ) -> Result<BandsReservation<'_, C, B>, AcquireError> {
-        self.reserve_units(k, self.rates[0].units_floor(max_wait))
+        self.reserve_units(k, Some(self.rates[0].units_floor(max_wait)))
     }
 
     fn reserve_units(
         &self,
         k: u32,
-        max_wait: u64,
+        max_wait: Option<u64>,
     ) -> Result<BandsReservation<'_, C, B>, AcquireError> {
-        self.check_permits(k)?;
-        let increments = self.increments(k);
-        match self.charge(&increments, max_wait) {
-            (
-                _,
-                Charge::Done {
-                    written,
-                    moved,
-                    slot,
-                    wait,
-                },
-            ) => {
+        match self.charge(k, max_wait) {
+            Charge::Done {
+                written,
+                moved,
+                slot,
+                wait,
+                seq,
+            } => {
                 if wait == 0 {
                     #[cfg(feature = "counters")]
                     self.admitted.increment();
@@ -543,10 +645,12 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                     slot,
                     wait,
                     permits: k,
+                    seq,
                     settled: false,
                 })
             }
-            (_, Charge::Refused(wait)) => Err(self.rejected(wait).into()),
+            Charge::Refused(wait) => Err(self.rejected(wait).into()),
+            Charge::Invalid(max) => Err(InvalidPermits::new(self.id, k, max).into()),
         }
     }
 
@@ -597,31 +701,48 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn available_permits(&self) -> u32 {
-        self.available_permits_per_band()
-            .into_iter()
+        let (numbers, per_band) = self.available(self.now_units());
+        // A disabled band is left out; with none enabled, the smallest `permits`.
+        let enabled = per_band.iter().zip(&numbers.rates);
+        match enabled
+            .filter(|(_, rate)| rate.enabled())
+            .map(|(a, _)| *a)
             .min()
-            .unwrap_or(0)
+        {
+            Some(available) => available,
+            None => per_band.into_iter().min().unwrap_or(0),
+        }
     }
 
     /// Each band's available permits, in band order (a disabled band reports its `permits`).
     pub fn available_permits_per_band(&self) -> [u32; B] {
-        let now = self.now_units();
+        self.available(self.now_units()).1
+    }
+
+    /// The numbers in force and each band's available permits under them at `now`.
+    fn available(&self, now: u64) -> (Numbers<B>, [u32; B]) {
+        let (numbers, tats) = self.settled();
         let mut out = [0u32; B];
-        for (i, slot) in out.iter_mut().enumerate() {
-            let config = &self.configs[i];
-            *slot = if config.enabled() {
-                gcra::available(
-                    self.states[i].tat(),
-                    now,
-                    self.rates[i].interval,
-                    self.rates[i].window(),
-                    config.permits(),
-                )
+        for (i, (slot, rate)) in out.iter_mut().zip(&numbers.rates).enumerate() {
+            *slot = if rate.enabled() {
+                gcra::available(tats[i], now, rate.interval, rate.window(), rate.permits)
             } else {
-                config.permits()
+                rate.permits
             };
         }
-        out
+        (numbers, out)
+    }
+
+    /// The numbers in force and every band's state under them, read consistently.
+    fn settled(&self) -> (Numbers<B>, [u64; B]) {
+        let mut backoff = Backoff::new();
+        loop {
+            let numbers = self.numbers();
+            if let Some(tats) = self.tats(&numbers) {
+                return (numbers, tats);
+            }
+            backoff.lost(); // a reconfigure in the meantime: wait it out
+        }
     }
 
     /// How long until one permit would pass in every band: zero if it would now. Takes nothing.
@@ -641,13 +762,10 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
-        self.check_permits(k)?;
         let now = self.now_units();
-        let mut tats = [0u64; B];
-        for (tat, state) in tats.iter_mut().zip(&self.states) {
-            *tat = state.tat();
-        }
-        let wait = match self.slot(&tats, now, &self.increments(k)) {
+        let (numbers, tats) = self.settled();
+        self.check_permits(k, &numbers)?;
+        let wait = match numbers.slot(&tats, now, &numbers.increments(k)) {
             Ok(slot) => slot - now,
             Err(wait) => wait,
         };

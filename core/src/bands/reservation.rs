@@ -32,6 +32,9 @@ pub struct BandsReservation<'a, C: Clock, const B: usize> {
     pub(super) slot: u64,
     pub(super) wait: u64,
     pub(super) permits: u32,
+    /// The sequence number of the bands' numbers it was decided with: a reconfigure since moved
+    /// the states, and a refund then returns nothing.
+    pub(super) seq: u32,
     pub(super) settled: bool,
 }
 
@@ -113,16 +116,21 @@ impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
         self.settled = true;
         // The newest reservation in every band, or it returns nothing: a reservation that a
         // later call overtook in one band is no longer the newest, and gives back no band.
-        let bands = self.bands;
-        let enabled = |i: &usize| bands.configs[*i].enabled();
-        let newest = (0..B)
-            .filter(enabled)
-            .all(|i| bands.states[i].tat() == self.written[i]);
+        // A reconfigure since it was made moved the states (and converted this charge with
+        // them): nothing to give back then.
+        let numbers = self.bands.numbers();
+        let states = self.bands.states(self.seq);
+        let enabled = |i: &usize| numbers.rates[*i].enabled();
+        let newest = numbers.seq == self.seq
+            && (0..B)
+                .filter(enabled)
+                .all(|i| states[i].tat() == self.written[i]);
         let mut returned = newest;
         if newest {
             for i in (0..B).filter(enabled) {
-                // Only a call racing this one can make a step fail: it then stays unused there.
-                returned &= bands.states[i].refund(self.written[i], self.moved[i]);
+                // Only a call racing this one (or a reconfigure) can make a step fail: it then
+                // stays unused there.
+                returned &= states[i].refund(self.written[i], self.moved[i]);
             }
         }
         if let Some(listener) = self.bands.listener {

@@ -78,7 +78,13 @@ impl KeyLive {
             let packed = self.permits.load();
             fence_acquire();
             if self.seq.load_relaxed() == seq {
-                return live_rate(base, interval, max_wait, packed as u32, packed >> 32 != 0);
+                return Rate::with_numbers(
+                    base,
+                    interval,
+                    max_wait,
+                    packed as u32,
+                    packed >> 32 != 0,
+                );
             }
         }
     }
@@ -118,18 +124,5 @@ impl KeyLive {
             .store(u64::from(new.permits) | (u64::from(new.enabled()) << 32));
         critical_section::with(|cs| self.config.borrow(cs).set(config));
         self.seq.store((seq | 1) + 1);
-    }
-}
-
-/// A rate with `base`'s units and the numbers given.
-const fn live_rate(base: &Rate, interval: u64, max_wait: u64, permits: u32, enabled: bool) -> Rate {
-    let window = Rate::increment_of(interval, permits);
-    Rate {
-        interval,
-        limit: if enabled { window - interval + 1 } else { 0 },
-        max_wait,
-        unit_hz: base.unit_hz,
-        permits,
-        shift: base.shift,
     }
 }

@@ -292,17 +292,13 @@ impl<C: Clock> RateLimiter<C> {
                 }
             };
             let now = self.now_units();
-            let old = Rate {
-                interval: old.interval,
-                limit: if old.enabled {
-                    old.window - old.interval + 1
-                } else {
-                    0
-                },
-                max_wait: old.max_wait,
-                permits: old.permits,
-                ..self.rate
-            };
+            let old = Rate::with_numbers(
+                &self.rate,
+                old.interval,
+                old.max_wait,
+                old.permits,
+                old.enabled,
+            );
             let tat = carry_over(old_tat, now, &old, &new);
             self.live.interval.store(new.interval);
             self.live.max_wait.store(new.max_wait);
