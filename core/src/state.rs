@@ -11,6 +11,8 @@
 use crate::gcra::{self, Refused, Reserve};
 use crate::rate::Rate;
 use crate::sync::U64Cell;
+#[cfg(feature = "reconfigure")]
+use crate::sync::{Seq, fence_acquire};
 
 /// What [`State::take`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,6 +204,27 @@ impl State {
         match gcra::refund(tat, written, increment) {
             Some(back) => self.tat.compare_exchange(tat, back).is_ok(),
             None => false,
+        }
+    }
+}
+
+/// Reads what the sequence lock `seq` guards with `read` (given the sequence number), consistently:
+/// waits out a change in progress (an odd number) with the same [`Backoff`] as a lost
+/// compare-and-swap, and reads again if a change began meanwhile. Returns what was read and the
+/// (even) sequence number it belongs to. The one reader of every reconfigured kind's numbers.
+#[cfg(feature = "reconfigure")]
+pub(crate) fn read_consistent<T>(seq: &Seq, mut read: impl FnMut(u32) -> T) -> (T, u32) {
+    let mut backoff = Backoff::new();
+    loop {
+        let at = seq.load();
+        if at & 1 == 1 {
+            backoff.lost(); // a change is being written: wait it out
+            continue;
+        }
+        let value = read(at);
+        fence_acquire();
+        if seq.load_relaxed() == at {
+            return (value, at);
         }
     }
 }

@@ -148,28 +148,7 @@ pub fn bands_schedule(
     units: Units,
     len: usize,
 ) -> impl Strategy<Value = (Vec<Config>, Vec<Op>)> {
-    prop::collection::vec(config(max_permits, max_period), 1..=max_bands.max(1)).prop_flat_map(
-        move |configs| {
-            let longest = configs
-                .iter()
-                .map(|c| c.period())
-                .max()
-                .unwrap_or(Duration::from_secs(1));
-            let widest = configs.iter().map(|c| c.permits()).max().unwrap_or(1);
-            let waits = configs
-                .iter()
-                .map(|c| c.max_wait())
-                .max()
-                .unwrap_or(Duration::ZERO);
-            let shape = Config::new(widest, longest)
-                .expect("a valid config")
-                .with_max_wait(waits);
-            (
-                Just(configs),
-                prop::collection::vec(op(shape, units, None), 1..len.max(2)),
-            )
-        },
-    )
+    bands_ops(max_bands, max_permits, max_period, units, len, false)
 }
 
 /// [`bands_schedule`] with changes mixed in: each [`Op::Reconfigure`] carries a config like the
@@ -181,6 +160,17 @@ pub fn bands_schedule_with_changes(
     max_period: Duration,
     units: Units,
     len: usize,
+) -> impl Strategy<Value = (Vec<Config>, Vec<Op>)> {
+    bands_ops(max_bands, max_permits, max_period, units, len, true)
+}
+
+fn bands_ops(
+    max_bands: usize,
+    max_permits: u32,
+    max_period: Duration,
+    units: Units,
+    len: usize,
+    changes: bool,
 ) -> impl Strategy<Value = (Vec<Config>, Vec<Op>)> {
     prop::collection::vec(config(max_permits, max_period), 1..=max_bands.max(1)).prop_flat_map(
         move |configs| {
@@ -198,14 +188,16 @@ pub fn bands_schedule_with_changes(
             let shape = Config::new(widest, longest)
                 .expect("a valid config")
                 .with_max_wait(waits);
-            let changes = prop_oneof![
-                1 => prop::sample::select(configs.clone()),
-                3 => config(max_permits, max_period),
-            ]
-            .boxed();
+            let changes = changes.then(|| {
+                prop_oneof![
+                    1 => prop::sample::select(configs.clone()),
+                    3 => config(max_permits, max_period),
+                ]
+                .boxed()
+            });
             (
                 Just(configs),
-                prop::collection::vec(op(shape, units, Some(changes)), 1..len.max(2)),
+                prop::collection::vec(op(shape, units, changes), 1..len.max(2)),
             )
         },
     )

@@ -17,7 +17,7 @@ use super::{Bands, Numbers, max_permits, new_states, rates};
 use crate::clock::{Clock, TickRate};
 use crate::config::Config;
 use crate::rate::{Rate, carry_over};
-use crate::state::{Backoff, State};
+use crate::state::{State, read_consistent};
 use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
 
 /// One band's numbers after a change.
@@ -105,13 +105,7 @@ impl<const B: usize> BandsLive<B> {
     /// The numbers in force after a change, read consistently; `base` gives the clock's units.
     #[cold]
     pub(super) fn read(&self, base: &[Rate; B]) -> Numbers<B> {
-        let mut backoff = Backoff::new();
-        loop {
-            let seq = self.seq.load();
-            if seq & 1 == 1 {
-                backoff.lost(); // a change is being written: wait it out
-                continue;
-            }
+        let ((rates, max_wait), seq) = read_consistent(&self.seq, |_| {
             let mut rates = *base;
             for (rate, numbers) in rates.iter_mut().zip(&self.numbers) {
                 let packed = numbers.permits.load();
@@ -123,16 +117,13 @@ impl<const B: usize> BandsLive<B> {
                     packed >> 32 != 0,
                 );
             }
-            let max_wait = self.max_wait.load();
-            fence_acquire();
-            if self.seq.load_relaxed() == seq {
-                return Numbers {
-                    max_permits: max_permits(&rates),
-                    rates,
-                    max_wait,
-                    seq,
-                };
-            }
+            (rates, self.max_wait.load())
+        });
+        Numbers {
+            max_permits: max_permits(&rates),
+            rates,
+            max_wait,
+            seq,
         }
     }
 }

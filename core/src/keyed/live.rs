@@ -11,8 +11,8 @@ use core::cell::Cell;
 
 use crate::config::Config;
 use crate::rate::{Rate, carry_over};
-use crate::state::Backoff;
-use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
+use crate::state::read_consistent;
+use crate::sync::{Seq, U64Cell, fence_release};
 
 /// The numbers of the config in force after a change (unused before the first).
 #[derive(Debug)]
@@ -66,27 +66,17 @@ impl KeyLive {
 
     #[cold]
     fn read(&self, base: &Rate) -> Rate {
-        let mut backoff = Backoff::new();
-        loop {
-            let seq = self.seq.load();
-            if seq & 1 == 1 {
-                backoff.lost(); // a change is being written: wait it out
-                continue;
-            }
-            let interval = self.interval.load();
-            let max_wait = self.max_wait.load();
+        read_consistent(&self.seq, |_| {
             let packed = self.permits.load();
-            fence_acquire();
-            if self.seq.load_relaxed() == seq {
-                return Rate::with_numbers(
-                    base,
-                    interval,
-                    max_wait,
-                    packed as u32,
-                    packed >> 32 != 0,
-                );
-            }
-        }
+            Rate::with_numbers(
+                base,
+                self.interval.load(),
+                self.max_wait.load(),
+                packed as u32,
+                packed >> 32 != 0,
+            )
+        })
+        .0
     }
 
     /// Applies `config` from `now` (in units): converts every key's state with `convert_all`,

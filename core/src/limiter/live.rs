@@ -39,8 +39,8 @@ use crate::error::{AcquireError, InvalidPermits};
 use crate::event::Event;
 use crate::gcra::{self, Reserve};
 use crate::rate::carry_over;
-use crate::state::Backoff;
-use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
+use crate::state::{Backoff, read_consistent};
+use crate::sync::{Seq, U64Cell, fence_release};
 
 /// A config's numbers as the reconfigured path reads them.
 #[derive(Debug, Clone, Copy)]
@@ -121,13 +121,7 @@ impl Live {
 
     /// The current numbers, the state, and the sequence number they belong to, read consistently.
     fn read(&self) -> (Params, u64, u32) {
-        let mut backoff = Backoff::new();
-        loop {
-            let seq = self.seq.load();
-            if seq & 1 == 1 {
-                backoff.lost(); // a change is being written: wait it out
-                continue;
-            }
+        let ((params, tat), seq) = read_consistent(&self.seq, |seq| {
             let packed = self.permits.load();
             let interval = self.interval.load();
             let params = Params {
@@ -137,12 +131,9 @@ impl Live {
                 permits: packed as u32,
                 enabled: packed >> 32 != 0,
             };
-            let tat = self.tat(seq).load();
-            fence_acquire();
-            if self.seq.load_relaxed() == seq {
-                return (params, tat, seq);
-            }
-        }
+            (params, self.tat(seq).load())
+        });
+        (params, tat, seq)
     }
 
     /// Gives back a reservation's permits by the tail rule, if no reconfigure happened since it
