@@ -11,7 +11,9 @@ use core::time::Duration;
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
-use crate::gcra::{Refused, Reserve};
+#[cfg(target_has_atomic = "64")]
+use crate::gcra::Refused;
+use crate::gcra::Reserve;
 use crate::state::Take;
 use crate::wait::{AdvanceClock, Wait};
 
