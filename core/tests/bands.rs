@@ -371,6 +371,35 @@ fn the_wait_is_the_longest_bands_and_refunds_follow_the_tail_rule() {
     assert_eq!(b.reserve().unwrap().wait_time(), Duration::from_secs(10));
 }
 
+/// With every band disabled every call passes uncounted, and `k` is still bounded by the
+/// smallest band's `permits`, whichever band that is (as a disabled limiter refuses more than its
+/// `permits`).
+#[test]
+fn every_band_disabled() {
+    let clock = ManualClock::new();
+    let off = |n| {
+        Config::new(n, Duration::from_secs(1))
+            .unwrap()
+            .with_enabled(false)
+    };
+    let b = Bands::new("off", [off(5), off(3)], &clock);
+    for _ in 0..100 {
+        b.try_acquire_n(3).unwrap();
+    }
+    assert!(matches!(
+        b.try_acquire_n(4),
+        Err(AcquireError::InvalidPermits(_))
+    ));
+    assert_eq!(b.available_permits(), 3);
+    assert_eq!(b.available_permits_per_band(), [5, 3]);
+    let b = Bands::new("off", [off(3), off(5)], &clock);
+    assert!(matches!(
+        b.try_acquire_n(4),
+        Err(AcquireError::InvalidPermits(_))
+    ));
+    assert_eq!(b.reserve_n(3).unwrap().wait_time(), Duration::ZERO);
+}
+
 /// A disabled band is left out of every decision, its `permits` too (they do not bound `k`, nor
 /// what `available_permits` reports); invalid `k` is an error, not a rejection.
 #[test]
