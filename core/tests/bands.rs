@@ -716,3 +716,19 @@ mod reconfigure {
         assert!(first <= 40 - admitted.min(40));
     }
 }
+
+/// `Debug` shows the id, the configs in force and each band's state (what a log line of a
+/// misbehaving quota needs).
+#[test]
+fn bands_debug_shows_their_id_configs_and_states() {
+    let b = Bands::new(
+        "radio",
+        [cfg(2, Duration::from_secs(1))],
+        ManualClock::new(),
+    );
+    b.try_acquire().unwrap();
+    let shown = format!("{b:?}");
+    assert!(shown.contains("\"radio\""), "{shown}");
+    assert!(shown.contains("permits: 2"), "{shown}");
+    assert!(shown.contains("tats: [500000000]"), "{shown}");
+}
