@@ -552,10 +552,9 @@ where
             .map_err(|e| self.shared.mode.error(e))
     }
 
-    /// A key that is nothing (one global quota: nothing of the request is read) is decided
-    /// where the caller calls, which then builds the future in place; any other key is
-    /// extracted out of line, where the request is copied fewer times (measured,
-    /// benches/RESULTS.md).
+    // A key that is nothing (one global quota: nothing of the request is read) is decided
+    // where the caller calls, which then builds the future in place; any other key is extracted
+    // out of line, where the request is copied fewer times (measured, benches/RESULTS.md).
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         if size_of::<St::Key>() == 0 {
