@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use core::time::Duration;
 use ritmo_core::{Config, RateLimiter};
-use ritmo_std::TokioClock;
 
+use crate::clock::ClientClock;
 use crate::headers::AnnouncedPolicy;
 
 /// How many announced policies one key adopts at most.
@@ -28,14 +28,14 @@ pub const MAX_POLICIES: usize = 4;
 struct Band {
     name: String,
     config: Config,
-    limiter: Arc<RateLimiter<TokioClock>>,
+    limiter: Arc<RateLimiter<ClientClock>>,
 }
 
 #[derive(Debug)]
 pub(crate) struct Adopted<K> {
     id: &'static str,
     local: Config,
-    clock: TokioClock,
+    clock: ClientClock,
     max_keys: usize,
     bands: Mutex<HashMap<K, Vec<Band>>>,
 }
@@ -48,7 +48,12 @@ fn stricter(q: u32, w: Duration, local: &Config) -> bool {
 }
 
 impl<K: Hash + Eq + Clone> Adopted<K> {
-    pub(crate) fn new(id: &'static str, local: Config, clock: TokioClock, max_keys: usize) -> Self {
+    pub(crate) fn new(
+        id: &'static str,
+        local: Config,
+        clock: ClientClock,
+        max_keys: usize,
+    ) -> Self {
         Adopted {
             id,
             local,
@@ -59,7 +64,7 @@ impl<K: Hash + Eq + Clone> Adopted<K> {
     }
 
     /// The limiters adopted for `key` (empty, without allocating, when there are none).
-    pub(crate) fn limiters(&self, key: &K) -> Vec<Arc<RateLimiter<TokioClock>>> {
+    pub(crate) fn limiters(&self, key: &K) -> Vec<Arc<RateLimiter<ClientClock>>> {
         let map = self.bands.lock().unwrap_or_else(PoisonError::into_inner);
         map.get(key).map_or_else(Vec::new, |bands| {
             bands.iter().map(|b| Arc::clone(&b.limiter)).collect()
@@ -111,7 +116,7 @@ impl<K: Hash + Eq + Clone> Adopted<K> {
                 (None, Some(config)) if bands.len() < MAX_POLICIES => bands.push(Band {
                     name: policy.policy.clone(),
                     config,
-                    limiter: Arc::new(RateLimiter::with_clock(self.id, config, self.clock)),
+                    limiter: Arc::new(RateLimiter::with_clock(self.id, config, self.clock.clone())),
                 }),
                 (None, Some(_)) => {
                     tracing::warn!(target: "ritmo_client", policy = %policy.policy,

@@ -3,7 +3,7 @@
 
 use core::future::{Future, poll_fn};
 use core::pin::Pin;
-use core::task::{Context, Poll};
+use core::task::{Context, Poll, ready};
 use std::hash::Hash;
 
 use http::{Request, Response};
@@ -215,14 +215,17 @@ where
                 future,
                 key,
                 outbound,
-            } => future.poll(cx).map(|result| {
-                let response = result.map_err(Error::Service)?;
-                // Most responses carry no field at all: not even a call to read them.
-                if !response.headers().is_empty() {
+            } => {
+                let result = ready!(future.poll(cx));
+                // Read in place (the response is moved once, to the caller). Most responses
+                // carry no field at all: not even a call to read them.
+                if let Ok(response) = &result
+                    && !response.headers().is_empty()
+                {
                     outbound.observe(key, response.status(), response.headers());
                 }
-                Ok(response)
-            }),
+                Poll::Ready(result.map_err(Error::Service))
+            }
             StateProj::Loop { future } => future.as_mut().poll(cx),
         }
     }

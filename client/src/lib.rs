@@ -2,6 +2,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod adopt;
+mod clock;
 mod error;
 pub mod headers;
 mod hold;

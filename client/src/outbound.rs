@@ -10,10 +10,11 @@ use std::time::SystemTime;
 
 use http::{HeaderMap, Method, StatusCode};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded, RateLimiter, Reason, Reservation};
-use ritmo_std::{KeyedRateLimiter, KeyedReservation, TokioClock};
+use ritmo_std::{KeyedRateLimiter, KeyedReservation};
 use tokio::time::Instant;
 
 use crate::adopt::Adopted;
+use crate::clock::ClientClock;
 use crate::error::{Cause, Error, Limited};
 use crate::headers::{RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_REMAINING, announced_policies};
 use crate::hold::{Holds, later};
@@ -139,14 +140,14 @@ fn bump(c: &AtomicU64) {
 /// look the key up in; measured, 75 instructions fewer a request through the `ClientLayer`,
 /// benches/RESULTS.md), else one state per key.
 enum Quota<K: 'static> {
-    One(RateLimiter<TokioClock>),
-    Keyed(KeyedRateLimiter<K, TokioClock>),
+    One(RateLimiter<ClientClock>),
+    Keyed(KeyedRateLimiter<K, ClientClock>),
 }
 
 /// A permit of a [`Quota`] held while its request waits for its slot; given back if dropped.
 enum QuotaReservation<'a, K: Hash + Eq + Clone + Send + Sync + 'static> {
-    One(Reservation<'a, TokioClock>),
-    Keyed(KeyedReservation<'a, K, TokioClock>),
+    One(Reservation<'a, ClientClock>),
+    Keyed(KeyedReservation<'a, K, ClientClock>),
 }
 
 impl<K: 'static> Quota<K> {
@@ -306,17 +307,21 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
 
     /// The client: clone it freely (one shared quota and one set of holds).
     ///
-    /// Build it inside the tokio runtime when the runtime's clock is paused (tests): its clock
-    /// starts at the runtime's time.
+    /// Tests that pause tokio's clock (`start_paused = true`, `tokio::time::pause`) build it
+    /// after pausing it (in the test's runtime): a client built while tokio's clock stands still
+    /// reads tokio's clock, so its quota follows `tokio::time::advance`, from the runtime's time;
+    /// one built while it runs reads the CPU's counter (a few instructions a request).
     pub fn build(self) -> Outbound<K> {
-        let clock = TokioClock::new();
+        let clock = ClientClock::new();
         let limiter = match self.key {
-            KeyOf::Fixed(_) => Quota::One(RateLimiter::with_clock(self.id, self.config, clock)),
+            KeyOf::Fixed(_) => {
+                Quota::One(RateLimiter::with_clock(self.id, self.config, clock.clone()))
+            }
             KeyOf::Of(_) => Quota::Keyed(KeyedRateLimiter::with_clock(
                 self.id,
                 self.config,
                 self.max_keys,
-                clock,
+                clock.clone(),
             )),
         };
         let adopted = self

@@ -136,6 +136,18 @@ impl<P: Permit> Held<P> {
         }
     }
 
+    /// What a future's drop does with the permit it still holds: kept if the request started,
+    /// else given back.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn settle(&mut self, listener: Option<&Listener>) {
+        if self.started {
+            self.commit();
+        } else {
+            self.refund(RefundCause::Dropped, listener);
+        }
+    }
+
     pub(super) fn commit(&mut self) {
         if let Some(permit) = self.permit.take() {
             permit.commit();
@@ -199,13 +211,10 @@ pin_project! {
     {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
-            // Most requests hold nothing here (taken for good, or already committed).
+            // Most requests hold nothing here (taken for good, or already committed): the rest
+            // is out of line, so that their drop stays a check.
             if this.held.permit.is_some() {
-                if this.held.started {
-                    this.held.commit();
-                } else {
-                    this.held.refund(RefundCause::Dropped, this.shared.listener.as_ref());
-                }
+                this.held.settle(this.shared.listener.as_ref());
             }
         }
     }
@@ -297,105 +306,141 @@ where
 {
     type Output = Result<S::Response, M::Error>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
-            match this.state.as_mut().project() {
-                StateProj::Slow { slow } => {
-                    let slow = slow.as_mut().project();
-                    let mut phase = slow.phase;
-                    match phase.as_mut().project() {
-                        PhaseProj::Acquire { future } => {
-                            let decision = ready!(future.poll(cx));
-                            match decide(this.shared, decision) {
-                                Next::Run { held, grant_status } => {
-                                    *this.held = held;
-                                    *this.grant_status = grant_status;
-                                    phase.set(Phase::Ready);
-                                }
-                                Next::Wait {
-                                    held,
-                                    wait,
-                                    grant_status,
-                                } => {
-                                    *this.held = held;
-                                    *this.grant_status = grant_status;
-                                    phase.set(Phase::Wait {
-                                        sleep: tokio::time::sleep(wait),
-                                    });
-                                }
-                                Next::Done(output) => {
-                                    this.state.set(State::Done { output: None });
-                                    return Poll::Ready(output);
-                                }
-                            }
-                        }
-                        PhaseProj::Wait { mut sleep } => {
-                            ready!(sleep.as_mut().poll(cx));
-                            let left = this
-                                .held
-                                .permit
-                                .as_ref()
-                                .map_or(Duration::ZERO, Permit::remaining);
-                            if left.is_zero() {
+            let this = self.as_mut().project();
+            let StateProj::Call { future } = this.state.project() else {
+                // Not running yet, or answered without running: out of line.
+                if let Some(output) = ready!(poll_start(self.as_mut(), cx)) {
+                    return Poll::Ready(output);
+                }
+                continue;
+            };
+            let shared = &**this.shared;
+            if this.held.permit.is_none() && !(shared.admitted_fields && shared.mode.wants_fields())
+            {
+                // Nothing to do after the response: the inner future's output, passed through.
+                return future
+                    .poll(cx)
+                    .map(|result| shared.mode.served(result, None));
+            }
+            let (held, key, grant_status) = (this.held, this.key, *this.grant_status);
+            // The response is handled where the inner future's poll returns it (one move), and
+            // the finished inner future goes with this one (as tower's own futures do): no state
+            // to switch.
+            return future.poll(cx).map(|result| {
+                let fields = after_response(held, key.as_ref(), grant_status, shared, &result);
+                shared.mode.served(result, fields)
+            });
+        }
+    }
+}
+
+/// After the response: the charge by outcome (a permit kept is committed when `held` goes: it
+/// is marked started), and the fields to set on the response.
+#[inline(never)]
+fn after_response<'s, St, X, M, Cl, Resp, E>(
+    held: &mut Held<St::Permit>,
+    key: Option<&St::Key>,
+    grant_status: Option<Status>,
+    shared: &'s Shared<St, X, M, Cl>,
+    result: &Result<Resp, E>,
+) -> Option<Fields<'s>>
+where
+    St: Store,
+    M: Mode<Resp, E>,
+    Cl: Classify<Resp, E>,
+{
+    if held.permit.is_some() && shared.classify.classify(result.as_ref()) == Charge::Refund {
+        held.refund(RefundCause::Classified, shared.listener.as_ref());
+    }
+    if !(shared.admitted_fields && shared.mode.wants_fields()) {
+        return None;
+    }
+    let fields = shared.policy_for(key);
+    key.and_then(|key| shared.store.status(key))
+        .or(grant_status)
+        .map(|status| Fields { fields, status })
+}
+
+/// The states of a [`ResponseFuture`] before it runs the inner call: the store's answer, the
+/// wait for the slot, the inner service's readiness; and a refusal's answer. `Ready(None)` once
+/// the inner call runs (the state is `Call`), `Ready(Some(_))` when the request is answered
+/// without running. Out of line: most requests never come here.
+#[inline(never)]
+fn poll_start<S, Req, St, X, M, Cl>(
+    future: Pin<&mut ResponseFuture<S, Req, St, X, M, Cl>>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<Result<S::Response, M::Error>>>
+where
+    S: Service<Req>,
+    St: Store,
+    M: Mode<S::Response, S::Error>,
+{
+    let mut this = future.project();
+    loop {
+        match this.state.as_mut().project() {
+            StateProj::Slow { slow } => {
+                let slow = slow.as_mut().project();
+                let mut phase = slow.phase;
+                match phase.as_mut().project() {
+                    PhaseProj::Acquire { future } => {
+                        let decision = ready!(future.poll(cx));
+                        match decide(this.shared, decision) {
+                            Next::Run { held, grant_status } => {
+                                *this.held = held;
+                                *this.grant_status = grant_status;
                                 phase.set(Phase::Ready);
-                            } else {
-                                // The timer and the limiter's clock may disagree by a tick:
-                                // sleep again.
-                                sleep.reset(Instant::now() + left);
                             }
-                        }
-                        PhaseProj::Ready => {
-                            if let Err(e) = ready!(slow.inner.poll_ready(cx)) {
-                                this.held
-                                    .refund(RefundCause::NotRun, this.shared.listener.as_ref());
+                            Next::Wait {
+                                held,
+                                wait,
+                                grant_status,
+                            } => {
+                                *this.held = held;
+                                *this.grant_status = grant_status;
+                                phase.set(Phase::Wait {
+                                    sleep: tokio::time::sleep(wait),
+                                });
+                            }
+                            Next::Done(output) => {
                                 this.state.set(State::Done { output: None });
-                                return Poll::Ready(this.shared.mode.served(Err(e), None));
+                                return Poll::Ready(Some(output));
                             }
-                            let request = slow.request.take().expect("request sent twice");
-                            this.held.started = true;
-                            let future = slow.inner.call(request);
-                            this.state.set(State::Call { future });
                         }
                     }
-                }
-                StateProj::Call { future } => {
-                    let shared = &**this.shared;
-                    if this.held.permit.is_none()
-                        && !(shared.admitted_fields && shared.mode.wants_fields())
-                    {
-                        // Nothing to do after the response: the inner future's output, passed
-                        // through.
-                        return future
-                            .poll(cx)
-                            .map(|result| shared.mode.served(result, None));
-                    }
-                    let (held, key, grant_status) = (this.held, this.key, *this.grant_status);
-                    // The response is handled where the inner future's poll returns it (one
-                    // move), and the finished inner future goes with this one (as tower's own
-                    // futures do): no state to switch.
-                    return future.poll(cx).map(|result| {
-                        // A kept permit is committed when `held` goes (it is marked started).
-                        if held.permit.is_some()
-                            && shared.classify.classify(result.as_ref()) == Charge::Refund
-                        {
-                            held.refund(RefundCause::Classified, shared.listener.as_ref());
-                        }
-                        let fields = if shared.admitted_fields && shared.mode.wants_fields() {
-                            let key = key.as_ref();
-                            let fields = shared.policy_for(key);
-                            key.and_then(|key| shared.store.status(key))
-                                .or(grant_status)
-                                .map(|status| Fields { fields, status })
+                    PhaseProj::Wait { mut sleep } => {
+                        ready!(sleep.as_mut().poll(cx));
+                        let left = this
+                            .held
+                            .permit
+                            .as_ref()
+                            .map_or(Duration::ZERO, Permit::remaining);
+                        if left.is_zero() {
+                            phase.set(Phase::Ready);
                         } else {
-                            None
-                        };
-                        shared.mode.served(result, fields)
-                    });
+                            // The timer and the limiter's clock may disagree by a tick:
+                            // sleep again.
+                            sleep.reset(Instant::now() + left);
+                        }
+                    }
+                    PhaseProj::Ready => {
+                        if let Err(e) = ready!(slow.inner.poll_ready(cx)) {
+                            this.held
+                                .refund(RefundCause::NotRun, this.shared.listener.as_ref());
+                            this.state.set(State::Done { output: None });
+                            return Poll::Ready(Some(this.shared.mode.served(Err(e), None)));
+                        }
+                        let request = slow.request.take().expect("request sent twice");
+                        this.held.started = true;
+                        let future = slow.inner.call(request);
+                        this.state.set(State::Call { future });
+                    }
                 }
-                StateProj::Done { output } => {
-                    return Poll::Ready(*output.take().expect("polled after completion"));
-                }
+            }
+            StateProj::Call { .. } => return Poll::Ready(None),
+            StateProj::Done { output } => {
+                return Poll::Ready(Some(*output.take().expect("polled after completion")));
             }
         }
     }
