@@ -732,3 +732,22 @@ fn bands_debug_shows_their_id_configs_and_states() {
     assert!(shown.contains("permits: 2"), "{shown}");
     assert!(shown.contains("tats: [500000000]"), "{shown}");
 }
+
+/// `retry_after_n` checks `k` as a call would: 0 and more than the smallest enabled band's
+/// `permits` are invalid permits, not a wait.
+#[test]
+fn retry_after_n_refuses_invalid_permits() {
+    let b = Bands::new(
+        "peek",
+        [
+            cfg(4, Duration::from_secs(1)),
+            cfg(2, Duration::from_secs(60)).with_enabled(false),
+        ],
+        ManualClock::new(),
+    );
+    assert!(b.retry_after_n(0).is_err());
+    assert!(b.retry_after_n(5).is_err());
+    assert_eq!(b.retry_after_n(4).unwrap(), Duration::ZERO);
+    b.try_acquire_n(4).unwrap();
+    assert_eq!(b.retry_after_n(3).unwrap(), Duration::from_millis(750));
+}
