@@ -646,6 +646,20 @@ mod reconfigure {
         ));
     }
 
+    /// A change of a band's permits and period that keeps its emission interval (2 per 2 s to 4
+    /// per 4 s) still converts its state: the larger burst is not handed out, `min(0, 4)` is.
+    #[test]
+    fn a_change_that_keeps_the_interval_still_converts_the_state() {
+        let clock = ManualClock::new();
+        let minute = cfg(100, Duration::from_secs(60));
+        let bands = Bands::new("interval", [cfg(2, Duration::from_secs(2)), minute], &clock);
+        bands.try_acquire_n(2).unwrap();
+        bands.reconfigure([cfg(4, Duration::from_secs(4)), minute]);
+        assert_eq!(bands.available_permits_per_band(), [0, 98]);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(bands.available_permits_per_band(), [1, 99]);
+    }
+
     /// A reservation made before a change gives nothing back after it: its charge moved into the
     /// new numbers with the state (SPEC §17: a refund returns nothing, never more).
     #[test]
