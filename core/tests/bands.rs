@@ -200,8 +200,18 @@ fn run_bands<const HZ: u64>(spec: &[Config], ops: Vec<Op>) -> Result<(), TestCas
     }
 }
 
-/// The coarse clocks of the property test, as a `match` below runs them.
+/// The coarse clocks of the property tests, as [`run_coarse`] runs them.
 const COARSE: [u64; 4] = [1, 3, 32_768, 1_000_000];
+
+/// `run_bands` on the clock `COARSE[which]`.
+fn run_coarse(which: usize, spec: &[Config], ops: Vec<Op>) -> Result<(), TestCaseError> {
+    match which {
+        0 => run_bands::<1>(spec, ops),
+        1 => run_bands::<3>(spec, ops),
+        2 => run_bands::<32_768>(spec, ops),
+        _ => run_bands::<1_000_000>(spec, ops),
+    }
+}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 768, ..ProptestConfig::default() })]
@@ -227,12 +237,7 @@ proptest! {
             (Just(i), ops::bands_schedule(3, 12, Duration::from_secs(5), Units::new(COARSE[i]), 150))
         }),
     ) {
-        match which {
-            0 => run_bands::<1>(&spec, ops)?,
-            1 => run_bands::<3>(&spec, ops)?,
-            2 => run_bands::<32_768>(&spec, ops)?,
-            _ => run_bands::<1_000_000>(&spec, ops)?,
-        }
+        run_coarse(which, &spec, ops)?;
     }
 }
 
@@ -570,12 +575,7 @@ mod reconfigure {
                 (Just(i), ops::bands_schedule_with_changes(3, 10, Duration::from_secs(3), Units::new(COARSE[i]), 120))
             }),
         ) {
-            match which {
-                0 => run_bands::<1>(&spec, ops)?,
-                1 => run_bands::<3>(&spec, ops)?,
-                2 => run_bands::<32_768>(&spec, ops)?,
-                _ => run_bands::<1_000_000>(&spec, ops)?,
-            }
+            run_coarse(which, &spec, ops)?;
         }
     }
 
