@@ -4,61 +4,32 @@
 use core::hash::Hash;
 use core::time::Duration;
 
+use super::front::{self, KeyedStore};
 use super::rate;
+use super::rate::KeyRate;
 use super::table::Probe;
-use super::{KeyedLimiter, KeyedReservation, Taken, TierSet};
+use super::table::Slot;
+use super::tiers::TierRules;
+use super::{KeyListener, KeyedLimiter, KeyedReservation, Taken, TierSet};
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, RateLimitExceeded, Reason};
 use crate::wait::{AdvanceClock, Wait};
 
 impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
-    /// Runs one call on `tier` for `k` permits (already checked) that may wait `max_wait` units.
-    fn take(
+    /// The state of the key in `slot` as of a call on `tier` (whose numbers are `rules`) at
+    /// `now`: carried over to `tier` if the key changed tier since its state was made.
+    #[inline(always)]
+    pub(super) fn view(
         &self,
-        key: &K,
+        slot: &Slot<K, P::Index>,
         tier: P::Index,
-        k: u32,
-        max_wait: u64,
-    ) -> Result<Taken, RateLimitExceeded> {
-        let reading = self.rate.now();
-        let result = self.table.with(|t| {
-            let now = t.observe(reading);
-            let rules = self.rules(tier);
-            let (tat, at) = match t.probe(key, now) {
-                Probe::Found(i) => {
-                    let slot = &mut t.slots[i];
-                    if slot.tier != tier {
-                        // The key changed tier: reconfigured now, alone, whatever this call's
-                        // outcome.
-                        slot.tat = self.view(slot, tier, &rules, now);
-                        slot.tier = tier;
-                    }
-                    (slot.tat, Ok(i))
-                }
-                Probe::Vacant(i) => (0, Err(i)),
-                Probe::Full { soonest } => return Err((Reason::KeyCapacity, soonest - now)),
-            };
-            let (new_tat, wait) = match rules.decide(tat, now, k, max_wait) {
-                rate::Decision::Now { new_tat } => (new_tat, 0),
-                rate::Decision::Wait { new_tat, wait } => (new_tat, wait),
-                rate::Decision::Reject { wait } => return Err((Reason::NoPermitInTime, wait)),
-            };
-            match at {
-                Ok(i) => t.slots[i].tat = new_tat,
-                Err(i) => t.insert_at(i, key.clone(), new_tat, tier),
-            }
-            Ok(Taken {
-                written: new_tat,
-                slot: now.saturating_add(wait),
-                wait,
-            })
-        });
-        match result {
-            Ok(taken) => {
-                self.rate.count_granted(taken.wait);
-                Ok(taken)
-            }
-            Err((reason, wait)) => Err(self.refused(key, reason, wait)),
+        rules: &TierRules,
+        now: u64,
+    ) -> u64 {
+        if slot.tier == tier {
+            slot.tat
+        } else {
+            self.rules(slot.tier).carry(slot.tat, now, rules)
         }
     }
 
@@ -77,11 +48,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     /// ```
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        let tier = self.pick(key)?;
-        if !self.rules(tier).enabled() {
-            return Ok(());
-        }
-        self.take(key, tier, 1, 0).map(|_| ())
+        front::try_acquire(self, key)
     }
 
     /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
@@ -98,14 +65,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        let tier = self.pick(key)?;
-        let rules = self.rules(tier);
-        rules.check_permits(self.id(), k)?;
-        if !rules.enabled() {
-            return Ok(());
-        }
-        self.take(key, tier, k, 0)?;
-        Ok(())
+        front::try_acquire_n(self, key, k)
     }
 
     /// Takes one permit for `key` now, or reserves its next one if it arrives within the config's
@@ -126,8 +86,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, N, P>, RateLimitExceeded> {
-        let tier = self.pick(key)?;
-        self.reserve_valid(key, tier, 1, self.rules(tier).max_wait())
+        front::reserve(self, key)
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
@@ -147,7 +106,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
         key: &K,
         k: u32,
     ) -> Result<KeyedReservation<'_, K, C, N, P>, AcquireError> {
-        self.reserve_units(key, k, None)
+        front::reserve_n(self, key, k, None)
     }
 
     /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
@@ -168,45 +127,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
         k: u32,
         max_wait: Duration,
     ) -> Result<KeyedReservation<'_, K, C, N, P>, AcquireError> {
-        self.reserve_units(key, k, Some(self.rate.units(max_wait)))
-    }
-
-    /// `max_wait` `None`: the config's (the tier's).
-    fn reserve_units(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: Option<u64>,
-    ) -> Result<KeyedReservation<'_, K, C, N, P>, AcquireError> {
-        let tier = self.pick(key)?;
-        let rules = self.rules(tier);
-        rules.check_permits(self.id(), k)?;
-        let max_wait = max_wait.unwrap_or(rules.max_wait());
-        Ok(self.reserve_valid(key, tier, k, max_wait)?)
-    }
-
-    fn reserve_valid(
-        &self,
-        key: &K,
-        tier: P::Index,
-        k: u32,
-        max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C, N, P>, RateLimitExceeded> {
-        if !self.rules(tier).enabled() {
-            let now = self.rate.now();
-            return Ok(KeyedReservation::new(
-                self,
-                key.clone(),
-                Taken::uncounted(now),
-                0,
-                k,
-            ));
-        }
-        let taken = self.take(key, tier, k, max_wait)?;
-        Ok(
-            KeyedReservation::new(self, key.clone(), taken, self.rules(tier).increment(k), k)
-                .in_tier(P::position(tier)),
-        )
+        front::reserve_n(self, key, k, Some(max_wait))
     }
 
     /// Takes one permit for `key`, waiting for it with `waiter` if it arrives within `max_wait`.
@@ -256,9 +177,74 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ) -> Result<(), AcquireError> {
         Ok(self.reserve_n(key, k)?.wait_with(waiter)?)
     }
+}
+
+/// The fixed table as a keyed store: each call one critical section.
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K>
+    for KeyedLimiter<K, C, N, P>
+{
+    type Clock = C;
+    type Tiers = P;
+
+    fn key_rate(&self) -> &KeyRate<C> {
+        &self.rate
+    }
+
+    fn tiers(&self) -> &P {
+        &self.tiers
+    }
+
+    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>> {
+        self.key_listener
+    }
+
+    /// Runs one call on `tier` for `k` permits (already checked) that may wait `max_wait` units.
+    #[inline]
+    fn take(
+        &self,
+        key: &K,
+        tier: P::Index,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
+        let reading = self.rate.now();
+        let result = self.table.with(|t| {
+            let now = t.observe(reading);
+            let rules = self.rules(tier);
+            let (tat, at) = match t.probe(key, now) {
+                Probe::Found(i) => {
+                    let slot = &mut t.slots[i];
+                    if slot.tier != tier {
+                        // The key changed tier: reconfigured now, alone, whatever this call's
+                        // outcome.
+                        slot.tat = self.view(slot, tier, &rules, now);
+                        slot.tier = tier;
+                    }
+                    (slot.tat, Ok(i))
+                }
+                Probe::Vacant(i) => (0, Err(i)),
+                Probe::Full { soonest } => return Err((Reason::KeyCapacity, soonest - now)),
+            };
+            let (new_tat, wait) = match rules.decide(tat, now, k, max_wait) {
+                rate::Decision::Now { new_tat } => (new_tat, 0),
+                rate::Decision::Wait { new_tat, wait } => (new_tat, wait),
+                rate::Decision::Reject { wait } => return Err((Reason::NoPermitInTime, wait)),
+            };
+            match at {
+                Ok(i) => t.slots[i].tat = new_tat,
+                Err(i) => t.insert_at(i, key.clone(), new_tat, tier),
+            }
+            Ok(Taken {
+                written: new_tat,
+                slot: now.saturating_add(wait),
+                wait,
+            })
+        });
+        self.granted(key, result)
+    }
 
     /// Gives back what a reservation on tier `tier` took, if the key was not changed since.
-    pub(super) fn refund(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
+    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
         let reading = self.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);

@@ -66,8 +66,12 @@
 //! seed you pass in: clients who choose their own keys (an address, a name) cannot make them
 //! collide without knowing it. Seed it from a hardware random number generator at start-up with
 //! [`set_seed`](KeyedLimiter::set_seed) when the limiter is a `static`.
+//!
+//! [`Reason::KeyCapacity`]: crate::Reason::KeyCapacity
 
 mod acquire;
+#[doc(hidden)]
+pub mod front;
 #[cfg(feature = "reconfigure")]
 mod live;
 mod peek;
@@ -79,11 +83,13 @@ mod tiered;
 mod tiers;
 
 #[doc(hidden)]
+pub use front::KeyedStore;
+#[doc(hidden)]
 pub use rate::Settled;
 pub use rate::{Decision, KeyRate};
 pub use reservation::KeyReservation;
 #[doc(hidden)]
-pub use reservation::{KeyedStore, Taken};
+pub use reservation::Taken;
 pub use state::KeyState;
 #[doc(hidden)]
 pub use tiers::TierRules;
@@ -94,10 +100,9 @@ use core::hash::Hash;
 
 use crate::clock::{Clock, FixedRateClock};
 use crate::config::Config;
-use crate::error::{RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
 use crate::sync::Lock;
-use table::{Slot, Table};
+use table::Table;
 
 /// Receives a keyed limiter's events together with the key they are about. Opt-in
 /// ([`KeyedLimiter::with_key_listener`]): keys are often personal data, so a plain
@@ -448,54 +453,6 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     pub const fn rate(&self) -> &KeyRate<C> {
         &self.rate
     }
-
-    fn publish(&self, key: &K, event: Event) {
-        if let Some(listener) = self.rate.listener() {
-            listener.on_event(&event);
-        }
-        if let Some(listener) = self.key_listener {
-            listener.on_event(key, &event);
-        }
-    }
-
-    #[inline]
-    fn refused(&self, key: &K, reason: Reason, wait: u64) -> RateLimitExceeded {
-        self.rate.count_rejected(reason);
-        let error = self.rate.rejected(reason, wait);
-        if self.rate.listener().is_some() || self.key_listener.is_some() {
-            self.publish(key, Event::Rejected(error));
-        }
-        error
-    }
-
-    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
-    #[inline(always)]
-    fn pick(&self, key: &K) -> Result<P::Index, RateLimitExceeded> {
-        match self.tiers.pick(key) {
-            Ok(tier) => Ok(tier),
-            Err(_) => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
-        }
-    }
-
-    /// The numbers of `tier` now (for one tier, the config in force).
-    #[inline(always)]
-    fn rules(&self, tier: P::Index) -> TierRules {
-        match self.tiers.rules(tier) {
-            Some(rules) => rules,
-            None => self.rate.rules(),
-        }
-    }
-
-    /// The state of the key in `slot` as of a call on `tier` (whose numbers are `rules`) at
-    /// `now`: carried over to `tier` if the key changed tier since its state was made.
-    #[inline(always)]
-    fn view(&self, slot: &Slot<K, P::Index>, tier: P::Index, rules: &TierRules, now: u64) -> u64 {
-        if slot.tier == tier {
-            slot.tat
-        } else {
-            self.rules(slot.tier).carry(slot.tat, now, rules)
-        }
-    }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
@@ -562,23 +519,3 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
 /// [`KeyReservation`]).
 pub type KeyedReservation<'a, K, C, const N: usize, P = OneTier> =
     KeyReservation<'a, K, KeyedLimiter<K, C, N, P>>;
-
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K>
-    for KeyedLimiter<K, C, N, P>
-{
-    type Clock = C;
-
-    fn key_rate(&self) -> &KeyRate<C> {
-        &self.rate
-    }
-
-    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
-        self.refund(key, written, increment, tier)
-    }
-
-    fn publish_key(&self, key: &K, event: Event) {
-        if self.rate.listener().is_some() || self.key_listener.is_some() {
-            self.publish(key, event);
-        }
-    }
-}

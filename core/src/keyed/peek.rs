@@ -4,6 +4,7 @@
 use core::hash::Hash;
 use core::time::Duration;
 
+use super::front::KeyedStore;
 use super::table::Probe;
 use super::{KeySnapshot, KeyedLimiter, KeyedSnapshot, TierSet};
 use crate::clock::Clock;

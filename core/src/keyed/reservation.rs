@@ -5,28 +5,11 @@ use core::fmt;
 use core::hash::Hash;
 use core::time::Duration;
 
-use super::rate::{Decision, KeyRate};
-use crate::clock::Clock;
+use super::front::KeyedStore;
+use super::rate::Decision;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;
 use crate::wait::Wait;
-
-/// What a [`KeyReservation`] needs of the keyed limiter it came from: the rules its keys follow, a
-/// refund by the tail rule, and its listeners. Implemented by ritmo-core's
-/// [`KeyedLimiter`](super::KeyedLimiter) and ritmo-std's `KeyedRateLimiter`; public only so that
-/// both share this one reservation type.
-#[doc(hidden)]
-pub trait KeyedStore<K> {
-    /// The clock the limiter reads.
-    type Clock: Clock;
-    /// The rules every key follows.
-    fn key_rate(&self) -> &KeyRate<Self::Clock>;
-    /// Gives back what a reservation on tier `tier` (0 for one tier) wrote (`written`, having
-    /// added `increment`) if `key` was not changed since; whether it went back.
-    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool;
-    /// Tells the limiter's listeners, if it has any, about `event` on `key`.
-    fn publish_key(&self, key: &K, event: Event);
-}
 
 /// What a call did to its key: the state it wrote, when its permits arrive, and how long that is.
 #[doc(hidden)]
@@ -50,8 +33,9 @@ impl Taken {
         }
     }
 
-    /// What `decision`, made at `now`, took; `Err(wait)` if it was a refusal.
-    pub const fn of(decision: Decision, now: u64) -> Result<Taken, u64> {
+    /// What `decision`, made at `now`, took; `Err` if it was a refusal, with the wait it would
+    /// have had.
+    pub const fn of(decision: Decision, now: u64) -> Result<Taken, (Reason, u64)> {
         match decision {
             Decision::Now { new_tat } => Ok(Taken {
                 written: new_tat,
@@ -63,7 +47,7 @@ impl Taken {
                 slot: now.saturating_add(wait),
                 wait,
             }),
-            Decision::Reject { wait } => Err(wait),
+            Decision::Reject { wait } => Err((Reason::NoPermitInTime, wait)),
         }
     }
 }

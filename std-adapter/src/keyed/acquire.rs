@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use dashmap::mapref::entry::Entry;
-use ritmo_core::keyed::{Decision, Taken, TierSet};
+use ritmo_core::keyed::front::{self, KeyedStore};
+use ritmo_core::keyed::{Decision, Taken, TierRules, TierSet};
 use ritmo_core::{AcquireError, Clock, RateLimitExceeded, Reason, Wait};
 
 use super::reclaim::Room;
@@ -16,7 +17,7 @@ use super::{KeyEntry, KeyedRateLimiter, KeyedReservation};
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// Runs one call on `tier` for `k` permits (already checked) that may wait `max_wait` units.
     #[inline]
-    fn take(
+    pub(super) fn take_key(
         &self,
         key: &K,
         tier: P::Index,
@@ -30,7 +31,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             if state.tier == tier {
                 let decision = self.apply(&state, tier, now, k, max_wait);
                 drop(state);
-                return self.granted(Taken::of(decision, now), key);
+                return self.granted(key, Taken::of(decision, now));
             }
             drop(state);
             return self.take_moved(key, tier, now, k, max_wait);
@@ -38,15 +39,36 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         self.take_new(key, tier, k, now, max_wait)
     }
 
-    /// Counts a call's outcome `taken` (`Err`: refused, the wait it would have had).
+    /// The state of `entry` as of a call on `tier` (numbers `rules`) at `now`: carried over to
+    /// `tier` if its key changed tier since its state was made.
     #[inline(always)]
-    fn granted(&self, taken: Result<Taken, u64>, key: &K) -> Result<Taken, RateLimitExceeded> {
-        match taken {
-            Ok(taken) => {
-                self.rate.count_granted(taken.wait);
-                Ok(taken)
-            }
-            Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+    pub(super) fn view(
+        &self,
+        entry: &KeyEntry<P::Index>,
+        tier: P::Index,
+        rules: &TierRules,
+        now: u64,
+    ) -> u64 {
+        if entry.tier == tier {
+            entry.tat()
+        } else {
+            self.rules(entry.tier).carry(entry.tat(), now, rules)
+        }
+    }
+
+    /// Decides a call on `tier` for the key whose state is `state`.
+    #[inline(always)]
+    pub(super) fn apply(
+        &self,
+        state: &KeyEntry<P::Index>,
+        tier: P::Index,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        match self.tiers.rules(tier) {
+            None => state.apply(&self.rate, now, k, max_wait),
+            Some(rules) => state.apply_rules(&rules, now, k, max_wait),
         }
     }
 
@@ -61,7 +83,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         max_wait: u64,
     ) -> Result<Taken, RateLimitExceeded> {
         match self.take_changed(key, tier, now, k, max_wait) {
-            Some(decision) => self.granted(Taken::of(decision, now), key),
+            Some(decision) => self.granted(key, Taken::of(decision, now)),
             None => self.take_new(key, tier, k, now, max_wait),
         }
     }
@@ -152,7 +174,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                 if let Some(tat) = inserted {
                     self.remember(tat, key);
                 }
-                return self.granted(Taken::of(decision, now), key);
+                return self.granted(key, Taken::of(decision, now));
             }
             match self.make_room(false) {
                 Room::Yes => continue,
@@ -214,7 +236,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         if !self.rate.enabled() {
             return Ok(());
         }
-        self.take(key, tier, 1, 0).map(|_| ())
+        self.take_key(key, tier, 1, 0).map(|_| ())
     }
 
     /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
@@ -231,14 +253,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        let tier = self.pick(key)?;
-        let rules = self.rules(tier);
-        rules.check_permits(self.id(), k)?;
-        if !rules.enabled() {
-            return Ok(());
-        }
-        self.take(key, tier, k, 0)?;
-        Ok(())
+        front::try_acquire_n(self, key, k)
     }
 
     /// Takes one permit for `key` now, or reserves its next one if it arrives within the config's
@@ -258,8 +273,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, P>, RateLimitExceeded> {
-        let tier = self.pick(key)?;
-        self.reserve_valid(key, tier, 1, self.rules(tier).max_wait())
+        front::reserve(self, key)
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
@@ -279,7 +293,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         key: &K,
         k: u32,
     ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
-        self.reserve_units(key, k, None)
+        front::reserve_n(self, key, k, None)
     }
 
     /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
@@ -300,40 +314,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         k: u32,
         max_wait: Duration,
     ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
-        self.reserve_units(key, k, Some(self.rate.units(max_wait)))
-    }
-
-    /// `max_wait` `None`: the config's (the tier's).
-    fn reserve_units(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: Option<u64>,
-    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
-        let tier = self.pick(key)?;
-        let rules = self.rules(tier);
-        rules.check_permits(self.id(), k)?;
-        let max_wait = max_wait.unwrap_or(rules.max_wait());
-        Ok(self.reserve_valid(key, tier, k, max_wait)?)
-    }
-
-    fn reserve_valid(
-        &self,
-        key: &K,
-        tier: P::Index,
-        k: u32,
-        max_wait: u64,
-    ) -> Result<KeyedReservation<'_, K, C, P>, RateLimitExceeded> {
-        if !self.rules(tier).enabled() {
-            let now = self.rate.now();
-            let taken = Taken::uncounted(now);
-            return Ok(KeyedReservation::new(self, key.clone(), taken, 0, k));
-        }
-        let taken = self.take(key, tier, k, max_wait)?;
-        Ok(
-            KeyedReservation::new(self, key.clone(), taken, self.rules(tier).increment(k), k)
-                .in_tier(P::position(tier)),
-        )
+        front::reserve_n(self, key, k, Some(max_wait))
     }
 
     /// Takes one permit for `key`, waiting for it with `waiter` if it arrives within `max_wait`.

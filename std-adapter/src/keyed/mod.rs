@@ -34,6 +34,8 @@
 //! assert!(per_user.try_acquire(&"bob").is_ok()); // ...bob's is not
 //! # Ok::<(), ritmo_core::ConfigError>(())
 //! ```
+//!
+//! [`Reason::KeyCapacity`]: ritmo_core::Reason::KeyCapacity
 
 mod acquire;
 mod entry;
@@ -57,10 +59,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use dashmap::DashMap;
-use ritmo_core::keyed::{
-    Decision, KeyRate, KeyReservation, KeyedStore, OneTier, TierRules, TierSet,
-};
-use ritmo_core::{Clock, Config, Event, KeyListener, Listener, RateLimitExceeded, Reason};
+use ritmo_core::keyed::{KeyRate, KeyReservation, KeyedStore, OneTier, Taken, TierSet};
+use ritmo_core::{Clock, Config, KeyListener, Listener, RateLimitExceeded};
 
 use crate::clock::StdClock;
 
@@ -115,6 +115,8 @@ impl<K: Hash + Eq + Clone> KeyedRateLimiter<K, StdClock> {
     /// assert_eq!(per_ip.available_permits(&client), 4);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
+    ///
+    /// [`Reason::KeyCapacity`]: ritmo_core::Reason::KeyCapacity
     pub fn new(id: &'static str, config: Config, max_keys: usize) -> Self {
         Self::with_clock(id, config, max_keys, StdClock::new())
     }
@@ -291,24 +293,6 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         &self.rate
     }
 
-    fn publish(&self, key: &K, event: Event) {
-        if let Some(listener) = self.rate.listener() {
-            listener.on_event(&event);
-        }
-        if let Some(listener) = self.key_listener {
-            listener.on_event(key, &event);
-        }
-    }
-
-    fn refused(&self, key: &K, reason: Reason, wait: u64) -> RateLimitExceeded {
-        self.rate.count_rejected(reason);
-        let error = self.rate.rejected(reason, wait);
-        if self.rate.listener().is_some() || self.key_listener.is_some() {
-            self.publish(key, Event::Rejected(error));
-        }
-        error
-    }
-
     /// The index of the tier `key` is on now (0 for a limiter of one config); `None` if its
     /// tier function answers an index with no tier.
     ///
@@ -364,51 +348,6 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             Err(_) => None,
         }
     }
-
-    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
-    #[inline(always)]
-    fn pick(&self, key: &K) -> Result<P::Index, RateLimitExceeded> {
-        match self.tiers.pick(key) {
-            Ok(tier) => Ok(tier),
-            Err(_) => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
-        }
-    }
-
-    /// The numbers of `tier` now (for one tier, the config in force).
-    #[inline(always)]
-    fn rules(&self, tier: P::Index) -> TierRules {
-        match self.tiers.rules(tier) {
-            Some(rules) => rules,
-            None => self.rate.rules(),
-        }
-    }
-
-    /// The state of `entry` as of a call on `tier` (numbers `rules`) at `now`: carried over to
-    /// `tier` if its key changed tier since its state was made.
-    #[inline(always)]
-    fn view(&self, entry: &KeyEntry<P::Index>, tier: P::Index, rules: &TierRules, now: u64) -> u64 {
-        if entry.tier == tier {
-            entry.tat()
-        } else {
-            self.rules(entry.tier).carry(entry.tat(), now, rules)
-        }
-    }
-
-    /// Decides a call on `tier` for the key whose state is `state`.
-    #[inline(always)]
-    fn apply(
-        &self,
-        state: &KeyEntry<P::Index>,
-        tier: P::Index,
-        now: u64,
-        k: u32,
-        max_wait: u64,
-    ) -> Decision {
-        match self.tiers.rules(tier) {
-            None => state.apply(&self.rate, now, k, max_wait),
-            Some(rules) => state.apply_rules(&rules, now, k, max_wait),
-        }
-    }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
@@ -462,20 +401,36 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
 /// ```
 pub type KeyedReservation<'a, K, C, P = OneTier> = KeyReservation<'a, K, KeyedRateLimiter<K, C, P>>;
 
+/// The sharded map as a keyed store: a known key under its shard's read lock, a new one put in
+/// within `max_keys` under its write lock.
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateLimiter<K, C, P> {
     type Clock = C;
+    type Tiers = P;
 
     fn key_rate(&self) -> &KeyRate<C> {
         &self.rate
     }
 
-    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
-        self.refund(key, written, increment, tier)
+    fn tiers(&self) -> &P {
+        &self.tiers
     }
 
-    fn publish_key(&self, key: &K, event: Event) {
-        if self.rate.listener().is_some() || self.key_listener.is_some() {
-            self.publish(key, event);
-        }
+    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>> {
+        self.key_listener
+    }
+
+    #[inline]
+    fn take(
+        &self,
+        key: &K,
+        tier: P::Index,
+        k: u32,
+        max_wait: u64,
+    ) -> Result<Taken, RateLimitExceeded> {
+        self.take_key(key, tier, k, max_wait)
+    }
+
+    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
+        self.refund(key, written, increment, tier)
     }
 }

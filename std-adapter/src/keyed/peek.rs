@@ -5,7 +5,7 @@ use std::hash::Hash;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ritmo_core::keyed::TierSet;
+use ritmo_core::keyed::{KeyedStore, TierSet};
 use ritmo_core::{Clock, InvalidPermits, KeySnapshot, KeyedSnapshot};
 
 use super::KeyedRateLimiter;
