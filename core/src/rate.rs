@@ -132,6 +132,17 @@ impl Rate {
         ((hi as u64) << 32) | (lo << shift) as u64
     }
 
+    /// [`units`](Self::units), never inlined: not generic, so its callers in other crates call
+    /// it by its symbol and pass the rate by reference (a private function's fields would be
+    /// loaded at the call site and passed by value, its test on the straight path then a load
+    /// and a test instead of one compare).
+    #[cfg(target_has_atomic = "64")]
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn units_cold(&self, reading: u64) -> u64 {
+        self.units(reading)
+    }
+
     /// An instant in units as a clock reading, rounded up.
     pub(crate) const fn reading_ceil(&self, units: u64) -> u64 {
         let ticks = units >> self.shift;

@@ -23,6 +23,7 @@ use super::{RateLimiter, Reservation};
 
 /// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
 /// as the straight path.
+#[cfg(not(target_has_atomic = "64"))]
 #[cold]
 #[inline(always)]
 fn unlikely() {}
@@ -168,6 +169,20 @@ impl<C: Clock> RateLimiter<C> {
         if self.rate.shift == 0 {
             reading
         } else {
+            self.units_shifted(reading)
+        }
+    }
+
+    /// A reading of a clock slower than 1 GHz in units: out of line on targets with 64-bit
+    /// atomics (the servers whose instruction counts are measured), so that the shift's test is
+    /// one compare with memory and nothing of the conversion sits on the straight path
+    /// ([`Rate::units_cold`]); on microcontrollers, whose clocks are the slow ones, inline.
+    #[inline(always)]
+    fn units_shifted(&self, reading: u64) -> u64 {
+        #[cfg(target_has_atomic = "64")]
+        return self.rate.units_cold(reading);
+        #[cfg(not(target_has_atomic = "64"))]
+        {
             unlikely();
             self.rate.units(reading)
         }
