@@ -456,14 +456,10 @@ impl<C: Clock, const B: usize> Bands<C, B> {
         let now = self.now_units();
         let mut again = Backoff::new();
         'decide: loop {
-            let numbers = self.numbers();
+            let (numbers, mut tats) = self.settled();
             if k == 0 || k > numbers.max_permits {
                 return Charge::Invalid(numbers.max_permits);
             }
-            let Some(mut tats) = self.tats(&numbers) else {
-                again.lost(); // a reconfigure in the meantime: wait it out
-                continue 'decide;
-            };
             let increments = numbers.increments(k);
             let slot = match numbers.slot(&tats, now, &increments) {
                 Ok(slot) => slot,
