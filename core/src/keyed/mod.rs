@@ -86,10 +86,12 @@ mod tiers;
 pub use front::KeyedStore;
 #[doc(hidden)]
 pub use rate::Settled;
+#[doc(hidden)]
 pub use rate::{Decision, KeyRate};
 pub use reservation::KeyReservation;
 #[doc(hidden)]
 pub use reservation::Taken;
+#[doc(hidden)]
 pub use state::KeyState;
 #[doc(hidden)]
 pub use tiers::TierRules;
@@ -440,18 +442,80 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
         N
     }
 
-    /// The rules it applies to each key (for stores of your own that share them).
+    /// The rules it applies to each key; for ritmo-std's keyed store, not part of the API.
+    #[doc(hidden)]
+    pub const fn rate(&self) -> &KeyRate<C> {
+        &self.rate
+    }
+
+    /// Calls admitted at once since it was built, every key together (feature `counters`).
+    /// A statistic kept with a plain load and store: exact on one core, it may undercount when
+    /// two cores admit at the same instant.
     ///
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo_core::{Config, ManualClock};
     /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert_eq!(l.rate().increment(1), 250_000_000);
+    /// let l: KeyedLimiter<u8, _, 4> =
+    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// l.try_acquire(&2).unwrap();
+    /// assert!(l.try_acquire(&1).is_err());
+    /// assert_eq!(l.admitted_count(), 2);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn rate(&self) -> &KeyRate<C> {
-        &self.rate
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn admitted_count(&self) -> u64 {
+        self.rate.admitted_count()
+    }
+
+    /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// let r = l.reserve(&1).unwrap(); // waits a second
+    /// assert_eq!((l.admitted_count(), l.waited_count()), (1, 1));
+    /// # drop(r);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn waited_count(&self) -> u64 {
+        self.rate.waited_count()
+    }
+
+    /// Calls refused for `reason` (feature `counters`): [`Reason::NoPermitInTime`] (the key's
+    /// permits would come too late), [`Reason::KeyCapacity`] (no room for a new key) and
+    /// [`Reason::UnknownTier`] (a tiered limiter's function named no tier); 0 for every other
+    /// reason, which a keyed limiter never refuses a call for.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock, Reason};
+    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// let l: KeyedLimiter<u8, _, 1> =
+    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
+    /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
+    /// assert_eq!(l.rejected_count(Reason::NoPermitInTime), 1);
+    /// assert_eq!(l.rejected_count(Reason::KeyCapacity), 1);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    ///
+    /// [`Reason::NoPermitInTime`]: crate::Reason::NoPermitInTime
+    /// [`Reason::KeyCapacity`]: crate::Reason::KeyCapacity
+    /// [`Reason::UnknownTier`]: crate::Reason::UnknownTier
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    pub fn rejected_count(&self, reason: crate::Reason) -> u64 {
+        self.rate.rejected_count(reason)
     }
 }
 

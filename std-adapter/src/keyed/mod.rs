@@ -1,10 +1,10 @@
 //! [`KeyedRateLimiter`]: one quota per client on a server, in a growable, sharded map whose
 //! size a flood of new keys cannot push past `max_keys`.
 //!
-//! It applies ritmo-core's keyed rules ([`KeyRate`]) with the same exact eviction as the fixed
-//! [`KeyedLimiter`](ritmo_core::KeyedLimiter): a key whose burst is full again (`tat <= now`)
-//! decides every call like a key never seen, so dropping it changes nothing, and a key still
-//! being limited is never dropped. There is no background thread and nothing to call: when the
+//! It applies ritmo-core's keyed rules, through the one keyed front, with the same exact
+//! eviction as the fixed [`KeyedLimiter`](ritmo_core::KeyedLimiter): a key whose burst is full
+//! again (`tat <= now`) decides every call like a key never seen, so dropping it changes nothing,
+//! and a key still being limited is never dropped. There is no background thread and nothing to call: when the
 //! map holds `max_keys` keys and a new one arrives, the map drops its idle keys on the spot and
 //! makes room; if every key is still being limited, the new key is refused with
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
@@ -279,18 +279,78 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         self.held.load(Ordering::Acquire)
     }
 
-    /// The rules it applies to each key.
+    /// The rules it applies to each key; for ritmo-std's metrics, not part of the API.
+    #[doc(hidden)]
+    pub fn rate(&self) -> &KeyRate<C> {
+        &self.rate
+    }
+
+    /// Calls admitted at once since it was built, every key together (feature `metrics`).
+    /// A statistic kept with a plain load and store: exact on one core, it may undercount when
+    /// two cores admit at the same instant.
     ///
     /// ```
     /// # use std::time::Duration;
     /// # use ritmo_core::{Config, ManualClock};
     /// # use ritmo_std::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(l.rate().increment(1), 250_000_000);
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 4, ManualClock::new());
+    /// l.try_acquire(&1u8).unwrap();
+    /// l.try_acquire(&2).unwrap();
+    /// assert!(l.try_acquire(&1).is_err());
+    /// assert_eq!(l.admitted_count(), 2);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn rate(&self) -> &KeyRate<C> {
-        &self.rate
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn admitted_count(&self) -> u64 {
+        self.rate.admitted_count()
+    }
+
+    /// Calls that reserved a later slot for their key, to wait for it (feature `metrics`).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l = KeyedRateLimiter::with_clock("x", c, 4, ManualClock::new());
+    /// l.try_acquire(&1).unwrap();
+    /// let r = l.reserve(&1).unwrap(); // waits a second
+    /// assert_eq!((l.admitted_count(), l.waited_count()), (1, 1));
+    /// # drop(r);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn waited_count(&self) -> u64 {
+        self.rate.waited_count()
+    }
+
+    /// Calls refused for `reason` (feature `metrics`): [`Reason::NoPermitInTime`] (the key's
+    /// permits would come too late), [`Reason::KeyCapacity`] (no room for a new key) and
+    /// [`Reason::UnknownTier`] (a tiered limiter's function named no tier); 0 for every other
+    /// reason, which a keyed limiter never refuses a call for.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo_core::{Config, ManualClock, Reason};
+    /// # use ritmo_std::KeyedRateLimiter;
+    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 1, ManualClock::new());
+    /// l.try_acquire(&1).unwrap();
+    /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
+    /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
+    /// assert_eq!(l.rejected_count(Reason::NoPermitInTime), 1);
+    /// assert_eq!(l.rejected_count(Reason::KeyCapacity), 1);
+    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// ```
+    ///
+    /// [`Reason::NoPermitInTime`]: ritmo_core::Reason::NoPermitInTime
+    /// [`Reason::KeyCapacity`]: ritmo_core::Reason::KeyCapacity
+    /// [`Reason::UnknownTier`]: ritmo_core::Reason::UnknownTier
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn rejected_count(&self, reason: ritmo_core::Reason) -> u64 {
+        self.rate.rejected_count(reason)
     }
 
     /// The index of the tier `key` is on now (0 for a limiter of one config); `None` if its
