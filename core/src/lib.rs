@@ -25,6 +25,7 @@ mod log;
 pub mod prelude;
 mod rate;
 pub mod registry;
+mod reservation;
 pub mod settings;
 mod state;
 mod wait;
@@ -53,5 +54,8 @@ pub use limiter::{RateLimiter, Reservation, Snapshot};
 #[cfg(feature = "defmt")]
 pub use log::DefmtListener;
 pub use registry::Registry;
+pub use reservation::Held;
+#[doc(hidden)]
+pub use reservation::Holder;
 pub use settings::{Overrides, Setting, Settings};
 pub use wait::{AdvanceClock, AsyncClock, BlockingClock, ClockWait, Interrupted, Wait};

@@ -303,3 +303,77 @@ fn a_keyed_table_on_a_slow_clock_refills_each_period() {
     peers.try_acquire_n(&1, 3).unwrap();
     assert!(peers.try_acquire(&1).is_err());
 }
+
+/// A keyed reservation given up is reported to whichever listener the limiter has: a plain one
+/// alone, a key listener alone (with its key), and neither when it holds nothing (a disabled
+/// limiter).
+#[test]
+fn a_released_keyed_reservation_reaches_each_listener() {
+    struct Keys(Mutex<Vec<(u8, Event)>>);
+    impl ritmo_core::keyed::KeyListener<u8> for Keys {
+        fn on_event(&self, key: &u8, event: &Event) {
+            self.0.lock().unwrap().push((*key, *event));
+        }
+    }
+    let released = |returned| Event::Released {
+        id: "peers",
+        permits: 1,
+        reason: Reason::Cancelled,
+        returned,
+    };
+
+    let plain = Recorder::leak();
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("peers", per_second(1), ManualClock::new(), 0)
+            .with_listener(plain);
+    assert!(l.reserve(&7).unwrap().cancel());
+    assert_eq!(plain.take(), [released(true)]);
+
+    let keys: &'static Keys = Box::leak(Box::new(Keys(Mutex::new(Vec::new()))));
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("peers", per_second(1), ManualClock::new(), 0)
+            .with_key_listener(keys);
+    drop(l.reserve(&9).unwrap());
+    assert_eq!(*keys.0.lock().unwrap(), [(9, released(true))]);
+
+    let disabled = Recorder::leak();
+    let off = Config::new(1, Duration::from_secs(1))
+        .unwrap()
+        .with_enabled(false);
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("peers", off, ManualClock::new(), 0).with_listener(disabled);
+    assert!(l.reserve(&7).unwrap().cancel());
+    assert_eq!(disabled.take(), []);
+}
+
+/// Every kind's reservation says how long is left to its slot, rounded up to the whole tick as
+/// its wait is: bands too (one reservation type for every kind).
+#[test]
+fn every_kind_of_reservation_counts_down_to_its_slot() {
+    let clock = ManualClock::<32_768>::with_reading(0);
+    let wait = Duration::from_secs(1);
+    let single = RateLimiter::new("one", per_second(1).with_max_wait(wait), &clock);
+    let bands = Bands::new("radio", [per_second(1), per_second(2)], &clock).with_max_wait(wait);
+    let keyed: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("peers", per_second(1).with_max_wait(wait), &clock, 0);
+    single.try_acquire().unwrap();
+    bands.try_acquire().unwrap();
+    keyed.try_acquire(&1).unwrap();
+    let (a, b, c) = (
+        single.reserve().unwrap(),
+        bands.reserve().unwrap(),
+        keyed.reserve(&1).unwrap(),
+    );
+    clock.advance(Duration::from_millis(250)); // 8192 ticks
+    // 1 s is 32768 ticks: 24576 are left, 750 ms exactly.
+    for left in [a.remaining(), b.remaining(), c.remaining()] {
+        assert_eq!(left, Duration::from_millis(750));
+    }
+    clock.advance(Duration::from_millis(750));
+    assert_eq!(
+        [a.remaining(), b.remaining(), c.remaining()],
+        [Duration::ZERO; 3]
+    );
+    assert!(a.is_ready() && b.is_ready() && c.is_ready());
+    (a.commit(), b.commit(), c.commit());
+}

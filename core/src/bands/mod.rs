@@ -41,6 +41,8 @@ use crate::wait::{AdvanceClock, Wait};
 mod live;
 mod reservation;
 
+use crate::reservation::Held;
+use reservation::BandsCharge;
 pub use reservation::BandsReservation;
 
 /// Several rate limits applied together to one stream of calls: "10 per second *and* 1000 per
@@ -634,16 +636,12 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                         wait: self.rates[0].wait_duration(wait),
                     });
                 }
-                Ok(BandsReservation {
-                    bands: self,
+                let charge = BandsCharge {
                     written,
                     moved,
-                    slot,
-                    wait,
-                    permits: k,
                     seq,
-                    settled: false,
-                })
+                };
+                Ok(Held::new(self, charge, slot, wait, k))
             }
             Charge::Refused(wait) => Err(self.rejected(wait).into()),
             Charge::Invalid(max) => Err(InvalidPermits::new(self.id, k, max).into()),

@@ -1,18 +1,18 @@
-//! [`BandsReservation`]: permits a call holds in every band for its slot.
+//! [`BandsReservation`]: permits a call holds in every band for its slot, [`Held`] over the
+//! band states it charged.
 
-use core::fmt;
 use core::time::Duration;
 
 use super::Bands;
 use crate::clock::Clock;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;
-use crate::wait::Wait;
+use crate::reservation::{Held, Holder};
 
 /// Permits taken from every band of a [`Bands`] now or reserved for a slot: commit it when the
-/// work runs, or let it go.
+/// work runs, or let it go (see [`Held`] for every method).
 ///
-/// Dropping or [`cancel`](BandsReservation::cancel)ling it before it is committed gives every
+/// Dropping or [`cancel`](Held::cancel)ling it before it is committed gives every
 /// band's charge back, exactly, if it is still the newest reservation in every band (no later call
 /// charged any band after it); otherwise it gives nothing back and its slot stays unused.
 ///
@@ -24,129 +24,77 @@ use crate::wait::Wait;
 /// assert_eq!(b.available_permits(), 1);
 /// # Ok::<(), ritmo_core::ConfigError>(())
 /// ```
-#[must_use = "a reservation returns its permits when dropped: commit it once the work runs"]
-pub struct BandsReservation<'a, C: Clock, const B: usize> {
-    pub(super) bands: &'a Bands<C, B>,
+pub type BandsReservation<'a, C, const B: usize> = Held<'a, Bands<C, B>, BandsCharge<B>>;
+
+/// What a reservation on bands charged: the state it wrote in each band and how far it moved it,
+/// in the generation `seq` of the bands' states.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct BandsCharge<const B: usize> {
     pub(super) written: [u64; B],
     pub(super) moved: [u64; B],
-    pub(super) slot: u64,
-    pub(super) wait: u64,
-    pub(super) permits: u32,
-    /// The sequence number of the bands' numbers it was decided with: a reconfigure since moved
-    /// the states, and a refund then returns nothing.
     pub(super) seq: u32,
-    pub(super) settled: bool,
 }
 
-impl<C: Clock, const B: usize> fmt::Debug for BandsReservation<'_, C, B> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BandsReservation")
-            .field("bands", &self.bands.id)
-            .field("permits", &self.permits)
-            .field("slot", &self.slot)
-            .field("wait", &self.wait_time())
-            .finish()
-    }
-}
+impl<C: Clock, const B: usize> Holder<BandsCharge<B>> for Bands<C, B> {
+    type Clock = C;
+    const KIND: &'static str = "BandsReservation";
 
-impl<C: Clock, const B: usize> BandsReservation<'_, C, B> {
-    /// How many permits it holds in each band.
-    pub fn permits(&self) -> u32 {
-        self.permits
+    fn holder_id(&self) -> &'static str {
+        self.id
     }
 
-    /// How long, from when it was made, the caller must wait for the slot (zero if every band had
-    /// the permits at once), rounded up.
-    pub fn wait_time(&self) -> Duration {
-        self.bands.rates[0].wait_duration(self.wait)
+    fn holder_clock(&self) -> &C {
+        &self.clock
     }
 
-    /// The slot as a reading of the clock (rounded up to a whole tick).
-    pub fn slot(&self) -> u64 {
-        self.bands.rates[0].reading_ceil(self.slot)
+    fn units_now(&self) -> u64 {
+        self.now_units()
     }
 
-    /// Whether the slot has arrived.
-    pub fn is_ready(&self) -> bool {
-        self.bands.now_units() >= self.slot
+    fn wait_duration(&self, units: u64) -> Duration {
+        self.rates[0].wait_duration(units)
     }
 
-    /// Keeps the permits: the work runs (or has run).
-    pub fn commit(mut self) {
-        self.settled = true;
+    fn reading_ceil(&self, units: u64) -> u64 {
+        self.rates[0].reading_ceil(units)
     }
 
-    /// Gives the reservation up before its work runs; returns whether every band got its permits
-    /// back.
-    pub fn cancel(mut self) -> bool {
-        self.release(Reason::Cancelled)
+    fn refusal(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
+        let rate = &self.rates[0];
+        RateLimitExceeded::new(self.id, reason, wait, rate.unit_hz, rate.shift)
     }
 
-    /// Waits for the slot with `waiter`, then commits; if interrupted, gives the permits back and
-    /// fails with [`Reason::Interrupted`].
-    pub fn wait_with<W: Wait<C> + ?Sized>(self, waiter: &mut W) -> Result<(), RateLimitExceeded> {
-        if self.wait > 0
-            && !self.is_ready()
-            && waiter.wait_until(&self.bands.clock, self.slot()).is_err()
-        {
-            return Err(self.interrupted());
-        }
-        self.commit();
-        Ok(())
+    fn charged(_charge: &BandsCharge<B>) -> bool {
+        true
     }
 
-    /// Gives the reservation up because its waiter was interrupted, and returns the error the
-    /// call should fail with ([`Reason::Interrupted`], `retry_after` the time left to the slot).
-    pub fn interrupted(mut self) -> RateLimitExceeded {
-        let left = self.slot.saturating_sub(self.bands.now_units());
-        self.release(Reason::Interrupted);
-        RateLimitExceeded::new(
-            self.bands.id,
-            Reason::Interrupted,
-            left,
-            self.bands.rates[0].unit_hz,
-            self.bands.rates[0].shift,
-        )
-    }
-
-    fn release(&mut self, reason: Reason) -> bool {
-        if self.settled {
-            return false;
-        }
-        self.settled = true;
+    fn give_back(&self, charge: &BandsCharge<B>) -> bool {
         // The newest reservation in every band, or it returns nothing: a reservation that a
         // later call overtook in one band is no longer the newest, and gives back no band.
         // A reconfigure since it was made moved the states (and converted this charge with
         // them): nothing to give back then.
-        let numbers = self.bands.numbers();
-        let states = self.bands.states(self.seq);
+        let numbers = self.numbers();
+        let states = self.states(charge.seq);
         let enabled = |i: &usize| numbers.rates[*i].enabled();
-        let newest = numbers.seq == self.seq
+        let newest = numbers.seq == charge.seq
             && (0..B)
                 .filter(enabled)
-                .all(|i| states[i].tat() == self.written[i]);
+                .all(|i| states[i].tat() == charge.written[i]);
         let mut returned = newest;
         if newest {
             for i in (0..B).filter(enabled) {
                 // Only a call racing this one (or a reconfigure) can make a step fail: it then
                 // stays unused there.
-                returned &= states[i].refund(self.written[i], self.moved[i]);
+                returned &= states[i].refund(charge.written[i], charge.moved[i]);
             }
-        }
-        if let Some(listener) = self.bands.listener {
-            listener.on_event(&Event::Released {
-                id: self.bands.id,
-                permits: self.permits,
-                reason,
-                returned,
-            });
         }
         returned
     }
-}
 
-impl<C: Clock, const B: usize> Drop for BandsReservation<'_, C, B> {
-    fn drop(&mut self) {
-        self.release(Reason::Cancelled);
+    fn publish_release(&self, _charge: &BandsCharge<B>, event: Event) {
+        if let Some(listener) = self.listener {
+            listener.on_event(&event);
+        }
     }
 }

@@ -185,18 +185,23 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
 ) -> Result<KeyReservation<'a, K, S>, RateLimitExceeded> {
     if !store.rules(tier).enabled() {
         let now = store.key_rate().now();
-        return Ok(KeyReservation::new(
+        return Ok(KeyReservation::of(
             store,
             key.clone(),
             Taken::uncounted(now),
             0,
             k,
+            0,
         ));
     }
     let taken = store.take(key, tier, k, max_wait)?;
     // The numbers the call was decided with (a reconfigure may have come since the check).
-    Ok(
-        KeyReservation::new(store, key.clone(), taken, store.rules(tier).increment(k), k)
-            .in_tier(<S::Tiers as TierSet<K>>::position(tier)),
-    )
+    Ok(KeyReservation::of(
+        store,
+        key.clone(),
+        taken,
+        store.rules(tier).increment(k),
+        k,
+        <S::Tiers as TierSet<K>>::position(tier),
+    ))
 }

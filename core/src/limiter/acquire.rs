@@ -390,7 +390,7 @@ impl<C: Clock> RateLimiter<C> {
         self.check_permits(k)?;
         let now = self.now_units();
         if !self.rate.enabled() {
-            return Ok(Reservation::new(self, 0, 0, now, 0, k));
+            return Ok(Reservation::of(self, 0, 0, now, 0, k));
         }
         let increment = self.rate.increment(k);
         match self
@@ -399,13 +399,13 @@ impl<C: Clock> RateLimiter<C> {
         {
             Reserve::Now { new_tat } => {
                 self.count_admitted();
-                Ok(Reservation::new(self, new_tat, increment, now, 0, k))
+                Ok(Reservation::of(self, new_tat, increment, now, 0, k))
             }
             Reserve::Wait { new_tat, wait } => {
                 if let Some(listener) = self.listener {
                     publish_waiting(listener, self.id, k, self.rate.wait_duration(wait));
                 }
-                Ok(Reservation::new(
+                Ok(Reservation::of(
                     self,
                     new_tat,
                     increment,

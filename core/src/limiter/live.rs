@@ -385,11 +385,11 @@ impl<C: Clock> RateLimiter<C> {
                     });
                 }
                 let mut r =
-                    Reservation::new(self, written, increment, now.saturating_add(wait), wait, k);
-                r.seq = seq;
+                    Reservation::of(self, written, increment, now.saturating_add(wait), wait, k);
+                r.charge_mut().seq = seq;
                 Ok(r)
             }
-            Outcome::Disabled => Ok(Reservation::new(self, 0, 0, now, 0, k)),
+            Outcome::Disabled => Ok(Reservation::of(self, 0, 0, now, 0, k)),
             Outcome::Refused(wait) => Err(self.rejected(wait).into()),
             Outcome::Invalid(permits) => Err(InvalidPermits::new(self.id, k, permits).into()),
         }
