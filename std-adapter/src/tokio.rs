@@ -37,7 +37,7 @@ use core::future::Future;
 use core::time::Duration;
 
 use ritmo_core::{
-    AcquireError, AsyncClock, Clock, FixedRateClock, RateLimitExceeded, RateLimiter, Reservation,
+    AcquireError, AsyncClock, Clock, FixedRateClock, Held, Holder, RateLimitExceeded, RateLimiter,
     TickRate,
 };
 
@@ -194,20 +194,11 @@ pub trait AsyncExt: sealed::Sealed {
         F: Future<Output = Result<T, E>>;
 }
 
-/// Sleeps until the reservation's slot, then keeps it. Dropped before the poll that finds the
-/// slot arrived, the reservation goes with it and gives its permits back.
-async fn wait_for_slot<C: Clock>(reservation: Reservation<'_, C>) {
-    let clock = reservation.limiter().clock();
-    let deadline = reservation.slot();
-    let rate = clock.tick_rate();
-    loop {
-        let now = clock.now();
-        if now >= deadline {
-            break;
-        }
-        let left = rate.duration_ceil(deadline - now);
-        tokio::time::sleep_until(tokio::time::Instant::now() + left).await;
-    }
+/// Sleeps until the reservation's slot, then keeps it: any kind's reservation (one limiter's, a
+/// keyed limiter's). Dropped before the poll that finds the slot arrived, the reservation goes
+/// with it and gives its permits back.
+pub(crate) async fn wait_for_slot<H: Holder<T> + ?Sized, T>(reservation: Held<'_, H, T>) {
+    sleep_until_reading(reservation.limiter().holder_clock(), reservation.slot()).await;
     reservation.commit();
 }
 

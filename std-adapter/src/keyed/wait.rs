@@ -7,8 +7,6 @@ use ritmo_core::keyed::TierSet;
 use ritmo_core::{AcquireError, Clock, RateLimitExceeded};
 
 use super::KeyedRateLimiter;
-#[cfg(feature = "tokio")]
-use super::KeyedReservation;
 use crate::wait::ParkWait;
 
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
@@ -110,7 +108,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # }
     /// ```
     pub async fn acquire_async(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        sleep_until_slot(self.reserve(key)?).await;
+        crate::tokio::wait_for_slot(self.reserve(key)?).await;
         Ok(())
     }
 
@@ -131,7 +129,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # }
     /// ```
     pub async fn acquire_n_async(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        sleep_until_slot(self.reserve_n(key, k)?).await;
+        crate::tokio::wait_for_slot(self.reserve_n(key, k)?).await;
         Ok(())
     }
 
@@ -185,24 +183,4 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         self.acquire_async(key).await?;
         work.await
     }
-}
-
-/// Sleeps until the reservation's slot, then keeps it; dropped before that, the reservation goes
-/// with it and gives its permits back.
-#[cfg(feature = "tokio")]
-async fn sleep_until_slot<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>>(
-    reservation: KeyedReservation<'_, K, C, P>,
-) {
-    let clock = reservation.limiter().clock();
-    let deadline = reservation.slot();
-    let rate = clock.tick_rate();
-    loop {
-        let now = clock.now();
-        if now >= deadline {
-            break;
-        }
-        let left = rate.duration_ceil(deadline - now);
-        tokio::time::sleep_until(tokio::time::Instant::now() + left).await;
-    }
-    reservation.commit();
 }
