@@ -377,3 +377,23 @@ fn every_kind_of_reservation_counts_down_to_its_slot() {
     assert!(a.is_ready() && b.is_ready() && c.is_ready());
     (a.commit(), b.commit(), c.commit());
 }
+
+/// A reservation's `Debug` names its kind, its limiter, its permits, its slot and its wait.
+#[test]
+fn every_kind_of_reservation_shows_itself_in_debug() {
+    let clock = ManualClock::new();
+    let single = RateLimiter::new("one", per_second(2), &clock);
+    let bands = Bands::new("radio", [per_second(2), per_second(4)], &clock);
+    let keyed: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("peers", per_second(2), &clock, 0);
+    let shown = [
+        format!("{:?}", single.reserve_n(2).unwrap()),
+        format!("{:?}", bands.reserve_n(2).unwrap()),
+        format!("{:?}", keyed.reserve_n(&1, 2).unwrap()),
+    ];
+    let expected = [
+        "Reservation { limiter: \"one\", permits: 2, slot: 0, wait: 0ns }",
+        "BandsReservation { limiter: \"radio\", permits: 2, slot: 0, wait: 0ns }",
+        "KeyedReservation { limiter: \"peers\", permits: 2, slot: 0, wait: 0ns }",
+    ];
+    assert_eq!(shown, expected);
+}
