@@ -375,7 +375,9 @@ fn every_kind_of_reservation_counts_down_to_its_slot() {
         [Duration::ZERO; 3]
     );
     assert!(a.is_ready() && b.is_ready() && c.is_ready());
-    (a.commit(), b.commit(), c.commit());
+    a.commit();
+    b.commit();
+    c.commit();
 }
 
 /// A reservation's `Debug` names its kind, its limiter, its permits, its slot and its wait.

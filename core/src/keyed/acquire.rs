@@ -4,7 +4,7 @@
 use core::hash::Hash;
 use core::time::Duration;
 
-use super::front::{self, KeyedStore};
+use super::front::{self, KeyedStore, Peek, Peeked};
 use super::rate;
 use super::rate::KeyRate;
 use super::table::Probe;
@@ -241,6 +241,21 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
             })
         });
         self.granted(key, result)
+    }
+
+    fn peek(&self, key: &K, tier: P::Index) -> Peek {
+        let reading = self.rate.now();
+        self.table.with(|t| {
+            let now = t.observe(reading);
+            // The numbers under the table's lock: a reconfigure converts the keys under it.
+            let rules = self.rules(tier);
+            let key = match t.probe(key, now) {
+                Probe::Found(i) => Peeked::State(self.view(&t.slots[i], tier, &rules, now)),
+                Probe::Vacant(_) => Peeked::Absent,
+                Probe::Full { soonest } => Peeked::NoRoom(soonest - now),
+            };
+            Peek { rules, now, key }
+        })
     }
 
     /// Gives back what a reservation on tier `tier` took, if the key was not changed since.

@@ -12,7 +12,7 @@ use super::rate::KeyRate;
 use super::reservation::{KeyReservation, Taken};
 use super::tiers::{TierRules, TierSet};
 use crate::clock::Clock;
-use crate::error::{AcquireError, RateLimitExceeded, Reason};
+use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::Event;
 
 /// A keyed limiter's store of key states, under the front every keyed limiter shares. Implemented
@@ -42,6 +42,9 @@ pub trait KeyedStore<K: 'static> {
     /// Gives back what a reservation on tier `tier` (0 for one tier) wrote (`written`, having
     /// added `increment`) if `key` was not changed since; whether it went back.
     fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool;
+    /// What the store holds for `key` on `tier` now, changing no state (a store may reclaim idle
+    /// keys meanwhile: that changes no decision).
+    fn peek(&self, key: &K, tier: <Self::Tiers as TierSet<K>>::Index) -> Peek;
 
     /// Tells the limiter's listeners, if it has any, about `event` on `key`.
     #[inline]
@@ -98,6 +101,76 @@ pub trait KeyedStore<K: 'static> {
             None => self.key_rate().rules(),
         }
     }
+}
+
+/// What a keyed store holds for a key now: the numbers of its tier, the instant, and the key's
+/// state or why it has none.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Peek {
+    /// The numbers of the key's tier, as the store read them.
+    pub rules: TierRules,
+    /// The clock's reading, in units.
+    pub now: u64,
+    /// The key's state.
+    pub key: Peeked,
+}
+
+/// A key's state in a [`Peek`].
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Peeked {
+    /// Held: its state, carried over to the tier asked about.
+    State(u64),
+    /// Not held, and there is room for it: it would start with a full burst.
+    Absent,
+    /// Not held, and no room for it for this many units.
+    NoRoom(u64),
+}
+
+/// `available_permits` of every keyed limiter: calls of one permit `key` would pass now.
+#[doc(hidden)]
+pub fn available_permits<K: 'static, S: KeyedStore<K>>(store: &S, key: &K) -> u32 {
+    let Ok(tier) = store.tiers().pick(key) else {
+        return 0;
+    };
+    let rules = store.rules(tier);
+    if !rules.enabled() {
+        return rules.permits();
+    }
+    let peek = store.peek(key, tier);
+    match peek.key {
+        Peeked::State(tat) => peek.rules.available(tat, peek.now),
+        Peeked::Absent => peek.rules.permits(),
+        Peeked::NoRoom(_) => 0,
+    }
+}
+
+/// `retry_after_n` of every keyed limiter: how long until `k` permits for `key` would pass at
+/// once; for a key whose tier function answers no tier, as long as a wait can be.
+#[doc(hidden)]
+pub fn retry_after_n<K: 'static, S: KeyedStore<K>>(
+    store: &S,
+    key: &K,
+    k: u32,
+) -> Result<Duration, InvalidPermits> {
+    let rate = store.key_rate();
+    let Ok(tier) = store.tiers().pick(key) else {
+        return Ok(rate.duration(u64::MAX));
+    };
+    let rules = store.rules(tier);
+    rules.check_permits(rate.id(), k)?;
+    if !rules.enabled() {
+        return Ok(Duration::ZERO);
+    }
+    let peek = store.peek(key, tier);
+    let fresh = peek.rules.wait(0, peek.now, k);
+    let wait = match peek.key {
+        Peeked::State(tat) => peek.rules.wait(tat, peek.now, k),
+        Peeked::Absent => fresh,
+        Peeked::NoRoom(room) => room.max(fresh),
+    };
+    Ok(rate.duration(wait))
 }
 
 /// Tells `store`'s listeners about `event` on `key`: out of line, so that a limiter without

@@ -4,8 +4,7 @@
 use core::hash::Hash;
 use core::time::Duration;
 
-use super::front::KeyedStore;
-use super::table::Probe;
+use super::front::{self, KeyedStore};
 use super::{KeySnapshot, KeyedLimiter, KeyedSnapshot, TierSet};
 use crate::clock::Clock;
 
@@ -25,23 +24,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn available_permits(&self, key: &K) -> u32 {
-        let Ok(tier) = self.tiers.pick(key) else {
-            return 0;
-        };
-        let rules = self.rules(tier);
-        if !rules.enabled() {
-            return rules.permits();
-        }
-        let reading = self.rate.now();
-        self.table.with(|t| {
-            let now = t.observe(reading);
-            let rules = self.rules(tier);
-            match t.probe(key, now) {
-                Probe::Found(i) => rules.available(self.view(&t.slots[i], tier, &rules, now), now),
-                Probe::Vacant(_) => rules.permits(),
-                Probe::Full { .. } => 0,
-            }
-        })
+        front::available_permits(self, key)
     }
 
     /// How long until one permit for `key` would pass without waiting: zero if one is there now;
@@ -76,25 +59,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// For a key whose tier function answers no tier, as long as a wait can be (never).
     pub fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, crate::error::InvalidPermits> {
-        let Ok(tier) = self.tiers.pick(key) else {
-            return Ok(self.rate.duration(u64::MAX));
-        };
-        let rules = self.rules(tier);
-        rules.check_permits(self.id(), k)?;
-        if !rules.enabled() {
-            return Ok(Duration::ZERO);
-        }
-        let reading = self.rate.now();
-        let wait = self.table.with(|t| {
-            let now = t.observe(reading);
-            let rules = self.rules(tier);
-            match t.probe(key, now) {
-                Probe::Found(i) => rules.wait(self.view(&t.slots[i], tier, &rules, now), now, k),
-                Probe::Vacant(_) => rules.wait(0, now, k),
-                Probe::Full { soonest } => soonest - now,
-            }
-        });
-        Ok(self.rate.duration(wait))
+        front::retry_after_n(self, key, k)
     }
 
     /// How many keys are being limited right now (not idle). Idle keys still in the table are

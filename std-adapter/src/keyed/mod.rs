@@ -59,6 +59,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use dashmap::DashMap;
+use ritmo_core::keyed::front::Peek;
 use ritmo_core::keyed::{KeyRate, KeyReservation, KeyedStore, OneTier, Taken, TierSet};
 use ritmo_core::{Clock, Config, KeyListener, Listener, RateLimitExceeded};
 
@@ -492,5 +493,9 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateL
 
     fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
         self.refund(key, written, increment, tier)
+    }
+
+    fn peek(&self, key: &K, tier: P::Index) -> Peek {
+        self.peek_key(key, tier)
     }
 }

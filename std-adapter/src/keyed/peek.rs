@@ -5,6 +5,7 @@ use std::hash::Hash;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use ritmo_core::keyed::front::{self, Peek, Peeked};
 use ritmo_core::keyed::{KeyedStore, TierSet};
 use ritmo_core::{Clock, InvalidPermits, KeySnapshot, KeyedSnapshot};
 
@@ -12,6 +13,32 @@ use super::KeyedRateLimiter;
 use super::reclaim::Room;
 
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
+    /// What the map holds for `key` on `tier` now ([`KeyedStore::peek`]): a key not held has
+    /// room if the map is below `max_keys` or idle keys can be dropped for it.
+    ///
+    /// [`KeyedStore::peek`]: ritmo_core::keyed::KeyedStore::peek
+    pub(super) fn peek_key(&self, key: &K, tier: P::Index) -> Peek {
+        let now = self.rate.now();
+        let rules = self.rules(tier);
+        if let Some(state) = self.map.get(key) {
+            let tat = self.view(&state, tier, &rules, now);
+            return Peek {
+                rules,
+                now,
+                key: Peeked::State(tat),
+            };
+        }
+        let key = if self.held.load(Ordering::Acquire) < self.max_keys {
+            Peeked::Absent
+        } else {
+            match self.make_room(false) {
+                Room::Yes => Peeked::Absent,
+                Room::No(wait) => Peeked::NoRoom(wait),
+            }
+        };
+        Peek { rules, now, key }
+    }
+
     /// Calls of one permit `key` would pass right now without waiting, in `0..=permits`: the full
     /// burst for a key never seen, 0 for a new key the map has no room for (and for a key whose
     /// tier function answers no tier). For a key that changed tier, what it would have once
@@ -27,27 +54,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn available_permits(&self, key: &K) -> u32 {
-        let Ok(tier) = self.tiers.pick(key) else {
-            return 0;
-        };
-        let now = self.rate.now();
-        let rules = self.rules(tier);
-        if let Some(state) = self.map.get(key) {
-            return rules.available(self.view(&state, tier, &rules, now), now);
-        }
-        if !rules.enabled() || self.has_room() {
-            rules.permits()
-        } else {
-            0
-        }
+        front::available_permits(self, key)
     }
 
     /// Whether a new key would find room now (dropping idle keys to make it, if need be).
-    fn has_room(&self) -> bool {
-        self.held.load(Ordering::Acquire) < self.max_keys
-            || matches!(self.make_room(false), Room::Yes)
-    }
-
     /// How long until one permit for `key` would pass without waiting: zero if one is there now;
     /// for a new key the map has no room for, when the soonest key may be idle. Takes nothing.
     ///
@@ -80,28 +90,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// For a key whose tier function answers no tier, as long as a wait can be (never).
     pub fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, InvalidPermits> {
-        let Ok(tier) = self.tiers.pick(key) else {
-            return Ok(self.rate.duration(u64::MAX));
-        };
-        let rules = self.rules(tier);
-        rules.check_permits(self.id(), k)?;
-        if !rules.enabled() {
-            return Ok(Duration::ZERO);
-        }
-        let now = self.rate.now();
-        if let Some(state) = self.map.get(key) {
-            let tat = self.view(&state, tier, &rules, now);
-            return Ok(self.rate.duration(rules.wait(tat, now, k)));
-        }
-        let wait = if self.held.load(Ordering::Acquire) < self.max_keys {
-            0
-        } else {
-            match self.make_room(false) {
-                Room::Yes => 0,
-                Room::No(wait) => wait,
-            }
-        };
-        Ok(self.rate.duration(wait.max(rules.wait(0, now, k))))
+        front::retry_after_n(self, key, k)
     }
 
     /// How many keys are being limited right now (not idle). Scans the map.
