@@ -345,3 +345,18 @@ impl<T> Lock<T> {
         f(&mut self.0.lock().unwrap())
     }
 }
+
+/// Runs `f`, which reads and writes several [`U64Cell`]s, as one step that no other call can
+/// split where that is cheap: on targets without 64-bit atomics (microcontrollers), where every
+/// cell is a critical section anyway, inside one critical section, so an interrupt handler's call
+/// lands before or after it, never between two of its cells; elsewhere as it is (threads race
+/// through each cell's compare-and-swap). For bands, whose charge spans a word per band: split,
+/// a charge whose later band ran out after an earlier band was charged and charged again by
+/// someone else could not give that earlier charge back.
+#[inline(always)]
+pub(crate) fn indivisible<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(all(not(all(test, loom)), not(target_has_atomic = "64")))]
+    return critical_section::with(|_| f());
+    #[cfg(any(all(test, loom), target_has_atomic = "64"))]
+    f()
+}

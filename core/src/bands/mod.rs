@@ -455,7 +455,14 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// Charges every enabled band for `k` permits if their permits arrive within `max_wait`
     /// units (`None`: the bands' own).
     fn charge(&self, k: u32, max_wait: Option<u64>) -> Charge<B> {
+        // The clock read before the critical section (a hardware clock may count its wraps in
+        // an interrupt), as the keyed table does.
         let now = self.now_units();
+        crate::sync::indivisible(|| self.charge_bands(now, k, max_wait))
+    }
+
+    /// [`charge`](Self::charge) at `now`, each band's word on its own.
+    fn charge_bands(&self, now: u64, k: u32, max_wait: Option<u64>) -> Charge<B> {
         let mut again = Backoff::new();
         'decide: loop {
             let (numbers, mut tats) = self.settled();

@@ -70,6 +70,19 @@ impl<C: Clock, const B: usize> Holder<BandsCharge<B>> for Bands<C, B> {
     }
 
     fn give_back(&self, charge: &BandsCharge<B>) -> bool {
+        crate::sync::indivisible(|| self.give_back_bands(charge))
+    }
+
+    fn publish_release(&self, _charge: &BandsCharge<B>, event: Event) {
+        if let Some(listener) = self.listener {
+            listener.on_event(&event);
+        }
+    }
+}
+
+impl<C: Clock, const B: usize> Bands<C, B> {
+    /// [`give_back`](Holder::give_back), each band's word on its own.
+    fn give_back_bands(&self, charge: &BandsCharge<B>) -> bool {
         // The newest reservation in every band, or it returns nothing: a reservation that a
         // later call overtook in one band is no longer the newest, and gives back no band.
         // A reconfigure since it was made moved the states (and converted this charge with
@@ -90,11 +103,5 @@ impl<C: Clock, const B: usize> Holder<BandsCharge<B>> for Bands<C, B> {
             }
         }
         returned
-    }
-
-    fn publish_release(&self, _charge: &BandsCharge<B>, event: Event) {
-        if let Some(listener) = self.listener {
-            listener.on_event(&event);
-        }
     }
 }
