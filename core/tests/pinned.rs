@@ -399,3 +399,15 @@ fn every_kind_of_reservation_shows_itself_in_debug() {
     ];
     assert_eq!(shown, expected);
 }
+
+/// A disabled limiter's reservation holds nothing: cancelling it says its permits went back, and
+/// no listener hears of it (there was nothing to give back).
+#[test]
+fn a_disabled_limiters_reservation_goes_back_without_a_word() {
+    let recorder = Recorder::leak();
+    let off = per_second(1).with_enabled(false);
+    let single = RateLimiter::new("one", off, ManualClock::new()).with_listener(recorder);
+    assert!(single.reserve().unwrap().cancel());
+    drop(single.reserve_n(1).unwrap());
+    assert_eq!(recorder.take(), []);
+}
