@@ -10,7 +10,7 @@
 
 use crate::gcra::{self, Refused, Reserve};
 use crate::rate::Rate;
-use crate::sync::U64Cell;
+use crate::sync::{Backoff, U64Cell};
 #[cfg(feature = "reconfigure")]
 use crate::sync::{Seq, fence_acquire};
 
@@ -39,46 +39,6 @@ pub(crate) struct State {
     tat: U64Cell,
 }
 
-/// How a call that lost a compare-and-swap waits before it decides again: the one backoff of
-/// every CAS loop in ritmo.
-///
-/// A lost CAS means another core wrote the word a moment ago; trying again at once mostly loses
-/// again and pulls the cache line away from the winner. So a loss spins `core::hint::spin_loop`
-/// 8 times, the next 16, then 32, and every later loss in a row 64 times. Each wait
-/// is bounded and the loop stays lock-free (a loss means another call won). It never yields or
-/// parks: core runs without an operating system, and a call that lost has only to wait out
-/// another core's few instructions. The first try of a call never waits: an uncontended call
-/// costs what it did, and a rejection stays one load.
-#[derive(Debug)]
-pub(crate) struct Backoff(u32);
-
-/// The first loss spins `2^3` = 8 times: fewer is shorter than moving the cache line to another
-/// core and back, so the retry would mostly lose again (measured: `benches/RESULTS.md`).
-const FIRST_SPIN: u32 = 3;
-/// Losses in a row after which the spin stops growing (`2^6` = 64 spins).
-const SPIN_DOUBLINGS: u32 = 6;
-
-impl Backoff {
-    /// No loss yet.
-    #[inline(always)]
-    pub(crate) const fn new() -> Self {
-        Backoff(0)
-    }
-
-    /// Waits after one more lost compare-and-swap.
-    #[inline]
-    pub(crate) fn lost(&mut self) {
-        self.0 = (self.0 + 1).clamp(FIRST_SPIN, SPIN_DOUBLINGS);
-        for _ in 0..1u32 << self.0 {
-            core::hint::spin_loop();
-        }
-        // The model checker cannot see a spin: a waiting thread tells it to let the others run
-        // (a reader waiting out a reconfigure would otherwise spin through every branch).
-        #[cfg(all(test, loom))]
-        loom::thread::yield_now();
-    }
-}
-
 impl State {
     const_fn! {
     pub(crate) fn new() -> Self {
@@ -86,6 +46,18 @@ impl State {
             tat: U64Cell::new(0),
         }
     }
+    }
+
+    /// `B` fresh states (one per band), built in a `const` context.
+    #[cfg(not(all(test, loom)))]
+    pub(crate) const fn array<const B: usize>() -> [State; B] {
+        [const { State::new() }; B]
+    }
+
+    /// `B` fresh states (one per band): loom's atomics cannot be built in a `const` context.
+    #[cfg(all(test, loom))]
+    pub(crate) fn array<const B: usize>() -> [State; B] {
+        core::array::from_fn(|_| State::new())
     }
 
     #[inline(always)]

@@ -346,17 +346,112 @@ impl<T> Lock<T> {
     }
 }
 
-/// Runs `f`, which reads and writes several [`U64Cell`]s, as one step that no other call can
-/// split where that is cheap: on targets without 64-bit atomics (microcontrollers), where every
-/// cell is a critical section anyway, inside one critical section, so an interrupt handler's call
-/// lands before or after it, never between two of its cells; elsewhere as it is (threads race
-/// through each cell's compare-and-swap). For bands, whose charge spans a word per band: split,
-/// a charge whose later band ran out after an earlier band was charged and charged again by
-/// someone else could not give that earlier charge back.
-#[inline(always)]
-pub(crate) fn indivisible<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(all(not(all(test, loom)), not(target_has_atomic = "64")))]
-    return critical_section::with(|_| f());
-    #[cfg(any(all(test, loom), target_has_atomic = "64"))]
-    f()
+/// How a call that lost a compare-and-swap waits before it decides again: the one backoff of
+/// every CAS loop in ritmo.
+///
+/// A lost CAS means another core wrote the word a moment ago; trying again at once mostly loses
+/// again and pulls the cache line away from the winner. So a loss spins `core::hint::spin_loop`
+/// 8 times, the next 16, then 32, and every later loss in a row 64 times. Each wait
+/// is bounded and the loop stays lock-free (a loss means another call won). It never yields or
+/// parks: core runs without an operating system, and a call that lost has only to wait out
+/// another core's few instructions. The first try of a call never waits: an uncontended call
+/// costs what it did, and a rejection stays one load.
+#[derive(Debug)]
+pub(crate) struct Backoff(u32);
+
+/// The first loss spins `2^3` = 8 times: fewer is shorter than moving the cache line to another
+/// core and back, so the retry would mostly lose again (measured: `benches/RESULTS.md`).
+const FIRST_SPIN: u32 = 3;
+/// Losses in a row after which the spin stops growing (`2^6` = 64 spins).
+const SPIN_DOUBLINGS: u32 = 6;
+
+impl Backoff {
+    /// No loss yet.
+    #[inline(always)]
+    pub(crate) const fn new() -> Self {
+        Backoff(0)
+    }
+
+    /// Waits after one more lost compare-and-swap.
+    #[inline]
+    pub(crate) fn lost(&mut self) {
+        self.0 = (self.0 + 1).clamp(FIRST_SPIN, SPIN_DOUBLINGS);
+        for _ in 0..1u32 << self.0 {
+            core::hint::spin_loop();
+        }
+        // The model checker cannot see a spin: a waiting thread tells it to let the others run
+        // (a reader waiting out a reconfigure would otherwise spin through every branch).
+        #[cfg(all(test, loom))]
+        loom::thread::yield_now();
+    }
+}
+
+/// Makes a step that reads and writes several [`U64Cell`]s indivisible: no other step under the
+/// same latch runs between two of its cells. Bands take one for a charge and for a refund, whose
+/// words are one per band: split, a charge whose later band ran out after an earlier band was
+/// charged, and charged again by another call, could not give that earlier charge back (a permit
+/// lost, never granted), and a refund could land between another call's bands.
+///
+/// - On targets without 64-bit atomics (microcontrollers), where every cell is a critical section
+///   anyway: one critical section, so an interrupt handler's call lands before or after the step,
+///   never inside it. The latch has no field there (zero-sized: the bands keep their size).
+/// - Elsewhere: a flag taken with one compare-and-swap and given back with a store, a lost take
+///   waiting with the same [`Backoff`] as a lost compare-and-swap of a state. It is held only for
+///   the step's arithmetic and stores (no clock read, no listener, no allocation), and readers
+///   (`available_permits`, `retry_after`, snapshots) never take it.
+#[derive(Debug)]
+pub(crate) struct Latch {
+    #[cfg(all(not(all(test, loom)), target_has_atomic = "64"))]
+    held: portable_atomic::AtomicBool,
+    #[cfg(all(test, loom))]
+    held: loom::sync::atomic::AtomicBool,
+}
+
+impl Latch {
+    const_fn! {
+    pub(crate) fn new() -> Self {
+        Latch {
+            #[cfg(all(not(all(test, loom)), target_has_atomic = "64"))]
+            held: portable_atomic::AtomicBool::new(false),
+            #[cfg(all(test, loom))]
+            held: loom::sync::atomic::AtomicBool::new(false),
+        }
+    }
+    }
+
+    /// Runs `f` as one step (see [`Latch`]).
+    #[inline(always)]
+    pub(crate) fn hold<R>(&self, f: impl FnOnce() -> R) -> R {
+        #[cfg(all(not(all(test, loom)), not(target_has_atomic = "64")))]
+        return critical_section::with(|_| f());
+        #[cfg(any(all(test, loom), target_has_atomic = "64"))]
+        {
+            #[cfg(all(test, loom))]
+            use loom::sync::atomic::Ordering;
+            #[cfg(not(all(test, loom)))]
+            use portable_atomic::Ordering;
+            /// Gives the latch back when the step ends, even by unwinding.
+            struct Taken<'a>(&'a Latch);
+            impl Drop for Taken<'_> {
+                fn drop(&mut self) {
+                    self.0.held.store(false, Ordering::Release);
+                }
+            }
+            let mut backoff = Backoff::new();
+            while self
+                .held
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                // Wait until it looks free before trying again: a load, not a write that pulls
+                // the holder's cache line away.
+                backoff.lost();
+                while self.held.load(Ordering::Relaxed) {
+                    backoff.lost();
+                }
+            }
+            let _taken = Taken(self);
+            f()
+        }
+    }
 }

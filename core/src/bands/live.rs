@@ -13,7 +13,7 @@
 
 use core::cell::Cell;
 
-use super::{Bands, Numbers, max_permits, new_states, rates};
+use super::{Bands, Numbers, max_permits, rates};
 use crate::clock::{Clock, TickRate};
 use crate::config::Config;
 use crate::rate::{Rate, carry_over};
@@ -70,7 +70,7 @@ impl<const B: usize> BandsLive<B> {
     pub(super) fn new(configs: [Config; B]) -> Self {
         BandsLive {
             seq: Seq::new(),
-            alt: new_states(),
+            alt: State::array(),
             numbers: new_numbers(),
             max_wait: U64Cell::new(0),
             configs: critical_section::Mutex::new(Cell::new(configs)),

@@ -34,7 +34,8 @@ use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
 use crate::gcra;
 use crate::rate::Rate;
-use crate::state::{Backoff, State};
+use crate::state::State;
+use crate::sync::{Backoff, Latch};
 use crate::wait::{AdvanceClock, Wait};
 
 #[cfg(feature = "reconfigure")]
@@ -88,6 +89,9 @@ pub use reservation::BandsReservation;
 /// ```
 pub struct Bands<C, const B: usize> {
     states: [State; B],
+    /// Makes a charge of every band, and a refund, one step (zero-sized on microcontrollers,
+    /// where that step is a critical section).
+    latch: Latch,
     /// The numbers it was built with; with the feature `reconfigure`, in force until the first
     /// [`reconfigure`](Bands::reconfigure) (see [`numbers`](Bands::numbers)). Their clock units
     /// (`unit_hz`, `shift`) never change.
@@ -173,16 +177,6 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     }
 }
 
-#[cfg(not(all(test, loom)))]
-const fn new_states<const B: usize>() -> [State; B] {
-    [const { State::new() }; B]
-}
-
-#[cfg(all(test, loom))]
-fn new_states<const B: usize>() -> [State; B] {
-    core::array::from_fn(|_| State::new())
-}
-
 /// Each band's config in the clock's units, the longest `max_wait` and the most permits one call
 /// may take ([`max_permits`]).
 const fn rates<const B: usize>(configs: &[Config; B], tick: TickRate) -> ([Rate; B], u64, u32) {
@@ -224,7 +218,8 @@ impl<C, const B: usize> Bands<C, B> {
     fn build(id: &'static str, configs: [Config; B], clock: C, tick: TickRate) -> Self {
         let (rates, max_wait, max_permits) = rates(&configs, tick);
         Bands {
-            states: new_states(),
+            states: State::array(),
+            latch: Latch::new(),
             rates,
             configs,
             id,
@@ -455,13 +450,15 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// Charges every enabled band for `k` permits if their permits arrive within `max_wait`
     /// units (`None`: the bands' own).
     fn charge(&self, k: u32, max_wait: Option<u64>) -> Charge<B> {
-        // The clock read before the critical section (a hardware clock may count its wraps in
-        // an interrupt), as the keyed table does.
+        // The clock read before the latch (on a microcontroller a critical section, and a
+        // hardware clock may count its wraps in an interrupt), as the keyed table does.
         let now = self.now_units();
-        crate::sync::indivisible(|| self.charge_bands(now, k, max_wait))
+        self.latch.hold(|| self.charge_bands(now, k, max_wait))
     }
 
-    /// [`charge`](Self::charge) at `now`, each band's word on its own.
+    /// [`charge`](Self::charge) at `now`, under the latch: no other charge or refund lands
+    /// between two bands' words, so a band found without room at the slot (only after a
+    /// reconfigure froze its state) gives back exactly what was charged before it.
     fn charge_bands(&self, now: u64, k: u32, max_wait: Option<u64>) -> Charge<B> {
         let mut again = Backoff::new();
         'decide: loop {

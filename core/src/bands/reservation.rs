@@ -70,7 +70,7 @@ impl<C: Clock, const B: usize> Holder<BandsCharge<B>> for Bands<C, B> {
     }
 
     fn give_back(&self, charge: &BandsCharge<B>) -> bool {
-        crate::sync::indivisible(|| self.give_back_bands(charge))
+        self.latch.hold(|| self.give_back_bands(charge))
     }
 
     fn publish_release(&self, _charge: &BandsCharge<B>, event: Event) {
@@ -81,7 +81,7 @@ impl<C: Clock, const B: usize> Holder<BandsCharge<B>> for Bands<C, B> {
 }
 
 impl<C: Clock, const B: usize> Bands<C, B> {
-    /// [`give_back`](Holder::give_back), each band's word on its own.
+    /// [`give_back`](Holder::give_back), under the latch.
     fn give_back_bands(&self, charge: &BandsCharge<B>) -> bool {
         // The newest reservation in every band, or it returns nothing: a reservation that a
         // later call overtook in one band is no longer the newest, and gives back no band.

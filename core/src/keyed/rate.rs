@@ -15,7 +15,7 @@ use crate::event::Listener;
 use crate::gcra::{self, Reserve};
 use crate::rate::Rate;
 #[cfg(feature = "reconfigure")]
-use crate::state::Backoff;
+use crate::sync::Backoff;
 #[cfg(feature = "counters")]
 use crate::sync::Tally;
 

@@ -1,9 +1,9 @@
 //! [`KeyState`]: one key's state in a keyed store, and the compare-and-swap loops that move it
-//! (with the backoff every loop of ritmo uses, `state::Backoff`).
+//! (with the backoff every loop of ritmo uses, `sync::Backoff`).
 
 use crate::gcra::{self, Refused};
 use crate::rate::Rate;
-use crate::state::Backoff;
+use crate::sync::Backoff;
 use crate::sync::U64Cell;
 
 use super::rate::{Decision, KeyRate, Settled};

@@ -39,8 +39,8 @@ use crate::error::{AcquireError, InvalidPermits};
 use crate::event::Event;
 use crate::gcra::{self, Reserve};
 use crate::rate::carry_over;
-use crate::state::{Backoff, read_consistent};
-use crate::sync::{Seq, U64Cell, fence_release};
+use crate::state::read_consistent;
+use crate::sync::{Backoff, Seq, U64Cell, fence_release};
 
 /// A config's numbers as the reconfigured path reads them.
 #[derive(Debug, Clone, Copy)]
