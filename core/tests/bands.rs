@@ -517,18 +517,22 @@ fn real_threads_keep_every_band_within_its_bound() {
     );
 }
 
-/// Real threads reserve on two bands at one instant, each call waiting for its slot: the slots
+/// Real threads reserve on four bands at one instant, each call waiting for its slot: the slots
 /// they are given are exactly the ones a sequential run of as many calls gets. A charge split
-/// across the bands' words would push a call whose second band ran out at its slot (another
-/// thread took it) later, its first band's charge not given back (the other thread charged after
-/// it): a permit lost, and every later slot late.
+/// across the bands' words would push a call whose later band ran out at its slot (another
+/// thread took it) later, its earlier bands' charges not given back (the other thread charged
+/// after it): permits lost, and every later slot late. Without the bands' latch this failed in
+/// 4 runs of 4 here (more threads than cores: some are preempted between two bands).
 #[test]
 fn real_threads_reserving_get_exactly_the_sequential_slots() {
+    // Enough calls, and bands, that threads are preempted mid-call, some between two bands.
     let configs = [
-        Config::new(2, Duration::from_millis(10)).unwrap(),
-        Config::new(5, Duration::from_millis(100)).unwrap(),
+        Config::new(2, Duration::from_micros(1)).unwrap(),
+        Config::new(5, Duration::from_micros(10)).unwrap(),
+        Config::new(9, Duration::from_micros(20)).unwrap(),
+        Config::new(40, Duration::from_micros(100)).unwrap(),
     ];
-    let (threads, calls) = (4, 1_500);
+    let (threads, calls) = (4, 100_000);
     let clock = ManualClock::new();
     let bands = Bands::new("race", configs, &clock).with_max_wait(Duration::from_secs(3_600));
     let barrier = Barrier::new(threads);
