@@ -392,9 +392,10 @@ fn two_bands_racing_try_acquire_admit_exactly_the_tighter_burst() {
 /// Bands of 3 and 10 per second, one permit spent; one thread takes 2 at once while another
 /// reconfigures the first band to 1 per second. In every interleaving the call decides on the
 /// numbers in force where it lands, never on numbers a change already replaced: admitted before
-/// the change (which then keeps `min(0, 1)`), or refused after it (2 is above the new burst). A
-/// call caught half way (its charge of the first band moved by the change) may cost that band
-/// its permit, never hand one out.
+/// the change (which then keeps `min(0, 1)`), or refused after it (2 is above the new burst),
+/// charging nothing: the first band keeps `min(2, 1)`. No call is caught half way, its charge of
+/// the first band moved by the change and charged again (a charge and a change of the bands
+/// both hold the bands' latch).
 #[cfg(feature = "reconfigure")]
 #[test]
 fn bands_racing_a_reconfigure_never_decide_on_replaced_numbers() {
@@ -414,8 +415,7 @@ fn bands_racing_a_reconfigure_never_decide_on_replaced_numbers() {
         if took {
             assert_eq!([first, second], [0, 7]);
         } else {
-            assert_eq!(second, 9);
-            assert!(first <= 1, "first band has {first}");
+            assert_eq!([first, second], [1, 9]);
         }
     });
     assert!(runs > 1);

@@ -164,6 +164,15 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     pub fn reconfigure(&self, configs: [Config; B]) {
         let base = self.rates[0];
         let (new, longest, _) = rates(&configs, TickRate::from_hz(base.unit_hz >> base.shift));
+        // Under the bands' latch too: no charge is half way through the bands while their words
+        // are moved (its first bands' charge would move with them, and be charged again when it
+        // decides anew on the new numbers).
+        self.latch.hold(|| self.change(configs, new, longest));
+    }
+
+    /// [`reconfigure`](Self::reconfigure) to `configs` (`new` in units, `longest` their longest
+    /// `max_wait`), under the latch.
+    fn change(&self, configs: [Config; B], new: [Rate; B], longest: u64) {
         critical_section::with(|cs| {
             let seq = self.live.seq.load_relaxed();
             let current = if seq == 0 {
