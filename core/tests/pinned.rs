@@ -92,6 +92,26 @@ fn the_end_of_the_clock_range_is_a_rate_limit() {
     ));
 }
 
+/// A call's own `max_wait` longer than the clock's units can count (2^63 s on a 1 Hz clock, whose
+/// readings are shifted into finer units) bounds nothing: the call waits its 1 s. Its bound in
+/// units saturates; it never wraps to a few units, which would refuse the call.
+#[test]
+fn a_max_wait_beyond_the_clocks_units_bounds_nothing() {
+    let clock = ManualClock::<1>::with_reading(0);
+    let limiter = RateLimiter::new("slow", per_second(1), &clock);
+    limiter.try_acquire().unwrap();
+    let r = limiter
+        .reserve_n_within(1, Duration::from_secs(1 << 63))
+        .expect("a 1 s wait is within 2^63 s");
+    assert_eq!(r.wait_time(), Duration::from_secs(1));
+    let bands = Bands::new("slow", [per_second(1), per_second(2)], &clock);
+    bands.try_acquire().unwrap();
+    let r = bands
+        .reserve_n_within(1, Duration::from_secs(1 << 63))
+        .expect("a 1 s wait is within 2^63 s");
+    assert_eq!(r.wait_time(), Duration::from_secs(1));
+}
+
 #[test]
 fn bands_name_themselves_in_their_errors() {
     let clock = ManualClock::new();
@@ -410,4 +430,16 @@ fn a_disabled_limiters_reservation_goes_back_without_a_word() {
     assert!(single.reserve().unwrap().cancel());
     drop(single.reserve_n(1).unwrap());
     assert_eq!(recorder.take(), []);
+}
+
+/// The keyed rules' `Debug` (what ritmo-std's map and the fixed table decide with) names the
+/// limiter and its config.
+#[test]
+fn the_keyed_rules_debug_names_the_limiter_and_its_config() {
+    let clock = ManualClock::new();
+    let rate = ritmo_core::keyed::KeyRate::new("peers", per_second(4), &clock);
+    let debug = format!("{rate:?}");
+    assert!(debug.starts_with("KeyRate"), "{debug}");
+    assert!(debug.contains("\"peers\""), "{debug}");
+    assert!(debug.contains("permits: 4"), "{debug}");
 }
