@@ -443,3 +443,24 @@ fn the_keyed_rules_debug_names_the_limiter_and_its_config() {
     assert!(debug.contains("\"peers\""), "{debug}");
     assert!(debug.contains("permits: 4"), "{debug}");
 }
+
+/// A keyed limiter counts its refusals by reason, each as often as it refused for it.
+#[cfg(feature = "counters")]
+#[test]
+fn keyed_refusals_are_counted_by_reason() {
+    let clock = ManualClock::new();
+    let limiter: KeyedLimiter<u8, _, 2> =
+        KeyedLimiter::with_clock("peers", per_second(1), &clock, 7);
+    limiter.try_acquire(&1).unwrap();
+    limiter.try_acquire(&2).unwrap();
+    for _ in 0..3 {
+        assert!(limiter.try_acquire(&1).is_err());
+    }
+    assert_eq!(limiter.rejected_count(Reason::NoPermitInTime), 3);
+    assert_eq!(limiter.rejected_count(Reason::KeyCapacity), 0);
+    assert!(limiter.try_acquire(&3).is_err());
+    assert!(limiter.try_acquire(&4).is_err());
+    assert_eq!(limiter.rejected_count(Reason::KeyCapacity), 2);
+    assert_eq!(limiter.rejected_count(Reason::UnknownTier), 0);
+    assert_eq!(limiter.admitted_count(), 2);
+}
