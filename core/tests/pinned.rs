@@ -46,6 +46,27 @@ fn per_second(n: u32) -> Config {
 
 /// Threads racing on one limiter under a frozen clock: exactly `permits` calls pass, however the
 /// compare-and-swaps interleave, and every refusal reaches the listener.
+/// Runs `body` on `threads` threads released together by a spin (a blocking barrier wakes them
+/// microseconds apart, longer than a call), so that they collide on a limiter's state word.
+fn collide(threads: u32, body: impl Fn() + Sync) {
+    let (ready, go) = (AtomicU32::new(0), std::sync::atomic::AtomicBool::new(false));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                ready.fetch_add(1, Ordering::AcqRel);
+                while !go.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+                body();
+            });
+        }
+        while ready.load(Ordering::Acquire) < threads {
+            std::hint::spin_loop();
+        }
+        go.store(true, Ordering::Release);
+    });
+}
+
 #[test]
 fn racing_threads_admit_exactly_the_burst_and_report_every_refusal() {
     struct Count(AtomicU32);
@@ -56,28 +77,30 @@ fn racing_threads_admit_exactly_the_burst_and_report_every_refusal() {
             }
         }
     }
-    for round in 0..20 {
+    // Many short rounds, each on a fresh limiter of 2 permits, the threads released together
+    // ([`collide`]): some lose the state word's compare-and-swap, then decide again (admitted or
+    // refused) after the backoff.
+    let threads = 4;
+    for round in 0..100 {
         let rejected: &'static Count = Box::leak(Box::new(Count(AtomicU32::new(0))));
         let clock = ManualClock::new();
-        let permits = 2_000;
-        let limiter = RateLimiter::new("race", per_second(permits), &clock).with_listener(rejected);
-        let refused = AtomicU32::new(0);
-        let admitted = AtomicU32::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for _ in 0..1_000 {
-                        match limiter.try_acquire() {
-                            Ok(()) => admitted.fetch_add(1, Ordering::Relaxed),
-                            Err(_) => refused.fetch_add(1, Ordering::Relaxed),
-                        };
-                    }
-                });
+        let limiter = RateLimiter::new("race", per_second(2), &clock).with_listener(rejected);
+        let (admitted, refused) = (AtomicU32::new(0), AtomicU32::new(0));
+        collide(threads, || {
+            for _ in 0..2 {
+                match limiter.try_acquire() {
+                    Ok(()) => admitted.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => refused.fetch_add(1, Ordering::Relaxed),
+                };
             }
         });
-        assert_eq!(admitted.into_inner(), permits, "round {round}");
-        assert_eq!(refused.load(Ordering::Relaxed), 4_000 - permits);
-        assert_eq!(rejected.0.load(Ordering::Relaxed), refused.into_inner());
+        assert_eq!(admitted.into_inner(), 2, "round {round}");
+        assert_eq!(refused.load(Ordering::Relaxed), 2 * threads - 2);
+        assert_eq!(
+            rejected.0.load(Ordering::Relaxed),
+            refused.into_inner(),
+            "round {round}"
+        );
     }
 }
 
@@ -284,23 +307,21 @@ mod reconfigured {
     /// Threads racing on a reconfigured limiter admit exactly its burst.
     #[test]
     fn racing_threads_on_a_reconfigured_limiter_admit_exactly_the_burst() {
-        let clock = ManualClock::new();
-        let limiter = RateLimiter::new("race", per_second(10), &clock);
-        limiter.reconfigure(per_second(1_500));
-        let admitted = AtomicU32::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for _ in 0..1_000 {
-                        if limiter.try_acquire().is_ok() {
-                            admitted.fetch_add(1, Ordering::Relaxed);
-                        }
+        for round in 0..100 {
+            let clock = ManualClock::new();
+            let limiter = RateLimiter::new("race", per_second(2), &clock);
+            limiter.reconfigure(per_second(1_500));
+            let admitted = AtomicU32::new(0);
+            super::collide(4, || {
+                for _ in 0..2 {
+                    if limiter.try_acquire().is_ok() {
+                        admitted.fetch_add(1, Ordering::Relaxed);
                     }
-                });
-            }
-        });
-        // 10 available when it changed: min(10, 1500) stay available, and no more.
-        assert_eq!(admitted.into_inner(), 10);
+                }
+            });
+            // 2 available when it changed: min(2, 1500) stay available, and no more.
+            assert_eq!(admitted.into_inner(), 2, "round {round}");
+        }
     }
 }
 
