@@ -751,6 +751,20 @@ mod reconfigure {
             cfg(2, Duration::from_secs(86_400)),
         ]);
         assert_eq!(bands.available_permits_per_band(), [87, 2]);
+        // Turned on again with the very numbers it had, the moment it went off: a band that was
+        // off counted nothing and had its permits available (SPEC §14), so it comes back with
+        // `min(permits, permits)` = all of them, not the spent state it had before going off.
+        bands.try_acquire_n(2).unwrap();
+        assert_eq!(bands.available_permits_per_band(), [85, 0]);
+        bands.reconfigure([
+            cfg(100, Duration::from_secs(1)),
+            cfg(2, Duration::from_secs(86_400)).with_enabled(false),
+        ]);
+        bands.reconfigure([
+            cfg(100, Duration::from_secs(1)),
+            cfg(2, Duration::from_secs(86_400)),
+        ]);
+        assert_eq!(bands.available_permits_per_band(), [85, 2]);
     }
 
     /// Calls on real threads while the configs change: no band ever lets more through than the

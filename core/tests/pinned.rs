@@ -253,6 +253,30 @@ fn a_dropped_bands_reservation_returns_its_permits() {
 mod reconfigured {
     use super::*;
 
+    /// Every kind turned off the moment its permits were spent, then on again with the same
+    /// numbers, comes back with all its permits: off, it counted nothing and had them available
+    /// (SPEC §14: `min(permits, new permits)`), whatever its state said before.
+    #[test]
+    fn off_and_on_again_gives_every_kind_its_permits() {
+        let clock = ManualClock::new();
+        let limiter = RateLimiter::new("one", per_second(3), &clock);
+        limiter.try_acquire_n(3).unwrap();
+        limiter.reconfigure(per_second(3).with_enabled(false));
+        limiter.reconfigure(per_second(3));
+        assert_eq!(limiter.available_permits(), 3);
+        let keyed: KeyedLimiter<u8, _, 4> =
+            KeyedLimiter::with_clock("keyed", per_second(3), &clock, 7);
+        keyed.try_acquire_n(&1, 3).unwrap();
+        keyed.reconfigure(per_second(3).with_enabled(false));
+        keyed.reconfigure(per_second(3));
+        assert_eq!(keyed.available_permits(&1), 3);
+        let bands = Bands::new("bands", [per_second(3), per_second(5)], &clock);
+        bands.try_acquire_n(3).unwrap();
+        bands.reconfigure([per_second(3).with_enabled(false), per_second(5)]);
+        bands.reconfigure([per_second(3), per_second(5)]);
+        assert_eq!(bands.available_permits_per_band(), [3, 2]);
+    }
+
     #[test]
     fn permits_and_the_reconfigured_flag_follow_the_change() {
         let limiter = RateLimiter::new("api", per_second(5), ManualClock::new());
