@@ -47,7 +47,9 @@ fn per_second(n: u32) -> Config {
 /// Threads racing on one limiter under a frozen clock: exactly `permits` calls pass, however the
 /// compare-and-swaps interleave, and every refusal reaches the listener.
 /// Runs `body` on `threads` threads released together by a spin (a blocking barrier wakes them
-/// microseconds apart, longer than a call), so that they collide on a limiter's state word.
+/// microseconds apart, longer than a call), so that they collide on a limiter's state word. As
+/// many threads as a small machine has cores (2), each making thousands of calls: more threads
+/// than cores mostly take turns instead of colliding.
 fn collide(threads: u32, body: impl Fn() + Sync) {
     let (ready, go) = (AtomicU32::new(0), std::sync::atomic::AtomicBool::new(false));
     std::thread::scope(|s| {
@@ -77,25 +79,25 @@ fn racing_threads_admit_exactly_the_burst_and_report_every_refusal() {
             }
         }
     }
-    // Many short rounds, each on a fresh limiter of 2 permits, the threads released together
-    // ([`collide`]): some lose the state word's compare-and-swap, then decide again (admitted or
-    // refused) after the backoff.
-    let threads = 4;
-    for round in 0..100 {
+    // Rounds on a fresh limiter, the threads released together ([`collide`]) and calling twice
+    // as often as it has permits between them: thousands of calls lose the state word's
+    // compare-and-swap and decide again (admitted, or refused at the end) after the backoff.
+    let (threads, permits) = (2, 4_096);
+    for round in 0..50 {
         let rejected: &'static Count = Box::leak(Box::new(Count(AtomicU32::new(0))));
         let clock = ManualClock::new();
-        let limiter = RateLimiter::new("race", per_second(2), &clock).with_listener(rejected);
+        let limiter = RateLimiter::new("race", per_second(permits), &clock).with_listener(rejected);
         let (admitted, refused) = (AtomicU32::new(0), AtomicU32::new(0));
         collide(threads, || {
-            for _ in 0..2 {
+            for _ in 0..2 * permits / threads {
                 match limiter.try_acquire() {
                     Ok(()) => admitted.fetch_add(1, Ordering::Relaxed),
                     Err(_) => refused.fetch_add(1, Ordering::Relaxed),
                 };
             }
         });
-        assert_eq!(admitted.into_inner(), 2, "round {round}");
-        assert_eq!(refused.load(Ordering::Relaxed), 2 * threads - 2);
+        assert_eq!(admitted.into_inner(), permits, "round {round}");
+        assert_eq!(refused.load(Ordering::Relaxed), permits);
         assert_eq!(
             rejected.0.load(Ordering::Relaxed),
             refused.into_inner(),
@@ -331,20 +333,20 @@ mod reconfigured {
     /// Threads racing on a reconfigured limiter admit exactly its burst.
     #[test]
     fn racing_threads_on_a_reconfigured_limiter_admit_exactly_the_burst() {
-        for round in 0..100 {
+        for round in 0..50 {
             let clock = ManualClock::new();
-            let limiter = RateLimiter::new("race", per_second(2), &clock);
-            limiter.reconfigure(per_second(1_500));
+            let limiter = RateLimiter::new("race", per_second(4_096), &clock);
+            limiter.reconfigure(per_second(8_192));
             let admitted = AtomicU32::new(0);
-            super::collide(4, || {
-                for _ in 0..2 {
+            super::collide(2, || {
+                for _ in 0..4_096 {
                     if limiter.try_acquire().is_ok() {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             });
-            // 2 available when it changed: min(2, 1500) stay available, and no more.
-            assert_eq!(admitted.into_inner(), 2, "round {round}");
+            // 4096 available when it changed: min(4096, 8192) stay available, and no more.
+            assert_eq!(admitted.into_inner(), 4_096, "round {round}");
         }
     }
 }
