@@ -47,13 +47,19 @@ fn per_second(n: u32) -> Config {
 /// Threads racing on one limiter under a frozen clock: exactly `permits` calls pass, however the
 /// compare-and-swaps interleave, and every refusal reaches the listener.
 /// Runs `body` on `threads` threads released together by a spin (a blocking barrier wakes them
-/// microseconds apart, longer than a call), so that they collide on a limiter's state word. As
-/// many threads as a small machine has cores (2), each making thousands of calls: more threads
-/// than cores mostly take turns instead of colliding.
+/// microseconds apart, longer than a call), so that they collide on a limiter's state word: this
+/// thread and `threads - 1` others, so that no thread that only waits holds a core. As many
+/// threads as a small machine has cores (2), each making thousands of calls: more threads than
+/// cores mostly take turns instead of colliding.
 fn collide(threads: u32, body: impl Fn() + Sync) {
+    // One race at a time: two tests racing at once on two cores would take turns, not collide.
+    static ONE_RACE: Mutex<()> = Mutex::new(());
+    let _one_race = ONE_RACE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (ready, go) = (AtomicU32::new(0), std::sync::atomic::AtomicBool::new(false));
     std::thread::scope(|s| {
-        for _ in 0..threads {
+        for _ in 1..threads {
             s.spawn(|| {
                 ready.fetch_add(1, Ordering::AcqRel);
                 while !go.load(Ordering::Acquire) {
@@ -62,10 +68,11 @@ fn collide(threads: u32, body: impl Fn() + Sync) {
                 body();
             });
         }
-        while ready.load(Ordering::Acquire) < threads {
+        while ready.load(Ordering::Acquire) < threads - 1 {
             std::hint::spin_loop();
         }
         go.store(true, Ordering::Release);
+        body();
     });
 }
 
