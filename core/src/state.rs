@@ -236,14 +236,11 @@ impl Counter {
 }
 
 impl State {
-    /// Replaces `current` with `new` (one CAS, which may fail spuriously); on failure returns the
-    /// value found. For a caller that decided from [`tat`](Self::tat) itself (several bands).
+    /// Sets the state to `new`: for a caller that decided from [`tat`](Self::tat) while it holds
+    /// the only right to write this state (bands, under their latch).
     #[inline]
-    pub(crate) fn replace(&self, current: u64, new: u64) -> Result<(), u64> {
-        match self.tat.compare_exchange_weak(current, new) {
-            Ok(_) => Ok(()),
-            Err(found) => Err(found),
-        }
+    pub(crate) fn set(&self, new: u64) {
+        self.tat.store(new);
     }
 
     /// Sets the state to `u64::MAX` (a state that admits nothing) and returns what it held: for a

@@ -456,73 +456,53 @@ impl<C: Clock, const B: usize> Bands<C, B> {
         self.latch.hold(|| self.charge_bands(now, k, max_wait))
     }
 
-    /// [`charge`](Self::charge) at `now`, under the latch: no other charge or refund lands
-    /// between two bands' words, so a band found without room at the slot (only after a
-    /// reconfigure froze its state) gives back exactly what was charged before it.
+    /// [`charge`](Self::charge) at `now`, under the latch: no other charge, refund or reconfigure
+    /// writes a band's word until it returns, so the call decides from one reading of the bands
+    /// and then stores every band's new state.
     fn charge_bands(&self, now: u64, k: u32, max_wait: Option<u64>) -> Charge<B> {
-        let mut again = Backoff::new();
-        'decide: loop {
-            let (numbers, mut tats) = self.settled();
-            if k == 0 || k > numbers.max_permits {
-                return Charge::Invalid(numbers.max_permits);
+        let (numbers, tats) = self.settled();
+        if k == 0 || k > numbers.max_permits {
+            return Charge::Invalid(numbers.max_permits);
+        }
+        let increments = numbers.increments(k);
+        let slot = match numbers.slot(&tats, now, &increments) {
+            Ok(slot) => slot,
+            Err(wait) => return Charge::Refused(wait),
+        };
+        let wait = slot - now;
+        if wait > max_wait.unwrap_or(numbers.max_wait) {
+            return Charge::Refused(wait);
+        }
+        let mut written = [0u64; B];
+        let mut moved = [0u64; B];
+        for (i, rate) in numbers.rates.iter().enumerate() {
+            if !rate.enabled() {
+                continue;
             }
-            let increments = numbers.increments(k);
-            let slot = match numbers.slot(&tats, now, &increments) {
-                Ok(slot) => slot,
+            // Charged as of the slot, when the call runs (every band admits it there: the slot
+            // is the latest band's). The state moves from where it stood at the call
+            // (`max(tat, now)`, maybe long before the slot) to past the slot, not just by `k*T`;
+            // a refund steps back by exactly this.
+            match gcra::check(tats[i], slot, increments[i], rate.window()) {
+                Ok(new_tat) => {
+                    written[i] = new_tat;
+                    moved[i] = new_tat - tats[i].max(now);
+                }
                 Err(wait) => return Charge::Refused(wait),
-            };
-            let wait = slot - now;
-            if wait > max_wait.unwrap_or(numbers.max_wait) {
-                return Charge::Refused(wait);
             }
-            let states = self.states(numbers.seq);
-            let mut written = [0u64; B];
-            let mut moved = [0u64; B];
-            for (i, rate) in numbers.rates.iter().enumerate() {
-                if !rate.enabled() {
-                    continue;
-                }
-                let window = rate.window();
-                let mut backoff = Backoff::new();
-                loop {
-                    // Charged as of the slot, when the call runs; admitted there by construction
-                    // unless another call took the room in the meantime (or a reconfigure froze
-                    // the state: it admits nothing then, and the call decides again with the new
-                    // numbers).
-                    let Ok(new_tat) = gcra::check(tats[i], slot, increments[i], window) else {
-                        // No room at this slot any more: give back what this call charged so far
-                        // (tail rule) and decide again from fresh readings.
-                        for j in 0..i {
-                            if numbers.rates[j].enabled() {
-                                states[j].refund(written[j], moved[j]);
-                            }
-                        }
-                        again.lost();
-                        continue 'decide;
-                    };
-                    match states[i].replace(tats[i], new_tat) {
-                        Ok(()) => {
-                            written[i] = new_tat;
-                            // Charged as of the slot: the state moved from where it stood at
-                            // the call (`max(tat, now)`, maybe long before the slot) to past the
-                            // slot, not just by `k*T`. A refund steps back by exactly this.
-                            moved[i] = new_tat - tats[i].max(now);
-                            break;
-                        }
-                        Err(_) => {
-                            backoff.lost();
-                            tats[i] = states[i].tat();
-                        }
-                    }
-                }
+        }
+        let states = self.states(numbers.seq);
+        for (i, rate) in numbers.rates.iter().enumerate() {
+            if rate.enabled() {
+                states[i].set(written[i]);
             }
-            return Charge::Done {
-                written,
-                moved,
-                slot,
-                wait,
-                seq: numbers.seq,
-            };
+        }
+        Charge::Done {
+            written,
+            moved,
+            slot,
+            wait,
+            seq: numbers.seq,
         }
     }
 

@@ -7,6 +7,7 @@ use super::Bands;
 use crate::clock::Clock;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;
+use crate::gcra;
 use crate::reservation::{Held, Holder};
 
 /// Permits taken from every band of a [`Bands`] now or reserved for a slot: commit it when the
@@ -86,22 +87,27 @@ impl<C: Clock, const B: usize> Bands<C, B> {
         // The newest reservation in every band, or it returns nothing: a reservation that a
         // later call overtook in one band is no longer the newest, and gives back no band.
         // A reconfigure since it was made moved the states (and converted this charge with
-        // them): nothing to give back then.
+        // them): nothing to give back then. Decided for every band before any is written.
         let numbers = self.numbers();
+        if numbers.seq != charge.seq {
+            return false;
+        }
         let states = self.states(charge.seq);
-        let enabled = |i: &usize| numbers.rates[*i].enabled();
-        let newest = numbers.seq == charge.seq
-            && (0..B)
-                .filter(enabled)
-                .all(|i| states[i].tat() == charge.written[i]);
-        let mut returned = newest;
-        if newest {
-            for i in (0..B).filter(enabled) {
-                // Only a call racing this one (or a reconfigure) can make a step fail: it then
-                // stays unused there.
-                returned &= states[i].refund(charge.written[i], charge.moved[i]);
+        let mut back = [0u64; B];
+        for (i, rate) in numbers.rates.iter().enumerate() {
+            if !rate.enabled() {
+                continue;
+            }
+            match gcra::refund(states[i].tat(), charge.written[i], charge.moved[i]) {
+                Some(tat) => back[i] = tat,
+                None => return false,
             }
         }
-        returned
+        for (i, rate) in numbers.rates.iter().enumerate() {
+            if rate.enabled() {
+                states[i].set(back[i]);
+            }
+        }
+        true
     }
 }
