@@ -363,6 +363,18 @@ impl<C, const B: usize> Bands<C, B> {
         Some(tats)
     }
 
+    /// Stores `tats` as the state of every enabled band of `numbers` (under the latch, once the
+    /// call has decided for every band).
+    #[inline]
+    fn store(&self, numbers: &Numbers<B>, tats: &[u64; B]) {
+        let states = self.states(numbers.seq);
+        for (i, rate) in numbers.rates.iter().enumerate() {
+            if rate.enabled() {
+                states[i].set(tats[i]);
+            }
+        }
+    }
+
     fn check_permits(&self, k: u32, numbers: &Numbers<B>) -> Result<(), InvalidPermits> {
         if k == 0 || k > numbers.max_permits {
             Err(InvalidPermits::new(self.id, k, numbers.max_permits))
@@ -491,12 +503,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 Err(wait) => return Charge::Refused(wait),
             }
         }
-        let states = self.states(numbers.seq);
-        for (i, rate) in numbers.rates.iter().enumerate() {
-            if rate.enabled() {
-                states[i].set(written[i]);
-            }
-        }
+        self.store(&numbers, &written);
         Charge::Done {
             written,
             moved,

@@ -103,11 +103,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 None => return false,
             }
         }
-        for (i, rate) in numbers.rates.iter().enumerate() {
-            if rate.enabled() {
-                states[i].set(back[i]);
-            }
-        }
+        self.store(&numbers, &back);
         true
     }
 }
