@@ -64,19 +64,7 @@ impl Server {
         if !available() {
             return None;
         }
-        let nodes: Vec<Server> = (0..3)
-            .map(|_| {
-                let mut server = Server {
-                    child: None,
-                    port: free_port(),
-                    dir: tempfile::tempdir().expect("a temporary directory"),
-                    persistent: false,
-                    cluster: true,
-                };
-                server.spawn();
-                server
-            })
-            .collect();
+        let nodes: Vec<Server> = (0..3).map(|_| Self::on_a_free_port(false, true)).collect();
         let cli = binary().replace("-server", "-cli");
         let status = Command::new(&cli)
             .args(["--cluster", "create"])
@@ -111,20 +99,35 @@ impl Server {
         if !available() {
             return None;
         }
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let port = free_port();
-        let mut server = Server {
-            child: None,
-            port,
-            dir,
-            persistent,
-            cluster: false,
-        };
-        server.spawn();
-        Some(server)
+        Some(Self::on_a_free_port(persistent, false))
     }
 
-    fn spawn(&mut self) {
+    /// A server of its own on a port that was free. Two tests may be handed the same free port
+    /// at once; the server started second then cannot listen and exits, while the first answers
+    /// both tests (and one test's kill would stop the other's server): so a server counts as
+    /// started only when the process that answers on the port is this one, else another port is
+    /// tried.
+    fn on_a_free_port(persistent: bool, cluster: bool) -> Server {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut server = Server {
+            child: None,
+            port: free_port(),
+            dir,
+            persistent,
+            cluster,
+        };
+        for _ in 0..10 {
+            if server.spawn() {
+                return server;
+            }
+            server.port = free_port();
+        }
+        panic!("{} found no free port of its own in 10 tries", binary());
+    }
+
+    /// Starts the server on its port; `false` if another process holds the port (this one
+    /// exited).
+    fn spawn(&mut self) -> bool {
         let mut command = Command::new(binary());
         command
             .arg("--port")
@@ -149,16 +152,30 @@ impl Server {
         }
         let child = command.spawn().expect("start the server");
         self.child = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
-    fn wait_ready(&self) {
+    /// Waits until the server answers on its port: `true` when the process answering is this
+    /// server's, `false` when this server exited (the port was not free after all).
+    fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
+        let url = self.url();
+        let child = self.child.as_mut().expect("a started server");
+        let pid = child.id();
         loop {
-            if let Ok(mut conn) = redis::Client::open(self.url()).and_then(|c| c.get_connection())
-                && redis::cmd("PING").query::<String>(&mut conn).is_ok()
+            if let Ok(mut conn) = redis::Client::open(url.as_str()).and_then(|c| c.get_connection())
+                && let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut conn)
             {
-                return;
+                let answering = info
+                    .lines()
+                    .find_map(|line| line.strip_prefix("process_id:"))
+                    .and_then(|id| id.trim().parse::<u32>().ok());
+                if answering == Some(pid) {
+                    return true;
+                }
+            }
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
             }
             assert!(
                 Instant::now() < deadline,
@@ -168,6 +185,8 @@ impl Server {
             );
             thread::sleep(Duration::from_millis(20));
         }
+        self.child = None;
+        false
     }
 
     /// `redis://127.0.0.1:<port>/`
@@ -194,7 +213,12 @@ impl Server {
     /// Starts it again on the same port and directory.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        assert!(
+            self.spawn(),
+            "{} could not restart on port {}: another process took it",
+            binary(),
+            self.port
+        );
     }
 
     /// SIGSTOP: the server stops answering but keeps its connections open (a hung server).
