@@ -168,6 +168,6 @@ fn a_server_that_never_answers_costs_each_call_its_timeout_at_most() {
 
 #[test]
 fn refused_connections_cost_each_call_its_timeout_at_most() {
-    let port = support::free_port();
-    assert_bounded(&limiters(&format!("redis://127.0.0.1:{port}/")), "refusing");
+    let refusing = support::Refusing::bind();
+    assert_bounded(&limiters(&refusing.url()), "refusing");
 }

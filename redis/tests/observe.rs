@@ -122,10 +122,10 @@ fn a_switch_to_the_fallback_and_back_is_one_event_each_and_counted() {
 
 #[test]
 fn calls_refused_as_unavailable_are_counted() {
-    let port = support::free_port();
+    let refusing = support::Refusing::bind();
     let limiter = ritmo_redis::builder("down", Config::new(10, Duration::from_secs(1)).unwrap())
         .timeout(Duration::from_millis(100))
-        .connect_blocking(format!("redis://127.0.0.1:{port}/"))
+        .connect_blocking(refusing.url())
         .unwrap();
     let recorder = PrometheusBuilder::new().build_recorder();
     let text = metrics::with_local_recorder(&recorder, || {

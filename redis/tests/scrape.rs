@@ -172,18 +172,18 @@ fn a_blocking_limiter_counts_a_reconnect_after_the_server_restarts() {
 #[test]
 fn the_fallback_counts_of_record_match_what_the_policy_answered() {
     // Nothing listens on this port: every call falls back.
-    let port = support::free_port();
+    let refusing = support::Refusing::bind();
     let admit = ritmo_redis::builder("fb-admit", Config::new(10, Duration::from_secs(1)).unwrap())
         .timeout(Duration::from_millis(100))
         .on_unavailable(FailurePolicy::Admit)
-        .connect_blocking(format!("redis://127.0.0.1:{port}/"))
+        .connect_blocking(refusing.url())
         .unwrap();
     let local = ritmo_redis::builder("fb-local", Config::new(10, Duration::from_secs(1)).unwrap())
         .timeout(Duration::from_millis(100))
         .on_unavailable(FailurePolicy::Local(
             Config::new(2, Duration::from_secs(60)).unwrap(),
         ))
-        .connect_blocking(format!("redis://127.0.0.1:{port}/"))
+        .connect_blocking(refusing.url())
         .unwrap();
     for _ in 0..3 {
         assert_eq!(admit.try_acquire().unwrap().source(), Source::Open);

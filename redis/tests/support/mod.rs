@@ -277,6 +277,40 @@ pub fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
+/// A port of 127.0.0.1 that refuses every connection for as long as this value lives: bound by
+/// this process but never listening, so that no server another test starts can take it meanwhile
+/// (a port merely found free could be handed to one).
+pub struct Refusing {
+    _socket: socket2::Socket,
+    port: u16,
+}
+
+impl Refusing {
+    /// Binds a port the system picks, without listening on it.
+    pub fn bind() -> Refusing {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("a TCP socket");
+        socket
+            .bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .expect("bind a free port");
+        let port = socket
+            .local_addr()
+            .expect("the bound address")
+            .as_socket()
+            .expect("an IP address")
+            .port();
+        Refusing {
+            _socket: socket,
+            port,
+        }
+    }
+
+    /// A Redis URL naming the port.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
 /// Whether anything answers on `port`.
 pub fn listening(port: u16) -> bool {
     TcpStream::connect(("127.0.0.1", port)).is_ok()
