@@ -108,19 +108,18 @@ impl Server {
     /// started only when the process that answers on the port is this one, else another port is
     /// tried.
     fn on_a_free_port(persistent: bool, cluster: bool) -> Server {
-        let dir = tempfile::tempdir().expect("a temporary directory");
         let mut server = Server {
             child: None,
-            port: free_port(),
-            dir,
+            port: 0,
+            dir: tempfile::tempdir().expect("a temporary directory"),
             persistent,
             cluster,
         };
         for _ in 0..10 {
+            server.port = free_port();
             if server.spawn() {
                 return server;
             }
-            server.port = free_port();
         }
         panic!("{} found no free port of its own in 10 tries", binary());
     }
@@ -191,7 +190,7 @@ impl Server {
 
     /// `redis://127.0.0.1:<port>/`
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        url_of(self.port)
     }
 
     /// A plain connection, for looking at keys and `INFO`.
@@ -307,8 +306,13 @@ impl Refusing {
 
     /// A Redis URL naming the port.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        url_of(self.port)
     }
+}
+
+/// `redis://127.0.0.1:<port>/`
+pub fn url_of(port: u16) -> String {
+    format!("redis://127.0.0.1:{port}/")
 }
 
 /// Whether anything answers on `port`.
@@ -381,7 +385,7 @@ impl Slow {
 
     /// `redis://127.0.0.1:<port>/`
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        url_of(self.port)
     }
 
     /// How many connections it has accepted so far.
