@@ -29,6 +29,7 @@ mod reservation;
 pub mod settings;
 mod state;
 mod wait;
+mod window;
 
 #[cfg(all(test, loom))]
 mod loom_keyed_tests;
