@@ -298,3 +298,104 @@ fn bad_window_configs_are_errors() {
         u64::from(u32::MAX) - 1
     );
 }
+
+/// The `const_window_config!(cap, Duration::from_secs(s), burst)` calls a guide shows, read from
+/// its text, with the `max_wait` it gives them (`with_max_wait(Duration::from_secs(w))`).
+fn duty_cycles_in(path: &str) -> Vec<(u32, u64, u32, u64)> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let text = std::fs::read_to_string(format!("{root}/{path}")).unwrap();
+    let number = |s: &str| s.trim().replace('_', "").parse::<u64>().unwrap();
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let Some(at) = line.find("const_window_config!(") else {
+            continue;
+        };
+        let rest = &line[at + "const_window_config!(".len()..];
+        let (cap, rest) = rest.split_once(',').unwrap();
+        let rest = rest.trim().strip_prefix("Duration::from_secs(").unwrap();
+        let (secs, rest) = rest.split_once(')').unwrap();
+        let (burst, rest) = rest.trim_start_matches(',').split_once(')').unwrap();
+        let wait = rest
+            .split_once("with_max_wait(Duration::from_secs(")
+            .map_or(0, |(_, w)| number(w.split_once(')').unwrap().0));
+        found.push((
+            u32::try_from(number(cap)).unwrap(),
+            number(secs),
+            u32::try_from(number(burst)).unwrap(),
+            wait,
+        ));
+    }
+    found
+}
+
+/// A sender of one-second frames under `config` for four windows: it reserves (waiting up to the
+/// config's `max_wait`), sends at its slot, and tries again `try_every` ticks later (with
+/// `try_every == 1`, as soon as a slot is within reach). Returns the busiest window.
+fn waiting_sender<const HZ: u64>(config: Config, window: Duration, try_every: u64) -> u64 {
+    let clock = ManualClock::<HZ>::with_reading(5);
+    let limiter = RateLimiter::with_clock("guide", config, &clock);
+    let end = ticks_in::<HZ>(window) * 4;
+    let mut uses = Vec::new();
+    while ritmo_core::Clock::now(&clock) < end {
+        match limiter.reserve() {
+            Ok(r) => {
+                let slot = r.slot();
+                let now = ritmo_core::Clock::now(&clock);
+                clock.advance_ticks(slot.saturating_sub(now));
+                r.commit();
+                uses.push((slot, 1));
+                clock.advance_ticks(try_every);
+            }
+            // refused: tries again after `try_every`, or (greedy, `try_every == 1`) as soon as
+            // its slot is within reach
+            Err(e) if try_every == 1 => {
+                let reach = e.retry_after().saturating_sub(config.max_wait());
+                clock.advance_ticks(ticks_in::<HZ>(reach).max(1));
+            }
+            Err(_) => clock.advance_ticks(try_every),
+        }
+    }
+    busiest_window(&uses, ticks_in::<HZ>(window))
+}
+
+/// The duty-cycle examples of the guides (the firmware guide, the Embassy adapter's README and its
+/// crate docs) use the window config, and their own numbers keep the cap in every window: a sender
+/// that waits for its slots, trying as often as it can or once in a while, on both clocks.
+#[test]
+fn the_guides_duty_cycle_examples_keep_their_cap_in_every_window() {
+    let mut seen = 0;
+    for path in [
+        "src/guide/firmware.md",
+        "embassy-adapter/README.md",
+        "embassy-adapter/src/lib.rs",
+    ] {
+        let found = duty_cycles_in(path);
+        assert!(!found.is_empty(), "{path} shows no window config");
+        for (cap, secs, burst, wait) in found {
+            let window = Duration::from_secs(secs);
+            let config = Config::at_most(cap, window, burst)
+                .unwrap()
+                .with_max_wait(Duration::from_secs(wait));
+            let second = 1_000_000_000;
+            for try_every in [1, second, 7 * second] {
+                let ns = waiting_sender::<1_000_000_000>(config, window, try_every);
+                assert!(
+                    ns <= u64::from(cap),
+                    "{path}: {ns} in one window, cap {cap}"
+                );
+                let rtc = waiting_sender::<32_768>(config, window, try_every * 32_768 / second + 1);
+                assert!(
+                    rtc <= u64::from(cap),
+                    "{path}: {rtc} in one window, cap {cap}"
+                );
+            }
+            // and the cap is reached: the example gives what it promises
+            assert_eq!(
+                waiting_sender::<1_000_000_000>(config, window, 1),
+                u64::from(cap)
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3);
+}
