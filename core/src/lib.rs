@@ -22,6 +22,7 @@ pub mod keyed;
 mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
+pub mod persist;
 pub mod prelude;
 mod rate;
 pub mod registry;
