@@ -238,7 +238,8 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     pub const SAVED_LEN: usize = HEAD + 8 * B + 4;
 
     /// Writes every band's state into `out`, which must be [`SAVED_LEN`](Self::SAVED_LEN) bytes
-    /// long; returns `false` (writing nothing) otherwise. See [`RateLimiter::save`].
+    /// long; returns `false` (writing nothing) otherwise, or when `B > 255` (the record counts its
+    /// states in one byte). See [`RateLimiter::save`].
     ///
     /// ```
     /// use core::time::Duration;
