@@ -49,6 +49,13 @@ pub struct Config {
 impl Config {
     /// `permits` per `period`, with `max_wait` 0 and enabled.
     ///
+    /// **What it guarantees per window**: `permits` is both the burst and the count per period.
+    /// In any window of length `w` a limiter admits at most `permits + floor(w / T)` permits
+    /// (`T = period / permits`): after a quiet time a full burst, then the steady rate. So
+    /// "36 per hour" admits up to 72 in some hour, not 36 ([`max_in_window`](Config::max_in_window)
+    /// computes the bound). For "at most `X` in any window of length `W`" (a duty cycle, a quota a
+    /// regulation states per window) use [`Config::at_most`].
+    ///
     /// Errors: `permits == 0` is `RITMO-ATR-003`; a zero `period` is `RITMO-ATR-002`; a period
     /// shorter than `permits` nanoseconds (less than 1 ns per permit) is `RITMO-REG-001`.
     ///

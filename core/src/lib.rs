@@ -22,6 +22,7 @@ pub mod keyed;
 mod limiter;
 #[cfg(feature = "defmt")]
 mod log;
+pub mod persist;
 pub mod prelude;
 mod rate;
 pub mod registry;
@@ -29,6 +30,7 @@ mod reservation;
 pub mod settings;
 mod state;
 mod wait;
+mod window;
 
 #[cfg(all(test, loom))]
 mod loom_keyed_tests;

@@ -167,6 +167,18 @@ impl State {
         }
     }
 
+    /// Raises the state to `value` if it is below (save and restore, `persist.rs`): never lowers
+    /// it, so that a restore can only make the limiter stricter.
+    pub(crate) fn raise_to(&self, value: u64) {
+        let mut tat = self.tat.load();
+        while tat < value {
+            match self.tat.compare_exchange(tat, value) {
+                Ok(_) => return,
+                Err(found) => tat = found,
+            }
+        }
+    }
+
     /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed
     /// the state since (giving them back then would let two calls share one slot). Returns whether
     /// the permits went back.

@@ -21,13 +21,14 @@
 //! ```no_run
 //! use core::time::Duration;
 //! use embedded_io_async::Write;
-//! use ritmo_core::{const_config, RateLimiter};
+//! use ritmo_core::{const_config, const_window_config, RateLimiter};
 //! use ritmo_embassy::{AsyncExt, AsyncRateLimitedWrite, EmbassyClock};
 //!
-//! // 36 radio frames per hour (a 1% duty cycle), bursts of at most 36, waiting up to a minute.
+//! // A 1% duty cycle for 1 s frames: at most 36 in ANY hour (up to 18 at once, then one every
+//! // 200 s), waiting up to a minute for a slot.
 //! static RADIO: RateLimiter<EmbassyClock> = RateLimiter::new(
 //!     "radio",
-//!     const_config!(36, Duration::from_secs(3600)).with_max_wait(Duration::from_secs(60)),
+//!     const_window_config!(36, Duration::from_secs(3600), 18).with_max_wait(Duration::from_secs(60)),
 //!     EmbassyClock,
 //! );
 //! // 960 bytes per second: what a peer reading 9600 baud can take.

@@ -214,6 +214,16 @@ const fn max_permits<const B: usize>(rates: &[Rate; B]) -> u32 {
 }
 
 impl<C, const B: usize> Bands<C, B> {
+    /// The states and the numbers they are counted in, for save and restore (`persist.rs`);
+    /// `None` once reconfigured (the states then live elsewhere, in other numbers).
+    pub(crate) fn persisted(&self) -> Option<(&[State; B], &[Rate; B])> {
+        #[cfg(feature = "reconfigure")]
+        if self.live.changed() {
+            return None;
+        }
+        Some((&self.states, &self.rates))
+    }
+
     const_fn! {
     fn build(id: &'static str, configs: [Config; B], clock: C, tick: TickRate) -> Self {
         let (rates, max_wait, max_permits) = rates(&configs, tick);

@@ -23,6 +23,8 @@ pub enum ErrorCode {
     InvalidPermits,
     /// `RITMO-ATR-006`: `enabled` is not `true`/`false`.
     InvalidBool,
+    /// `RITMO-ATR-007`: a window config's burst is not below its cap ([`Config::at_most`](crate::Config::at_most)).
+    BurstNotBelowCap,
     /// `RITMO-REG-001`: the config gives less than 1 ns per permit.
     TooFast,
     /// `RITMO-REG-003`: a config resolved from settings is invalid.
@@ -50,6 +52,7 @@ impl ErrorCode {
             ErrorCode::ZeroPeriod => "RITMO-ATR-002",
             ErrorCode::InvalidPermits => "RITMO-ATR-003",
             ErrorCode::InvalidBool => "RITMO-ATR-006",
+            ErrorCode::BurstNotBelowCap => "RITMO-ATR-007",
             ErrorCode::TooFast => "RITMO-REG-001",
             ErrorCode::InvalidSetting => "RITMO-REG-003",
             ErrorCode::UnknownConfig => "RITMO-REG-004",
@@ -71,6 +74,7 @@ impl ErrorCode {
             ErrorCode::ZeroPeriod => "period is zero",
             ErrorCode::InvalidPermits => "permits is less than 1",
             ErrorCode::InvalidBool => "enabled is not true/false",
+            ErrorCode::BurstNotBelowCap => "burst is not below the window's cap",
             ErrorCode::TooFast => "config gives less than 1 ns per permit",
             ErrorCode::InvalidSetting => "config resolved from settings is invalid",
             ErrorCode::UnknownConfig => "settings name an unknown base config",

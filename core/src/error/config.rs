@@ -65,6 +65,9 @@ impl ConfigError {
             ErrorCode::ZeroPeriod => panic!("RITMO-ATR-002: period is zero"),
             ErrorCode::InvalidPermits => panic!("RITMO-ATR-003: permits is less than 1"),
             ErrorCode::TooFast => panic!("RITMO-REG-001: config gives less than 1 ns per permit"),
+            ErrorCode::BurstNotBelowCap => {
+                panic!("RITMO-ATR-007: burst is not below the window's cap")
+            }
             _ => panic!("invalid ritmo config"),
         }
     }

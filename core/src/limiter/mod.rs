@@ -154,6 +154,16 @@ impl<C: Clock> RateLimiter<C> {
         Self::build(id, config, clock, tick)
     }
 
+    /// The state and the numbers it is counted in, for save and restore (`persist.rs`); `None`
+    /// once reconfigured (the state then lives elsewhere, in other numbers).
+    pub(crate) fn persisted(&self) -> Option<(&State, &Rate)> {
+        #[cfg(feature = "reconfigure")]
+        if self.reconfigured() {
+            return None;
+        }
+        Some((&self.state, &self.rate))
+    }
+
     /// Whether this limiter applies `config`: built with it on this clock, it would be this
     /// limiter (a registry's check that two users of one id agree).
     pub(crate) fn applies(&self, config: &Config) -> bool {
