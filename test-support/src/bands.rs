@@ -91,11 +91,13 @@ impl BandsModel {
 
     /// `reconfigure(configs)` at `now` (SPEC §14, §17), a call waiting at most `max_wait` from
     /// then on. Each band whose config changes goes through the single limiter's rule
-    /// ([`Gcra::reconfigure`](crate::Gcra::reconfigure)): its permits available become
-    /// `min(available, new permits)`, permits owed stay owed; a band whose config is the same
-    /// keeps its state exactly. Returns each band's permits available at the change (before
-    /// it), or `None` if no config changes (then nothing changes at all). A reservation made
-    /// before a change is no longer the newest: cancelling it returns nothing.
+    /// ([`Gcra::reconfigure`](crate::Gcra::reconfigure)): idle is new (a band idle or disabled
+    /// starts afresh with its new full burst), else its permits available become
+    /// `min(available, new permits)` and permits owed stay owed; a band whose config is the same
+    /// keeps its state exactly. Returns each band's permits kept at the change (available at
+    /// that instant under the new configs), or `None` if no config changes (then nothing changes
+    /// at all). A reservation made before a change is no longer the newest: cancelling it
+    /// returns nothing.
     pub fn reconfigure(
         &mut self,
         now: u64,
@@ -122,7 +124,7 @@ impl BandsModel {
         self.rates = configs.iter().map(|c| Rate::new(&self.units, c)).collect();
         self.max_wait = max_wait;
         self.epoch += 1;
-        Some(before)
+        Some(self.available_per_band(now))
     }
 
     /// The longest `max_wait` of `configs`: what `Bands` waits by default.

@@ -265,8 +265,11 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
             0,
             k,
             0,
+            0,
         ));
     }
+    // Read before the decision: a change after it makes the refund return nothing.
+    let generation = store.key_rate().generation();
     let taken = store.take(key, tier, k, max_wait)?;
     // The numbers the call was decided with (a reconfigure may have come since the check).
     Ok(KeyReservation::of(
@@ -276,5 +279,6 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
         store.rules(tier).increment(k),
         k,
         <S::Tiers as TierSet<K>>::position(tier),
+        generation,
     ))
 }

@@ -358,11 +358,11 @@ impl TierRules {
     }
 
     /// A key's state `tat` made under these numbers, carried over at `now` to `to`'s (a change
-    /// of tier): the single limiter's `reconfigure` rule. An idle key is left as it is: its burst
-    /// is full under any tier.
+    /// of tier): the single limiter's `reconfigure` rule, idle is new included (an idle key, or
+    /// a key of a disabled tier, starts afresh on its new tier).
     #[inline]
     pub fn carry(&self, tat: u64, now: u64, to: &TierRules) -> u64 {
-        if tat <= now || self.0 == to.0 {
+        if self.0 == to.0 {
             tat
         } else {
             carry_over(tat, now, &self.0, &to.0)

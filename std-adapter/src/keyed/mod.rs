@@ -441,6 +441,11 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 entry.value().convert(convert);
             }
         });
+        // The change may have moved states earlier (a key idle now, or fewer permits owed): what
+        // the last scan noted no longer bounds them, so the next room needed scans the map.
+        let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
+        reclaim.candidates.clear();
+        reclaim.threshold = 0;
     }
 }
 
