@@ -60,7 +60,8 @@ impl Tier {
 ///   outcome; a read such as `available_permits` shows what such a call would find, and changes
 ///   nothing), with the single limiter's rule
 ///   ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): its available permits become
-///   `min(available, new permits)`, permits owed stay owed. No fresh burst, nothing lost. A
+///   `min(available, new permits)`, permits owed stay owed. No fresh burst, nothing lost; a key
+///   idle at the change (or on a disabled tier) starts afresh on its new tier (idle is new). A
 ///   reservation made under the old tier gives nothing back once the key has changed tier.
 /// - Exact eviction holds per tier: a key is idle, and its slot reusable, when its burst is full
 ///   again for its own tier (`tat <= now`, whatever the tier).

@@ -25,7 +25,9 @@
 //!
 //! # What a change does
 //!
-//! At the instant of the change, the permits available become `min(available, new permits)`;
+//! At the instant of the change a limiter idle under the old config (its burst full) or disabled
+//! starts afresh under the new one (idle is new, `rate::carry_over`); otherwise the permits
+//! available become `min(available, new permits)`;
 //! permits owed stay owed (a reservation keeps its slot, and the next call queues after the last
 //! one at the new spacing); progress towards the next permit carries over, capped at the new
 //! emission interval. See `gcra::reconfigure`.

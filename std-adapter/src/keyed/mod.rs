@@ -415,7 +415,8 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// Applies `config` to every key from now on, each with the single limiter's rule
     /// ([`RateLimiter::reconfigure`](ritmo_core::RateLimiter::reconfigure)): a key's available
     /// permits become `min(available, new permits)`, permits owed stay owed, and a key never seen
-    /// (or idle) gets the new config's full burst. Reconfiguring to the config in force changes
+    /// (or idle, or any key when a disabled config is enabled) gets the new config's full burst.
+    /// Reconfiguring to the config in force changes
     /// nothing.
     ///
     /// The change converts every key the map holds, one compare-and-swap each; calls that come
