@@ -14,7 +14,9 @@ use crate::units::Units;
 pub struct BandsTicket {
     /// Permits it took.
     pub k: u32,
-    /// Each band's state before it, as of the call (`max(tat, now)`).
+    /// Each band's state before it, exactly (SPEC §17: a cancel of the newest puts every band
+    /// back exactly as it was; a band idle at the call is put back to its own idle state, so
+    /// that the reservation before it is then the newest in that band too).
     pub before: Vec<u128>,
     /// Each band's `tat` it wrote.
     pub written: Vec<u128>,
@@ -210,11 +212,10 @@ impl BandsModel {
             .collect()
     }
 
-    /// Charges every enabled band as a call at `at` (units), made at reading `now`. `before` is
-    /// each band's state as of the call (`max(tat, now)`: a `tat` in the past is a full burst).
-    fn charge(&mut self, now: u64, at: u128, k: u32, slot: u64) -> BandsTicket {
-        let now_u = self.units.from_ticks(now);
-        let before = self.tats.iter().map(|&t| t.max(now_u)).collect();
+    /// Charges every enabled band as a call at `at` (units). `before` is each band's state
+    /// exactly as it was (a cancel of the newest puts it back, SPEC §17).
+    fn charge(&mut self, at: u128, k: u32, slot: u64) -> BandsTicket {
+        let before = self.tats.clone();
         for i in self.enabled().collect::<Vec<_>>() {
             self.tats[i] = self.tats[i].max(at) + u128::from(k) * self.rates[i].t;
         }
@@ -235,7 +236,7 @@ impl BandsModel {
         }
         match self.wait_units(now, k) {
             0 => {
-                self.charge(now, self.units.from_ticks(now), k, now);
+                self.charge(self.units.from_ticks(now), k, now);
                 Outcome::Admitted
             }
             _ => Outcome::Rejected {
@@ -266,7 +267,7 @@ impl BandsModel {
         }
         let at = self.units.from_ticks(now) + self.wait_units(now, k);
         let slot = u64::try_from(u128::from(now) + ticks).unwrap_or(u64::MAX);
-        let ticket = self.charge(now, at, k, slot);
+        let ticket = self.charge(at, k, slot);
         let wait = self.units.duration(ticks);
         (Outcome::Reserved { wait, slot }, Some(ticket))
     }
