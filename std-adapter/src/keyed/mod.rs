@@ -401,13 +401,12 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
     /// `None` if its tier function answers a plan no tier has.
     pub fn config_of(&self, key: &K) -> Option<Config> {
-        match self.tiers.pick(key) {
-            Some(tier) => Some(match self.tiers.tier(usize::from(P::position(tier))) {
+        self.tiers.pick(key).map(
+            |tier| match self.tiers.tier(usize::from(P::position(tier))) {
                 Some((_, config)) => config,
                 None => self.rate.config(),
-            }),
-            None => None,
-        }
+            },
+        )
     }
 }
 
