@@ -74,8 +74,8 @@ fn main() {
             }
             let tiers = ritmo::keyed::Tiers::new(
                 [
-                    ritmo::keyed::Tier::new("free", cfg),
-                    ritmo::keyed::Tier::new("paid", cfg),
+                    ritmo::keyed::Tier::of(0, "free", cfg),
+                    ritmo::keyed::Tier::of(1, "paid", cfg),
                 ],
                 plan,
             );

@@ -104,8 +104,8 @@ async fn per_tier_api_key_server_from_the_facade() {
 
     let tiers = Tiers::new(
         [
-            Tier::new("free", Config::new(2, Duration::from_secs(60)).unwrap()),
-            Tier::new("paid", Config::new(5, Duration::from_secs(60)).unwrap()),
+            Tier::of(0, "free", Config::new(2, Duration::from_secs(60)).unwrap()),
+            Tier::of(1, "paid", Config::new(5, Duration::from_secs(60)).unwrap()),
         ],
         plan,
     );

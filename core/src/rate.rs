@@ -210,19 +210,18 @@ impl Rate {
 }
 
 /// A state `tat` carried over a change of config at `now` (units), from a limiter applying
-/// `old` to one applying `new`: `gcra::reconfigure`, except that a disabled limiter kept no
-/// state: it had its `permits` available, so it comes back with `min(old permits, new permits)`
-/// and the next one a new interval after the last (SPEC §14's rule with nothing in progress). The
-/// one conversion every kind's `reconfigure` applies, and the one a key of a tiered keyed limiter
-/// goes through when it changes tier.
+/// `old` to one applying `new`: `gcra::reconfigure` for a state still being limited. **Idle is
+/// new** (SPEC §14): a state whose burst is full under `old` (`tat <= now`) carries nothing a
+/// fresh one lacks, and a disabled limiter counted nothing (it admitted everything), so either
+/// starts afresh under `new`, with its full burst, exactly as a key a store dropped or never saw.
+/// A state disabled by the change is left fresh too: nothing reads it while disabled, enabling it
+/// starts it afresh anyway, and so a disabled keyed limiter holds no live key (every key may be
+/// dropped). The one conversion every kind's `reconfigure` applies, and the one a key of a tiered
+/// keyed limiter goes through when it changes tier.
 pub(crate) const fn carry_over(tat: u64, now: u64, old: &Rate, new: &Rate) -> u64 {
-    if !old.enabled() {
-        let kept = if old.permits < new.permits {
-            old.permits
-        } else {
-            new.permits
-        };
-        return now.saturating_add(Rate::increment_of(new.interval, new.permits - kept));
+    if !old.enabled() || !new.enabled() || tat <= now {
+        // A fresh state: any `tat <= now` decides alike; an idle one is kept as it is.
+        return if tat < now { tat } else { now };
     }
     crate::gcra::reconfigure(
         tat,

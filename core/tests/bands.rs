@@ -684,17 +684,18 @@ mod reconfigure {
         next.commit();
         queued.commit();
         assert_eq!(bands.available_permits_per_band(), [0, 6]);
-        // A looser per-second band and a tighter minute: min(6, 3) in the minute band, no burst.
+        // A looser per-second band, idle again (SPEC §14: idle is new, its full new burst), and
+        // a tighter minute still limited: min(6, 3) in the minute band, no burst.
         clock.advance(Duration::from_secs(10));
         bands.reconfigure([
             cfg(100, Duration::from_secs(1)),
             cfg(3, Duration::from_secs(60)),
         ]);
-        assert_eq!(bands.available_permits_per_band(), [1, 3]);
-        assert_eq!(bands.available_permits(), 1);
+        assert_eq!(bands.available_permits_per_band(), [100, 3]);
+        assert_eq!(bands.available_permits(), 3);
         assert_eq!(bands.configs()[1].permits(), 3);
         // The new configs wait at most their longest max_wait: none.
-        bands.try_acquire().unwrap();
+        bands.try_acquire_n(3).unwrap();
         assert_eq!(bands.max_wait(), Duration::ZERO);
         assert!(bands.reserve().is_err());
         // k above the smallest band's new permits is invalid.
@@ -752,8 +753,8 @@ mod reconfigure {
         ]);
         assert_eq!(bands.available_permits_per_band(), [87, 2]);
         // Turned on again with the very numbers it had, the moment it went off: a band that was
-        // off counted nothing and had its permits available (SPEC §14), so it comes back with
-        // `min(permits, permits)` = all of them, not the spent state it had before going off.
+        // off counted nothing (SPEC §14: idle is new), so it comes back afresh with all its
+        // permits, not the spent state it had before going off.
         bands.try_acquire_n(2).unwrap();
         assert_eq!(bands.available_permits_per_band(), [85, 0]);
         bands.reconfigure([

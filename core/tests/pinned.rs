@@ -264,7 +264,7 @@ mod reconfigured {
 
     /// Every kind turned off the moment its permits were spent, then on again with the same
     /// numbers, comes back with all its permits: off, it counted nothing and had them available
-    /// (SPEC §14: `min(permits, new permits)`), whatever its state said before.
+    /// (SPEC §14: idle is new, enabling starts it afresh), whatever its state said before.
     #[test]
     fn off_and_on_again_gives_every_kind_its_permits() {
         let clock = ManualClock::new();
@@ -343,6 +343,8 @@ mod reconfigured {
         for round in 0..50 {
             let clock = ManualClock::new();
             let limiter = RateLimiter::new("race", per_second(4_096), &clock);
+            // One taken: not idle (an idle limiter would start afresh with 8192).
+            limiter.try_acquire().unwrap();
             limiter.reconfigure(per_second(8_192));
             let admitted = AtomicU32::new(0);
             super::collide(2, || {
@@ -352,8 +354,8 @@ mod reconfigured {
                     }
                 }
             });
-            // 4096 available when it changed: min(4096, 8192) stay available, and no more.
-            assert_eq!(admitted.into_inner(), 4_096, "round {round}");
+            // 4095 available when it changed: min(4095, 8192) stay available, and no more.
+            assert_eq!(admitted.into_inner(), 4_095, "round {round}");
         }
     }
 }

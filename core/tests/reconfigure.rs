@@ -41,6 +41,9 @@ fn check_bounds(uses: &[(Use, u32)], epochs: &[Epoch], units: &Units) -> Result<
             .map(|(u, _)| *u)
             .collect();
         let c = epoch.config;
+        if !c.enabled() {
+            continue; // disabled: every call passes, nothing is counted
+        }
         window_bound(&mine, c.permits(), c.period(), units)
             .map_err(|m| format!("epoch {e}: {m}"))?;
         if e > 0 {
@@ -408,8 +411,9 @@ fn permits_asked_are_checked_against_the_config_in_force() {
         ));
         assert!(l.retry_after_n(k).is_err());
     }
+    l.try_acquire().unwrap();
     l.reconfigure(c(20));
-    assert!(l.try_acquire_n(2).is_ok()); // 2 were available, and stay so
+    assert!(l.try_acquire_n(1).is_ok()); // 1 was available, and stays so
     assert!(matches!(
         l.try_acquire_n(15),
         Err(AcquireError::RateLimited(_))
@@ -418,11 +422,11 @@ fn permits_asked_are_checked_against_the_config_in_force() {
     assert!(l.try_acquire_n(15).is_ok());
 }
 
-/// SPEC §14 from a disabled limiter: it counted nothing and had its `permits` available, so a
-/// change that enables it keeps `min(available, new permits)` and hands out no fresh burst of
-/// the new config's (it gave the whole new burst).
+/// SPEC §14 from a disabled limiter, "idle is new": it admitted everything and counted nothing,
+/// so a change that enables it starts it afresh with the new config's full burst (before idle
+/// was new it kept `min(3, 10)`).
 #[test]
-fn enabling_a_disabled_limiter_keeps_min_of_its_permits() {
+fn enabling_a_disabled_limiter_starts_it_afresh() {
     let second = Duration::from_secs(1);
     let clock = ManualClock::new();
     let off = Config::new(3, second).unwrap().with_enabled(false);
@@ -432,10 +436,11 @@ fn enabling_a_disabled_limiter_keeps_min_of_its_permits() {
     }
     assert_eq!(limiter.available_permits(), 3);
     limiter.reconfigure(Config::new(10, second).unwrap());
-    assert_eq!(limiter.available_permits(), 3);
+    assert_eq!(limiter.available_permits(), 10);
+    limiter.try_acquire_n(10).unwrap();
     clock.advance(Duration::from_millis(100));
-    assert_eq!(limiter.available_permits(), 4);
-    // To a config of fewer permits: min(3, 2).
+    assert_eq!(limiter.available_permits(), 1);
+    // To a config of fewer permits: its full burst, 2.
     let other = RateLimiter::new("off", off, &clock);
     other.reconfigure(Config::new(2, second).unwrap());
     assert_eq!(other.available_permits(), 2);

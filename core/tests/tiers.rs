@@ -33,7 +33,8 @@ fn set_plan(key: u8, tier: usize) {
     PLAN.with(|p| p.borrow_mut()[usize::from(key)] = tier);
 }
 
-type Limiter<'a, const HZ: u64> = KeyedLimiter<u8, &'a ManualClock<HZ>, CAP, Tiers<u8, TIERS>>;
+type Limiter<'a, const HZ: u64> =
+    KeyedLimiter<u8, &'a ManualClock<HZ>, CAP, Tiers<u8, TIERS, usize>>;
 
 struct Table<'a, const HZ: u64> {
     limiter: Limiter<'a, HZ>,
@@ -48,7 +49,8 @@ fn run<const HZ: u64>(
     steps: Vec<TieredStep>,
 ) -> Result<(), TestCaseError> {
     PLAN.with(|p| *p.borrow_mut() = [0; 256]);
-    let tiers: [Tier; TIERS] = core::array::from_fn(|i| Tier::new(["a", "b", "c"][i], configs[i]));
+    let tiers: [Tier<usize>; TIERS] =
+        core::array::from_fn(|i| Tier::of(i, ["a", "b", "c"][i], configs[i]));
     let clock = ManualClock::<HZ>::with_reading(0);
     let table = Table::<HZ> {
         limiter: KeyedLimiter::tiered_with_clock("tiers", Tiers::new(tiers, plan), &clock, seed),
@@ -81,8 +83,8 @@ proptest! {
 }
 
 /// Customers 100 and above pay.
-fn paid_from_100(key: &u32) -> usize {
-    usize::from(*key >= 100)
+fn paid_from_100(key: &u32) -> &'static str {
+    if *key >= 100 { "paid" } else { "free" }
 }
 
 static CLOCK: ManualClock = ManualClock::new();
@@ -135,8 +137,8 @@ fn an_upgrade_reconfigures_that_key_alone_without_a_fresh_burst() {
     let clock = ManualClock::new();
     let tiers = Tiers::new(
         [
-            Tier::new("free", Config::new(2, Duration::from_secs(60)).unwrap()),
-            Tier::new("paid", Config::new(60, Duration::from_secs(60)).unwrap()),
+            Tier::of(0, "free", Config::new(2, Duration::from_secs(60)).unwrap()),
+            Tier::of(1, "paid", Config::new(60, Duration::from_secs(60)).unwrap()),
         ],
         upgraded,
     );
@@ -174,11 +176,11 @@ fn a_reservation_goes_back_only_on_its_own_tier() {
     let c = |n| Config::new(n, Duration::from_secs(2)).unwrap();
     let tiers = Tiers::new(
         [
-            Tier::new("a", c(2)),
-            Tier::new("b", c(4)),
-            Tier::new("c", c(1)),
+            Tier::of(0, "a", c(2)),
+            Tier::of(1, "b", c(4)),
+            Tier::of(2, "c", c(1)),
         ],
-        plan,
+        plan as fn(&u8) -> usize,
     );
     let l: Limiter<'_, 1_000_000_000> = KeyedLimiter::tiered_with_clock("t", tiers, &clock, 1);
     let r = l.reserve(&1).unwrap();
@@ -198,12 +200,13 @@ fn out_of_range(key: &u8) -> usize {
     usize::from(*key)
 }
 
-/// A tier function that answers an index with no tier gets a refusal that says so, and
+/// A tier function that answers a plan no tier has gets a refusal that says so, and
 /// `retry_after` "never"; nothing panics and nothing changes.
 #[test]
 fn an_unknown_tier_is_a_clear_refusal_never_a_panic() {
     let tiers = Tiers::new(
-        [Tier::new(
+        [Tier::of(
+            0,
             "only",
             Config::new(1, Duration::from_secs(1)).unwrap(),
         )],

@@ -30,7 +30,8 @@ fn set_plan(key: u8, tier: usize) {
     PLAN.with(|p| p.borrow_mut()[usize::from(key)] = tier);
 }
 
-type Limiter<'a, const HZ: u64> = KeyedRateLimiter<u8, &'a ManualClock<HZ>, Tiers<u8, TIERS>>;
+type Limiter<'a, const HZ: u64> =
+    KeyedRateLimiter<u8, &'a ManualClock<HZ>, Tiers<u8, TIERS, usize>>;
 
 struct Map<'a, const HZ: u64> {
     limiter: Limiter<'a, HZ>,
@@ -46,7 +47,8 @@ fn run<const HZ: u64>(
     steps: Vec<TieredStep>,
 ) -> Result<(), TestCaseError> {
     PLAN.with(|p| *p.borrow_mut() = [0; 256]);
-    let tiers: [Tier; TIERS] = core::array::from_fn(|i| Tier::new(["a", "b", "c"][i], configs[i]));
+    let tiers: [Tier<usize>; TIERS] =
+        core::array::from_fn(|i| Tier::of(i, ["a", "b", "c"][i], configs[i]));
     let clock = ManualClock::<HZ>::with_reading(0);
     let map = Map::<HZ> {
         limiter: KeyedRateLimiter::tiered_with_clock(
@@ -100,8 +102,12 @@ fn an_upgrade_racing_calls_hands_out_no_fresh_burst() {
     let clock = ManualClock::new();
     let tiers = Tiers::new(
         [
-            Tier::new("free", Config::new(10, Duration::from_secs(60)).unwrap()),
-            Tier::new("paid", Config::new(1000, Duration::from_secs(60)).unwrap()),
+            Tier::of(0, "free", Config::new(10, Duration::from_secs(60)).unwrap()),
+            Tier::of(
+                1,
+                "paid",
+                Config::new(1000, Duration::from_secs(60)).unwrap(),
+            ),
         ],
         key_one_moves,
     );
@@ -134,7 +140,8 @@ fn an_upgrade_racing_calls_hands_out_no_fresh_burst() {
 #[test]
 fn an_unknown_tier_is_a_clear_refusal() {
     let tiers = Tiers::new(
-        [Tier::new(
+        [Tier::of(
+            0,
             "only",
             Config::new(1, Duration::from_secs(1)).unwrap(),
         )],

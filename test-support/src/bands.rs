@@ -14,7 +14,9 @@ use crate::units::Units;
 pub struct BandsTicket {
     /// Permits it took.
     pub k: u32,
-    /// Each band's state before it, as of the call (`max(tat, now)`).
+    /// Each band's state before it, exactly (SPEC §17: a cancel of the newest puts every band
+    /// back exactly as it was; a band idle at the call is put back to its own idle state, so
+    /// that the reservation before it is then the newest in that band too).
     pub before: Vec<u128>,
     /// Each band's `tat` it wrote.
     pub written: Vec<u128>,
@@ -91,11 +93,13 @@ impl BandsModel {
 
     /// `reconfigure(configs)` at `now` (SPEC §14, §17), a call waiting at most `max_wait` from
     /// then on. Each band whose config changes goes through the single limiter's rule
-    /// ([`Gcra::reconfigure`](crate::Gcra::reconfigure)): its permits available become
-    /// `min(available, new permits)`, permits owed stay owed; a band whose config is the same
-    /// keeps its state exactly. Returns each band's permits available at the change (before
-    /// it), or `None` if no config changes (then nothing changes at all). A reservation made
-    /// before a change is no longer the newest: cancelling it returns nothing.
+    /// ([`Gcra::reconfigure`](crate::Gcra::reconfigure)): idle is new (a band idle or disabled
+    /// starts afresh with its new full burst), else its permits available become
+    /// `min(available, new permits)` and permits owed stay owed; a band whose config is the same
+    /// keeps its state exactly. Returns each band's permits kept at the change (available at
+    /// that instant under the new configs), or `None` if no config changes (then nothing changes
+    /// at all). A reservation made before a change is no longer the newest: cancelling it
+    /// returns nothing.
     pub fn reconfigure(
         &mut self,
         now: u64,
@@ -122,7 +126,7 @@ impl BandsModel {
         self.rates = configs.iter().map(|c| Rate::new(&self.units, c)).collect();
         self.max_wait = max_wait;
         self.epoch += 1;
-        Some(before)
+        Some(self.available_per_band(now))
     }
 
     /// The longest `max_wait` of `configs`: what `Bands` waits by default.
@@ -208,11 +212,10 @@ impl BandsModel {
             .collect()
     }
 
-    /// Charges every enabled band as a call at `at` (units), made at reading `now`. `before` is
-    /// each band's state as of the call (`max(tat, now)`: a `tat` in the past is a full burst).
-    fn charge(&mut self, now: u64, at: u128, k: u32, slot: u64) -> BandsTicket {
-        let now_u = self.units.from_ticks(now);
-        let before = self.tats.iter().map(|&t| t.max(now_u)).collect();
+    /// Charges every enabled band as a call at `at` (units). `before` is each band's state
+    /// exactly as it was (a cancel of the newest puts it back, SPEC §17).
+    fn charge(&mut self, at: u128, k: u32, slot: u64) -> BandsTicket {
+        let before = self.tats.clone();
         for i in self.enabled().collect::<Vec<_>>() {
             self.tats[i] = self.tats[i].max(at) + u128::from(k) * self.rates[i].t;
         }
@@ -233,7 +236,7 @@ impl BandsModel {
         }
         match self.wait_units(now, k) {
             0 => {
-                self.charge(now, self.units.from_ticks(now), k, now);
+                self.charge(self.units.from_ticks(now), k, now);
                 Outcome::Admitted
             }
             _ => Outcome::Rejected {
@@ -264,7 +267,7 @@ impl BandsModel {
         }
         let at = self.units.from_ticks(now) + self.wait_units(now, k);
         let slot = u64::try_from(u128::from(now) + ticks).unwrap_or(u64::MAX);
-        let ticket = self.charge(now, at, k, slot);
+        let ticket = self.charge(at, k, slot);
         let wait = self.units.duration(ticks);
         (Outcome::Reserved { wait, slot }, Some(ticket))
     }

@@ -124,6 +124,14 @@ impl Gcra {
         }
     }
 
+    /// The same state, counting `epoch` changes of config before it: a keyed model creates a
+    /// key's state at the keyed limiter's count of changes, so that a ticket of a state it has
+    /// since dropped never passes for one of the new state.
+    pub fn with_epoch(mut self, epoch: u32) -> Gcra {
+        self.epoch = epoch;
+        self
+    }
+
     /// The clock.
     pub fn units(&self) -> Units {
         self.units
@@ -330,8 +338,10 @@ impl Gcra {
         }
     }
 
-    /// `reconfigure(new)` at `now` (SPEC §14, §17). Returns the permits available at the change
-    /// under the old config, or `None` if the config is the same (then nothing changes).
+    /// `reconfigure(new)` at `now` (SPEC §14, §17). Returns the permits the limiter keeps at the
+    /// change (available at that instant under the new config: `n'` for an idle or disabled
+    /// limiter, else `min(available, n')`), or `None` if the config is the same (then nothing
+    /// changes).
     ///
     /// - The same config: nothing changes at all.
     /// - Permits available become `min(available, new permits)` exactly.
@@ -341,8 +351,11 @@ impl Gcra {
     /// - Otherwise the progress towards the next permit carries over, at most `T'` (the next
     ///   permit is never later than it would have been, nor sooner than the new spacing allows).
     ///   With the same rate (only `max_wait` changed) that leaves `tat` as it was.
-    /// - A disabled limiter counted nothing: it has `n` available, so it comes back with
-    ///   `min(n, n')` and no progress.
+    /// - **Idle is new** (SPEC §14): a limiter whose burst is full under the config in force
+    ///   (`tat <= now`) carries nothing a new one lacks, so it starts afresh under the new config
+    ///   with the new config's full burst `n'`; `min(available, n')` is for limiters that are not
+    ///   idle. A disabled limiter admitted everything and counted nothing: enabling it (or any
+    ///   change of a disabled one) starts it afresh the same way.
     pub fn reconfigure(&mut self, now: u64, new: Config) -> Option<u32> {
         if new == self.config {
             return None;
@@ -352,7 +365,7 @@ impl Gcra {
         self.rate = Rate::new(&self.units, &new);
         self.config = new;
         self.epoch += 1;
-        Some(avail)
+        Some(self.available(now))
     }
 }
 
@@ -371,8 +384,9 @@ pub(crate) fn carried_over(
     let old_rate = Rate::new(units, old);
     let now_u = units.from_ticks(now);
     let kept = u128::from(avail).min(rate.n);
-    if !old.enabled() {
-        now_u + rate.window() - kept * rate.t
+    if !old.enabled() || tat <= now_u {
+        // Idle is new: a fresh state, a full burst under `new`.
+        tat.min(now_u)
     } else if kept == rate.n {
         tat.min(now_u)
     } else if tat > now_u + old_rate.window() {
@@ -432,17 +446,43 @@ mod tests {
     }
 
     /// `RateLimiter::reconfigure`'s documented example: 10 per s, spend 4 (6 left); 5 per s:
-    /// min(6, 5); 100 per s: still 5, then one every 10 ms.
+    /// min(6, 5); spend 1; 100 per s: still 4, then one every 10 ms.
     #[test]
     fn reconfigure_keeps_min_of_available_and_new_permits() {
         let mut m = Gcra::new(Units::NANOS, cfg(10, 1000));
         assert_eq!(m.try_acquire(0, 4), Outcome::Admitted);
-        assert_eq!(m.reconfigure(0, cfg(5, 1000)), Some(6));
+        assert_eq!(m.reconfigure(0, cfg(5, 1000)), Some(5));
         assert_eq!(m.available(0), 5);
-        assert_eq!(m.reconfigure(0, cfg(100, 1000)), Some(5));
-        assert_eq!(m.available(0), 5);
-        assert_eq!(m.available(10_000_000), 6);
+        assert_eq!(m.try_acquire(0, 1), Outcome::Admitted);
+        assert_eq!(m.reconfigure(0, cfg(100, 1000)), Some(4));
+        assert_eq!(m.available(0), 4);
+        assert_eq!(m.available(10_000_000), 5);
         assert_eq!(m.reconfigure(0, cfg(100, 1000)), None, "the same config");
+    }
+
+    /// SPEC §14, idle is new: an idle limiter, and a disabled one, start afresh under the new
+    /// config; one still limited keeps `min(available, n')`.
+    #[test]
+    fn reconfigure_starts_an_idle_or_disabled_limiter_afresh() {
+        let mut m = Gcra::new(Units::NANOS, cfg(2, 250));
+        assert_eq!(m.try_acquire(0, 1), Outcome::Admitted);
+        assert_eq!(
+            m.reconfigure(0, cfg(4, 250)),
+            Some(1),
+            "still limited: min(1, 4)"
+        );
+        assert_eq!(m.reconfigure(250_000_000, cfg(8, 250)), Some(8), "idle");
+        assert_eq!(m.try_acquire(250_000_000, 8), Outcome::Admitted);
+        assert_eq!(
+            m.reconfigure(250_000_000, cfg(8, 250).with_enabled(false)),
+            Some(8)
+        );
+        assert_eq!(
+            m.reconfigure(250_000_000, cfg(16, 250)),
+            Some(16),
+            "enabled"
+        );
+        assert_eq!(m.available(250_000_000), 16);
     }
 
     /// Issue 20: changing only `max_wait` leaves the state as it was, owed permits included.

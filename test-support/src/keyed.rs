@@ -49,6 +49,8 @@ pub struct KeyedModel<K> {
     config: Config,
     capacity: usize,
     keys: BTreeMap<K, Gcra>,
+    /// How many reconfigures changed the config (every live key's state counts them too).
+    epoch: u32,
 }
 
 impl<K: Ord + Clone + core::fmt::Debug> KeyedModel<K> {
@@ -59,6 +61,7 @@ impl<K: Ord + Clone + core::fmt::Debug> KeyedModel<K> {
             config,
             capacity,
             keys: BTreeMap::new(),
+            epoch: 0,
         }
     }
 
@@ -123,10 +126,10 @@ impl<K: Ord + Clone + core::fmt::Debug> KeyedModel<K> {
     }
 
     fn state(&mut self, key: &K) -> &mut Gcra {
-        let (units, config) = (self.units, self.config);
+        let (units, config, epoch) = (self.units, self.config, self.epoch);
         self.keys
             .entry(key.clone())
-            .or_insert_with(|| Gcra::new(units, config))
+            .or_insert_with(|| Gcra::new(units, config).with_epoch(epoch))
     }
 
     /// `try_acquire_n(key, k)` at `now`.
@@ -236,5 +239,6 @@ impl<K: Ord + Clone + core::fmt::Debug> KeyedModel<K> {
             state.reconfigure(now, config);
         }
         self.config = config;
+        self.epoch += 1;
     }
 }

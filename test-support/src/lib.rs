@@ -32,8 +32,11 @@
 //!   exactly: **a wait beyond `max_wait` on the clock as it ticks is refused** (SPEC §17).
 //! - A reservation's `slot()` is that tick. Cancelling, dropping or interrupting the newest
 //!   reservation puts the state back exactly as it was before it; any other returns nothing.
-//! - `reconfigure` ([`Gcra::reconfigure`]): the same config changes nothing; available permits
-//!   become `min(available, n')`; permits owed keep their slots.
+//! - `reconfigure` ([`Gcra::reconfigure`]): the same config changes nothing; **idle is new**: a
+//!   limiter, band or key whose burst is full (`tat <= now`), or that was disabled, starts afresh
+//!   under the new config (its full burst `n'`); otherwise available permits become
+//!   `min(available, n')` and permits owed keep their slots. A change of tier is a reconfigure of
+//!   the key.
 //! - `Bands` ([`BandsModel`]): every band charged as a call at the slowest band's slot; a cancel
 //!   restores every band.
 //! - Keyed ([`KeyedModel`]): `KeyCapacity` when `capacity` other keys are live; its `retry_after`
@@ -77,6 +80,6 @@ pub use gcra::{Gcra, Rate, Refund, Ticket};
 pub use keyed::{KeyedModel, KeyedTicket};
 pub use ops::{KeyedOp, Op};
 pub use outcome::Outcome;
-pub use subject::{KeyedHeld, KeyedSubject, run_keyed};
+pub use subject::{KeyedHeld, KeyedSubject, run_keyed, run_keyed_with_changes};
 pub use tiered::{TieredModel, TieredStep, run_tiered, tiered_schedule};
 pub use units::Units;

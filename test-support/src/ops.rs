@@ -130,6 +130,8 @@ pub fn schedule_with_changes(
                 .prop_map(move |w| c.with_max_wait(Duration::from_nanos(w))),
             1 => Just(c),
             3 => config(max_permits, max_period),
+            // Disabled, and enabled again by a later change (SPEC §14: afresh).
+            1 => config(max_permits, max_period).prop_map(|c| c.with_enabled(false)),
         ]
         .boxed();
         (
@@ -214,6 +216,31 @@ pub fn keyed_schedule(
     let keys = keys.max(1);
     config(max_permits, max_period).prop_flat_map(move |c| {
         let step = (0..keys, op(c, units, None)).prop_map(|(key, op)| KeyedOp { key, op });
+        (Just(c), prop::collection::vec(step, 1..len.max(2)))
+    })
+}
+
+/// [`keyed_schedule`] with changes of the config of every key mixed in ([`Op::Reconfigure`]'s
+/// key is ignored): configs like the first, the same config, only its `max_wait` changed, and
+/// disabled ones (enabled again by a later change).
+pub fn keyed_schedule_with_changes(
+    max_permits: u32,
+    max_period: Duration,
+    units: Units,
+    keys: u8,
+    len: usize,
+) -> impl Strategy<Value = (Config, Vec<KeyedOp>)> {
+    let keys = keys.max(1);
+    config(max_permits, max_period).prop_flat_map(move |c| {
+        let changes = prop_oneof![
+            1 => (0..=c.period().as_nanos().min(u128::from(u64::MAX)) as u64)
+                .prop_map(move |w| c.with_max_wait(Duration::from_nanos(w))),
+            1 => Just(c),
+            3 => config(max_permits, max_period),
+            1 => config(max_permits, max_period).prop_map(|c| c.with_enabled(false)),
+        ]
+        .boxed();
+        let step = (0..keys, op(c, units, Some(changes))).prop_map(|(key, op)| KeyedOp { key, op });
         (Just(c), prop::collection::vec(step, 1..len.max(2)))
     })
 }

@@ -148,10 +148,30 @@ pub(crate) fn reserved(result: &Result<Box<dyn KeyedHeld + '_>, AcquireError>) -
 /// bound. `Err` says where they first differ.
 pub fn run_keyed<S: KeyedSubject>(
     subject: &S,
-    mut model: KeyedModel<u8>,
+    model: KeyedModel<u8>,
     keys: u8,
     ops: Vec<KeyedOp>,
 ) -> Result<(), String> {
+    run_keyed_with_changes(subject, model, keys, ops, None)
+}
+
+/// How a test changes the config of its keyed limiter under test.
+pub type Reconfigure<'a, S> = &'a dyn Fn(&S, ritmo_core::Config);
+
+/// [`run_keyed`] with changes of config: each [`Op::Reconfigure`] calls `reconfigure` on the
+/// subject (`None`: ignored) and [`KeyedModel::reconfigure`] on the model (SPEC §14: idle keys
+/// afresh, live keys `min(available, n')`), and every answer after it is compared as before. Once
+/// a change has happened a dropped reservation is cancelled instead, so that its answer is seen
+/// (the tail rule leaves a choice after a change that kept the state), and the window bounds,
+/// which hold per config, are left to the step-by-step comparison.
+pub fn run_keyed_with_changes<S: KeyedSubject>(
+    subject: &S,
+    mut model: KeyedModel<u8>,
+    keys: u8,
+    ops: Vec<KeyedOp>,
+    reconfigure: Option<Reconfigure<'_, S>>,
+) -> Result<(), String> {
+    let mut changed = false;
     let units: Units = model.units();
     let keys = keys.max(1);
     let mut open: Vec<(Box<dyn KeyedHeld + '_>, KeyedTicket<u8>)> = Vec::new();
@@ -188,6 +208,7 @@ pub fn run_keyed<S: KeyedSubject>(
                 let (r, ticket) = open.remove(i % open.len());
                 match op {
                     Op::Cancel(_) => model.cancel(&ticket, now, r.cancel()).map_err(at)?,
+                    Op::Drop(_) if changed => model.cancel(&ticket, now, r.cancel()).map_err(at)?,
                     Op::Drop(_) => {
                         drop(r);
                         model.drop_ticket(&ticket);
@@ -198,7 +219,14 @@ pub fn run_keyed<S: KeyedSubject>(
                     }
                 }
             }
-            Op::Cancel(_) | Op::Drop(_) | Op::Commit(_) | Op::Peek | Op::Reconfigure(_) => {}
+            Op::Reconfigure(config) => {
+                if let Some(reconfigure) = reconfigure {
+                    reconfigure(subject, config);
+                    model.reconfigure(now, config);
+                    changed = true;
+                }
+            }
+            Op::Cancel(_) | Op::Drop(_) | Op::Commit(_) | Op::Peek => {}
         }
         let now = subject.now();
         // Every key's peeks while there are few; with many, the step's key and the next one.
@@ -235,6 +263,9 @@ pub fn run_keyed<S: KeyedSubject>(
     for (r, ticket) in open {
         r.commit();
         uses[usize::from(ticket.key)].push(ticket.ticket.used());
+    }
+    if changed {
+        return Ok(());
     }
     let c = model.config();
     for (key, uses) in uses.iter().enumerate() {

@@ -111,11 +111,12 @@ pub fn policy_value(policy: &Policy) -> HeaderValue {
     HeaderValue::try_from(out).unwrap_or_else(|_| HeaderValue::from_static("\"ratelimit\""))
 }
 
-/// The effective window `t` of the `RateLimit` field, in whole seconds: how long the client can
-/// use no more than the `remaining` permits. With GCRA that lasts until one more permit comes
-/// back: [`Status::reset`], or with the quota full (nothing owed, nothing coming back until a
-/// permit is spent) one emission interval, `window / quota`. Rounded up, so that a client
-/// keeping to `r` per `t` never sends more than the limiter admits; never 0.
+/// The `t` parameter of the `RateLimit` field, in whole seconds: how long until more quota is
+/// made available, that is until one more permit comes back ([`Status::reset`]), rounded up, so
+/// that it is never short and a client keeping to `r` per `t` never sends more than the limiter
+/// admits. With the quota whole (nothing owed, `reset` zero) nothing is coming back and there is
+/// nothing to wait for: 0. (It was one emission interval, a reset in the future for a quota
+/// already whole: a refunded response read `r=2;t=30` for 2 per 60 s.)
 ///
 /// ```
 /// use core::time::Duration;
@@ -123,15 +124,13 @@ pub fn policy_value(policy: &Policy) -> HeaderValue {
 /// let p = Policy::new("api", 10, Duration::from_secs(60)); // one permit back every 6 s
 /// assert_eq!(effective_window_secs(&p, &Status::new(0, Duration::from_millis(100))), 1);
 /// assert_eq!(effective_window_secs(&p, &Status::new(3, Duration::from_millis(4500))), 5);
-/// assert_eq!(effective_window_secs(&p, &Status::new(10, Duration::ZERO)), 6);
+/// assert_eq!(effective_window_secs(&p, &Status::new(10, Duration::ZERO)), 0);
 /// ```
 pub fn effective_window_secs(policy: &Policy, status: &Status) -> u64 {
-    let window = if status.reset().is_zero() {
-        policy.window() / policy.quota().max(1)
-    } else {
-        status.reset()
-    };
-    seconds_ceil(window).max(1)
+    // The policy no longer matters (the quota whole is 0, not one emission interval); kept in
+    // the signature, which is public.
+    let _ = policy;
+    seconds_ceil(status.reset())
 }
 
 /// `"name";r=3;t=1`: `r` the permits available now, `t` the effective window (see
@@ -142,7 +141,7 @@ pub fn effective_window_secs(policy: &Policy, status: &Status) -> u64 {
 /// use ritmo_tower::{headers::status_value, Policy, Status};
 /// let p = Policy::new("api", 10, Duration::from_secs(1));
 /// assert_eq!(status_value(&p, &Status::new(0, Duration::from_millis(100))), "\"api\";r=0;t=1");
-/// assert_eq!(status_value(&p, &Status::new(10, Duration::ZERO)), "\"api\";r=10;t=1");
+/// assert_eq!(status_value(&p, &Status::new(10, Duration::ZERO)), "\"api\";r=10;t=0");
 /// ```
 pub fn status_value(policy: &Policy, status: &Status) -> HeaderValue {
     let mut out = String::with_capacity(24 + policy.name().len());
@@ -183,7 +182,7 @@ pub(crate) struct PolicyFields {
     policy: Policy,
     /// `RateLimit-Policy`: `"name";q=10;w=1`.
     policy_header: HeaderValue,
-    /// `RateLimit` with the quota full: `"name";r=<quota>;t=<one emission interval>`.
+    /// `RateLimit` with the quota full: `"name";r=<quota>;t=0`.
     full: HeaderValue,
     /// `"name";r=`: how every other `RateLimit` value of this policy starts.
     prefix: Box<[u8]>,

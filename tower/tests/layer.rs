@@ -170,14 +170,19 @@ async fn charge_by_outcome_returns_304_and_5xx_permits() {
     for path in ["/304", "/500", "/503", "/304"] {
         let response = svc.clone().oneshot(get(path)).await.unwrap();
         assert_eq!(response.status().as_str(), &path[1..]);
-        // The fields are read after the refund: the truth, not one permit short.
-        assert_eq!(ratelimit(response.headers()).1, 2);
+        // The fields are read after the refund: the truth, not one permit short, and `t` of a
+        // whole quota: nothing owed, nothing to wait for (it answered a reset 30 s away).
+        assert_eq!(ratelimit(response.headers()), ("etag".to_string(), 2, 0));
         assert_eq!(limiter.available_permits(), 2);
     }
+    // One permit spent: the next comes back in 30 s; both spent: the next in 30 s too.
     for expect in [1, 0] {
         let response = svc.clone().oneshot(get("/")).await.unwrap();
         assert_eq!(response.status(), 200);
-        assert_eq!(ratelimit(response.headers()).1, expect);
+        assert_eq!(
+            ratelimit(response.headers()),
+            ("etag".to_string(), expect, 30)
+        );
     }
     assert_eq!(
         svc.clone().oneshot(get("/304")).await.unwrap().status(),

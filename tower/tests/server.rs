@@ -113,10 +113,14 @@ async fn charge_by_outcome_over_http() {
     for path in ["/status/304", "/status/500", "/status/502", "/status/304"] {
         let response = fetch(&http, addr, path).await;
         assert_eq!(response.status().as_str(), &path[8..]);
-        assert_eq!(ratelimit(response.headers()).1, 2);
+        // Read after the refund: the quota whole, nothing to wait for (it read `t=5`).
+        assert_eq!(ratelimit(response.headers()), ("etag".to_string(), 2, 0));
     }
     assert_eq!(limiter.available_permits(), 2);
-    assert_eq!(fetch(&http, addr, "/status/404").await.status(), 404);
+    let response = fetch(&http, addr, "/status/404").await;
+    assert_eq!(response.status(), 404);
+    // One spent: the next back in 5 s.
+    assert_eq!(ratelimit(response.headers()), ("etag".to_string(), 1, 5));
     assert_eq!(fetch(&http, addr, "/").await.status(), 200);
     assert_eq!(fetch(&http, addr, "/status/304").await.status(), 429);
     assert_eq!(limiter.available_permits(), 0);

@@ -60,8 +60,8 @@ async fn free_and_paid_keys_get_their_own_limits_and_policy_names_and_an_upgrade
     let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new()));
     let tiers = Tiers::new(
         [
-            Tier::new("free", Config::new(2, Duration::from_secs(60)).unwrap()),
-            Tier::new("paid", Config::new(5, Duration::from_secs(60)).unwrap()),
+            Tier::of(0, "free", Config::new(2, Duration::from_secs(60)).unwrap()),
+            Tier::of(1, "paid", Config::new(5, Duration::from_secs(60)).unwrap()),
         ],
         plan,
     );
@@ -150,12 +150,12 @@ async fn a_static_tiered_store_reports_each_keys_tier_and_refuses_a_key_with_no_
 
     let tiers = Tiers::new(
         [
-            Tier::new("free", Config::new(1, Duration::from_secs(10)).unwrap()),
-            Tier::new("paid", Config::new(3, Duration::from_secs(10)).unwrap()),
+            Tier::of(0, "free", Config::new(1, Duration::from_secs(10)).unwrap()),
+            Tier::of(1, "paid", Config::new(3, Duration::from_secs(10)).unwrap()),
         ],
-        plan_or_none,
+        plan_or_none as fn(&HeaderValue) -> usize,
     );
-    let limiter: &'static KeyedRateLimiter<HeaderValue, ManualClock, Tiers<HeaderValue, 2>> =
+    let limiter: &'static KeyedRateLimiter<HeaderValue, ManualClock, Tiers<HeaderValue, 2, usize>> =
         Box::leak(Box::new(KeyedRateLimiter::tiered_with_clock(
             "api",
             tiers,

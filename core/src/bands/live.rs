@@ -133,7 +133,9 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// permits available right now become `min(available, new permits)`, permits owed stay owed,
     /// and reservations already made keep their slots (the next call queues after the last one,
     /// at the new spacing), as [`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure) does
-    /// for one limiter. A band whose config is unchanged keeps its state as it is, and
+    /// for one limiter; a band idle under its config in force (its burst full) or disabled starts
+    /// afresh with its new full burst (idle is new). A band whose config is unchanged keeps its
+    /// state as it is, and
     /// reconfiguring to the configs in force changes nothing. The longest a call may wait becomes
     /// the longest `max_wait` of the new configs, unless
     /// [`with_max_wait`](Self::with_max_wait) set it.
@@ -155,9 +157,10 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// // A tighter hourly quota: min(96, 50) left in that band; the per-second band is untouched.
     /// api.reconfigure([per_second, Config::new(50, Duration::from_secs(3600))?]);
     /// assert_eq!(api.available_permits_per_band(), [6, 50]);
-    /// // A looser per-second band hands out no fresh burst.
+    /// // A looser per-second band hands out no fresh burst; the hourly band, full under 50 per
+    /// // hour (idle), starts afresh under 100 per hour.
     /// api.reconfigure([Config::new(100, Duration::from_secs(1))?, per_hour]);
-    /// assert_eq!(api.available_permits_per_band(), [6, 50]);
+    /// assert_eq!(api.available_permits_per_band(), [6, 100]);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]

@@ -450,8 +450,9 @@ enum Charge<const B: usize> {
     /// Every band charged: what each band's state became, the call's slot and wait.
     Done {
         written: [u64; B],
-        /// How far each band's state moved (`written - max(previous, now)`): a refund by the
-        /// tail rule steps it back by exactly this, to where it stood at the call.
+        /// How far each band's state moved (`written - previous`): a refund by the tail rule
+        /// steps it back by exactly this, to the state it had before the call (SPEC §17), also
+        /// in a band that was idle then, so that the reservation before it is the newest again.
         moved: [u64; B],
         slot: u64,
         wait: u64,
@@ -502,13 +503,13 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 continue;
             }
             // Charged as of the slot, when the call runs (every band admits it there: the slot
-            // is the latest band's). The state moves from where it stood at the call
-            // (`max(tat, now)`, maybe long before the slot) to past the slot, not just by `k*T`;
-            // a refund steps back by exactly this.
+            // is the latest band's). The state moves from the one it had (maybe long before the
+            // slot, or before `now` in an idle band) to past the slot, not just by `k*T`; a
+            // refund steps back by exactly this, to that very state.
             match gcra::check(tats[i], slot, increments[i], rate.window()) {
                 Ok(new_tat) => {
                     written[i] = new_tat;
-                    moved[i] = new_tat - tats[i].max(now);
+                    moved[i] = new_tat - tats[i];
                 }
                 Err(wait) => return Charge::Refused(wait),
             }

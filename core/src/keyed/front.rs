@@ -88,8 +88,8 @@ pub trait KeyedStore<K: 'static> {
     #[inline(always)]
     fn pick(&self, key: &K) -> Result<<Self::Tiers as TierSet<K>>::Index, RateLimitExceeded> {
         match self.tiers().pick(key) {
-            Ok(tier) => Ok(tier),
-            Err(_) => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
+            Some(tier) => Ok(tier),
+            None => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
         }
     }
 
@@ -131,7 +131,7 @@ pub enum Peeked {
 /// `available_permits` of every keyed limiter: calls of one permit `key` would pass now.
 #[doc(hidden)]
 pub fn available_permits<K: 'static, S: KeyedStore<K>>(store: &S, key: &K) -> u32 {
-    let Ok(tier) = store.tiers().pick(key) else {
+    let Some(tier) = store.tiers().pick(key) else {
         return 0;
     };
     let rules = store.rules(tier);
@@ -155,7 +155,7 @@ pub fn retry_after_n<K: 'static, S: KeyedStore<K>>(
     k: u32,
 ) -> Result<Duration, InvalidPermits> {
     let rate = store.key_rate();
-    let Ok(tier) = store.tiers().pick(key) else {
+    let Some(tier) = store.tiers().pick(key) else {
         return Ok(rate.duration(u64::MAX));
     };
     let rules = store.rules(tier);
@@ -265,8 +265,11 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
             0,
             k,
             0,
+            0,
         ));
     }
+    // Read before the decision: a change after it makes the refund return nothing.
+    let generation = store.key_rate().generation();
     let taken = store.take(key, tier, k, max_wait)?;
     // The numbers the call was decided with (a reconfigure may have come since the check).
     Ok(KeyReservation::of(
@@ -276,5 +279,6 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
         store.rules(tier).increment(k),
         k,
         <S::Tiers as TierSet<K>>::position(tier),
+        generation,
     ))
 }

@@ -98,16 +98,9 @@ impl KeyLive {
         let seq = self.seq.load();
         self.seq.store_relaxed(seq | 1);
         fence_release();
-        convert_all(&|tat| {
-            if old.enabled() && tat <= now {
-                // An idle key decides like a key never seen (its burst is full): it starts
-                // afresh under the new config, as a key never seen does, whichever store
-                // happened to drop it first.
-                tat
-            } else {
-                carry_over(tat, now, &old, &new)
-            }
-        });
+        // Idle is new (`carry_over`): an idle key, or any key of a disabled config, starts afresh
+        // under the new config, as a key never seen does, whichever store happened to drop it.
+        convert_all(&|tat| carry_over(tat, now, &old, &new));
         self.interval.store(new.interval);
         self.max_wait.store(new.max_wait);
         self.permits

@@ -547,7 +547,8 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// Applies `config` to every key from now on, each with the single limiter's rule
     /// ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): a key's available permits
     /// become `min(available, new permits)`, permits owed stay owed, and a key never seen (or
-    /// idle) gets the new config's full burst. Reconfiguring to the config in force changes
+    /// idle, or any key when a disabled config is enabled) gets the new config's full burst.
+    /// Reconfiguring to the config in force changes
     /// nothing. One critical section converts every key and publishes the new numbers.
     ///
     /// ```

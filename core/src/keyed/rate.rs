@@ -451,6 +451,20 @@ impl<C> KeyRate<C> {
         super::tiers::TierRules(self.current())
     }
 
+    /// How many changes of config have started (0: never reconfigured): a reservation made
+    /// under one generation gives nothing back under another.
+    #[inline(always)]
+    pub(crate) fn generation(&self) -> u32 {
+        #[cfg(feature = "reconfigure")]
+        {
+            self.live.seq()
+        }
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            0
+        }
+    }
+
     /// The numbers of the config in force, in units.
     #[inline(always)]
     pub(crate) fn current(&self) -> Rate {

@@ -78,6 +78,10 @@ pub struct KeyCharge<K> {
     written: u64,
     increment: u64,
     tier: u8,
+    /// The limiter's generation of config when the call was decided: a refund after a change
+    /// returns nothing (SPEC §17: it is no longer the newest; the change may have left the state
+    /// equal to what it wrote, under numbers its increment no longer matches).
+    generation: u32,
 }
 
 impl<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyReservation<'a, K, L> {
@@ -90,8 +94,10 @@ impl<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyReservation<'a, K,
         increment: u64,
         permits: u32,
         tier: u8,
+        generation: u32,
     ) -> Self {
         let charge = KeyCharge {
+            generation,
             key,
             written: taken.written,
             increment,
@@ -148,7 +154,8 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
     }
 
     fn give_back(&self, charge: &KeyCharge<K>) -> bool {
-        self.refund_key(&charge.key, charge.written, charge.increment, charge.tier)
+        self.key_rate().generation() == charge.generation
+            && self.refund_key(&charge.key, charge.written, charge.increment, charge.tier)
     }
 
     fn publish_release(&self, charge: &KeyCharge<K>, event: Event) {

@@ -8,7 +8,11 @@ use super::rate::KeyRate;
 use super::table::Table;
 use super::{KeyedLimiter, Tier, Tiers};
 
-impl<K, C: FixedRateClock, const N: usize, const T: usize> KeyedLimiter<K, C, N, Tiers<K, T>> {
+impl<K, C: FixedRateClock, const N: usize, const T: usize, P, F>
+    KeyedLimiter<K, C, N, Tiers<K, T, P, F>>
+where
+    Tiers<K, T, P, F>: super::TierSet<K>,
+{
     /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, on `clock`,
     /// hashing keys with `seed`; in a `const` context if need be (a `static`). Its own
     /// [`config`](Self::config) is tier 0's. See the [`Tiers`] docs.
@@ -17,7 +21,7 @@ impl<K, C: FixedRateClock, const N: usize, const T: usize> KeyedLimiter<K, C, N,
     /// use core::time::Duration;
     /// use ritmo_core::{const_config, ManualClock, Reason};
     /// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
-    /// fn plan(key: &u16) -> usize { usize::from(*key >= 100) }
+    /// fn plan(key: &u16) -> &'static str { if *key >= 100 { "paid" } else { "free" } }
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static API: KeyedLimiter<u16, &ManualClock, 16, Tiers<u16, 2>> = KeyedLimiter::tiered(
     ///     "api",
@@ -36,7 +40,7 @@ impl<K, C: FixedRateClock, const N: usize, const T: usize> KeyedLimiter<K, C, N,
     /// API.try_acquire_n(&100, 3).unwrap();
     /// ```
     #[cfg(not(all(test, loom)))]
-    pub const fn tiered(id: &'static str, tiers: Tiers<K, T>, clock: C, seed: u128) -> Self {
+    pub const fn tiered(id: &'static str, tiers: Tiers<K, T, P, F>, clock: C, seed: u128) -> Self {
         const {
             assert!(
                 N > 0 && N <= u32::MAX as usize,
@@ -53,7 +57,9 @@ impl<K, C: FixedRateClock, const N: usize, const T: usize> KeyedLimiter<K, C, N,
     }
 }
 
-impl<K, C: Clock, const N: usize, const T: usize> KeyedLimiter<K, C, N, Tiers<K, T>> {
+impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
+    KeyedLimiter<K, C, N, Tiers<K, T, P, F>>
+{
     /// A tiered keyed limiter (see [`tiered`](Self::tiered)) on a clock whose tick rate is known
     /// only at run time.
     ///
@@ -66,13 +72,18 @@ impl<K, C: Clock, const N: usize, const T: usize> KeyedLimiter<K, C, N, Tiers<K,
     ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
     ///         Tier::new("paid", Config::new(5, Duration::from_secs(1))?),
     ///     ],
-    ///     |key: &&str| usize::from(key.starts_with("paid-")),
+    ///     |key: &&str| if key.starts_with("paid-") { "paid" } else { "free" },
     /// );
     /// let api: KeyedLimiter<&str, _, 8, _> = KeyedLimiter::tiered_with_clock("api", tiers, ManualClock::new(), 1);
     /// assert_eq!((api.available_permits(&"ada"), api.available_permits(&"paid-bob")), (1, 5));
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn tiered_with_clock(id: &'static str, tiers: Tiers<K, T>, clock: C, seed: u128) -> Self {
+    pub fn tiered_with_clock(
+        id: &'static str,
+        tiers: Tiers<K, T, P, F>,
+        clock: C,
+        seed: u128,
+    ) -> Self {
         const {
             assert!(
                 N > 0 && N <= u32::MAX as usize,
@@ -89,25 +100,25 @@ impl<K, C: Clock, const N: usize, const T: usize> KeyedLimiter<K, C, N, Tiers<K,
         }
     }
 
-    /// The tier `key` is on now, as the tier function answers; `None` if it answers an index with
-    /// no tier (calls for the key are then refused with [`Reason::UnknownTier`](crate::Reason::UnknownTier)).
+    /// The tier `key` is on now, as the tier function answers; `None` if it answers a plan no
+    /// tier has (calls for the key are then refused with [`Reason::UnknownTier`](crate::Reason::UnknownTier)).
     ///
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo_core::{Config, ManualClock};
     /// # use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
-    /// let tiers = Tiers::new([Tier::new("all", Config::new(1, Duration::from_secs(1))?)], |k: &u8| usize::from(*k));
+    /// let tiers = Tiers::new([Tier::of(0, "all", Config::new(1, Duration::from_secs(1))?)], |k: &u8| *k);
     /// let l: KeyedLimiter<u8, _, 8, _> = KeyedLimiter::tiered_with_clock("x", tiers, ManualClock::new(), 0);
     /// assert_eq!(l.tier(&0).map(|t| t.name()), Some("all"));
     /// assert!(l.tier(&1).is_none());
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn tier(&self, key: &K) -> Option<&Tier> {
+    pub fn tier(&self, key: &K) -> Option<&Tier<P>> {
         self.tiers.tier_of(key)
     }
 
     /// The tiers it picks from.
-    pub const fn tiers(&self) -> &Tiers<K, T> {
+    pub const fn tiers(&self) -> &Tiers<K, T, P, F> {
         &self.tiers
     }
 }

@@ -2,6 +2,7 @@
 //! from, and [`TierSet`], what a keyed limiter's keys get their config from.
 
 use core::fmt;
+use core::marker::PhantomData;
 
 use crate::clock::TickRate;
 use crate::config::Config;
@@ -11,26 +12,52 @@ use crate::rate::{Rate, carry_over};
 
 use super::rate::Decision;
 
-/// One tier: a name (what clients are told, e.g. in HTTP's `RateLimit-Policy`) and the config
-/// its keys get.
+/// One tier: the plan a tier function answers for its keys (a value of the user's own type, an
+/// enum say, or the tier's name itself), the name clients are told (in errors, metrics labels and
+/// HTTP's `RateLimit-Policy`) and the config its keys get.
 ///
 /// ```
 /// use core::time::Duration;
 /// use ritmo_core::{const_config};
 /// use ritmo_core::keyed::Tier;
+/// // Named by its name alone: the tier function answers "free".
 /// const FREE: Tier = Tier::new("free", const_config!(10, Duration::from_secs(60)));
 /// assert_eq!((FREE.name(), FREE.config().permits()), ("free", 10));
+/// // Or by a plan of the user's own type, with the name clients see.
+/// #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// enum Plan { Free, Paid }
+/// const PAID: Tier<Plan> = Tier::of(Plan::Paid, "paid", const_config!(1000, Duration::from_secs(60)));
+/// assert_eq!((*PAID.plan(), PAID.name()), (Plan::Paid, "paid"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Tier {
+pub struct Tier<P = &'static str> {
+    plan: P,
     name: &'static str,
     config: Config,
 }
 
 impl Tier {
-    /// A tier named `name` whose keys get `config`.
+    /// A tier named `name` whose keys get `config`; a tier function picks it by answering
+    /// `name`.
     pub const fn new(name: &'static str, config: Config) -> Tier {
-        Tier { name, config }
+        Tier {
+            plan: name,
+            name,
+            config,
+        }
+    }
+}
+
+impl<P> Tier<P> {
+    /// The tier of `plan` (what the tier function answers for its keys), named `name` (what
+    /// clients are told), whose keys get `config`.
+    pub const fn of(plan: P, name: &'static str, config: Config) -> Tier<P> {
+        Tier { plan, name, config }
+    }
+
+    /// The plan a tier function answers for its keys.
+    pub const fn plan(&self) -> &P {
+        &self.plan
     }
 
     /// Its name.
@@ -45,27 +72,63 @@ impl Tier {
 }
 
 /// Per-key quotas: a keyed limiter whose keys each get the config of one of a small, fixed set of
-/// tiers ("free": 10 a minute, "paid": 1000 a minute), picked by a function of the key.
+/// tiers ("free": 10 a minute, "paid": 1000 a minute), chosen by a function of the key.
 ///
-/// A tier set is [`Tiers`]: `T` named configs and a plain `fn(&K) -> usize` that says which one a
-/// key is on, both fixed when the limiter is built, so a tiered [`KeyedLimiter`](crate::keyed::KeyedLimiter)
-/// is still a `static` with no heap. Each slot keeps the index of the tier its state was made
-/// under (one byte, padded to the slot's alignment: a `u32` key's slot grows from 16 to 24 bytes);
-/// a keyed limiter of one config keeps none ([`OneTier`], the default).
+/// A tier set is [`Tiers`]: `T` named tiers ([`Tier`]) and a tier function `F`, any
+/// `Fn(&K) -> P` (a closure capturing a map of API keys to plans included) that answers the plan
+/// `P` of a key: a value of the user's own type (an enum of plans, with [`Tier::of`]) or a tier's
+/// name (`&'static str`, with [`Tier::new`]). A key is on the tier whose plan equals the answer.
+/// Heap-free: a tiered [`KeyedLimiter`](crate::keyed::KeyedLimiter) built with a plain `fn` is
+/// still a `static`. Each slot keeps the index of the tier its state was made under (one byte,
+/// padded to the slot's alignment: a `u32` key's slot grows from 16 to 24 bytes); a keyed limiter
+/// of one config keeps none ([`OneTier`], the default).
 ///
-/// - Every call asks the function for the key's tier and decides with that tier's config (its
+/// - Every call asks the function for the key's plan and decides with its tier's config (its
 ///   permits, period and `max_wait`).
-/// - A key whose tier changes (an upgrade: the function now answers another tier for it) is
+/// - A key whose tier changes (an upgrade: the function now answers another plan for it) is
 ///   reconfigured alone, at the first call for it that takes permits (whatever that call's
 ///   outcome; a read such as `available_permits` shows what such a call would find, and changes
 ///   nothing), with the single limiter's rule
 ///   ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): its available permits become
-///   `min(available, new permits)`, permits owed stay owed. No fresh burst, nothing lost. A
+///   `min(available, new permits)`, permits owed stay owed. No fresh burst, nothing lost; a key
+///   idle at the change (or on a disabled tier) starts afresh on its new tier (idle is new). A
 ///   reservation made under the old tier gives nothing back once the key has changed tier.
 /// - Exact eviction holds per tier: a key is idle, and its slot reusable, when its burst is full
 ///   again for its own tier (`tat <= now`, whatever the tier).
-/// - A function that answers an index with no tier gets [`Reason::UnknownTier`] for that call
+/// - A function that answers a plan no tier has gets [`Reason::UnknownTier`] for that call
 ///   (`retry_after` never), and nothing changes: never a panic.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use core::time::Duration;
+/// use ritmo_core::{Config, ManualClock, Reason};
+/// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+///
+/// #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// enum Plan { Free, Paid }
+///
+/// // The API keys the service knows, and their plans (loaded from a database, say).
+/// let plans: HashMap<String, Plan> =
+///     HashMap::from([("sk_ada".to_string(), Plan::Paid), ("sk_bob".to_string(), Plan::Free)]);
+/// let tiers = Tiers::new(
+///     [
+///         Tier::of(Plan::Free, "free", Config::new(2, Duration::from_secs(60))?),
+///         Tier::of(Plan::Paid, "paid", Config::new(100, Duration::from_secs(60))?),
+///     ],
+///     // A closure capturing the map: unknown keys are on the free plan.
+///     move |key: &String| plans.get(key).copied().unwrap_or(Plan::Free),
+/// );
+/// let api: KeyedLimiter<String, _, 64, _> =
+///     KeyedLimiter::tiered_with_clock("api", tiers, ManualClock::new(), 0x5eed);
+/// let (ada, bob) = ("sk_ada".to_string(), "sk_bob".to_string());
+/// assert_eq!((api.available_permits(&ada), api.available_permits(&bob)), (100, 2));
+/// assert_eq!(api.tier(&ada).map(|t| t.name()), Some("paid"));
+/// api.try_acquire_n(&bob, 2).unwrap();
+/// assert_eq!(api.try_acquire(&bob).unwrap_err().reason(), Reason::NoPermitInTime);
+/// # Ok::<(), ritmo_core::ConfigError>(())
+/// ```
+///
+/// In a `static`, with a plain `fn` and the tiers' names as plans:
 ///
 /// ```
 /// use core::time::Duration;
@@ -73,8 +136,8 @@ impl Tier {
 /// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
 ///
 /// /// Customers below 1000 are on the free plan; the others pay.
-/// fn plan(customer: &u32) -> usize {
-///     if *customer < 1000 { 0 } else { 1 }
+/// fn plan(customer: &u32) -> &'static str {
+///     if *customer < 1000 { "free" } else { "paid" }
 /// }
 /// static CLOCK: ManualClock = ManualClock::new();
 /// static API: KeyedLimiter<u32, &ManualClock, 64, Tiers<u32, 2>> = KeyedLimiter::tiered(
@@ -93,7 +156,7 @@ impl Tier {
 /// assert_eq!(API.tier(&4242).map(|t| t.name()), Some("paid"));
 /// ```
 ///
-/// `T` is 1 to 255. A tiered limiter has no `reconfigure`: its tiers are fixed when it is built.
+/// `T` is 1 to 255. The tiers are fixed when the limiter is built (their number and plans).
 ///
 /// [`Reason::UnknownTier`]: crate::Reason::UnknownTier
 ///
@@ -101,70 +164,71 @@ impl Tier {
 ///
 /// ```compile_fail
 /// use ritmo_core::keyed::Tiers;
-/// fn none(_: &u8) -> usize { 0 }
+/// fn none(_: &u8) -> &'static str { "none" }
 /// const NONE: Tiers<u8, 0> = Tiers::new([], none);
 /// let _ = NONE;
 /// ```
-pub struct Tiers<K: ?Sized, const T: usize> {
-    tiers: [Tier; T],
-    pick: fn(&K) -> usize,
+pub struct Tiers<K: ?Sized, const T: usize, P = &'static str, F = fn(&K) -> P> {
+    tiers: [Tier<P>; T],
+    pick: F,
     /// Each tier's config in the limiter's units (set by the limiter that takes the tiers).
     rates: [Rate; T],
+    key: PhantomData<fn(&K)>,
 }
 
-impl<K: ?Sized, const T: usize> Clone for Tiers<K, T> {
+impl<K: ?Sized, const T: usize, P: Clone, F: Clone> Clone for Tiers<K, T, P, F> {
     fn clone(&self) -> Self {
         Tiers {
-            tiers: self.tiers,
-            pick: self.pick,
+            tiers: self.tiers.clone(),
+            pick: self.pick.clone(),
             rates: self.rates,
+            key: PhantomData,
         }
     }
 }
 
-impl<K: ?Sized, const T: usize> fmt::Debug for Tiers<K, T> {
+impl<K: ?Sized, const T: usize, P, F> fmt::Debug for Tiers<K, T, P, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tiers")
-            .field("tiers", &self.tiers)
-            .finish_non_exhaustive()
+        let mut list = f.debug_map();
+        for tier in &self.tiers {
+            list.entry(&tier.name, &tier.config);
+        }
+        list.finish()
     }
 }
 
-impl<K: ?Sized, const T: usize> Tiers<K, T> {
-    /// The tiers `tiers` (index 0, 1, ...), a key being on tier `pick(key)`; in a `const`
-    /// context if need be.
+impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
+    /// The tiers `tiers` (index 0, 1, ...), a key being on the tier whose plan equals
+    /// `pick(key)`; in a `const` context if need be.
     ///
     /// ```
     /// use core::time::Duration;
     /// use ritmo_core::Config;
     /// use ritmo_core::keyed::{Tier, Tiers};
-    /// let tiers: Tiers<str, 2> = Tiers::new(
+    /// let tiers: Tiers<str, 2, _, _> = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(10, Duration::from_secs(60))?),
     ///         Tier::new("paid", Config::new(1000, Duration::from_secs(60))?),
     ///     ],
-    ///     |key| usize::from(key.starts_with("sk_paid_")),
+    ///     |key: &str| if key.starts_with("sk_paid_") { "paid" } else { "free" },
     /// );
     /// assert_eq!(tiers.tier_of("sk_paid_42").map(|t| t.name()), Some("paid"));
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub const fn new(tiers: [Tier; T], pick: fn(&K) -> usize) -> Self {
+    pub const fn new(tiers: [Tier<P>; T], pick: F) -> Self {
         const { assert!(T > 0 && T <= 255, "a tier set holds 1 to 255 tiers") };
+        let rates = rates_of(&tiers, TickRate::from_hz(1_000_000_000));
         Tiers {
             tiers,
             pick,
-            rates: rates_of(&tiers, TickRate::from_hz(1_000_000_000)),
+            rates,
+            key: PhantomData,
         }
     }
 
     /// The tiers, by index.
-    pub const fn tiers(&self) -> &[Tier; T] {
+    pub const fn tiers(&self) -> &[Tier<P>; T] {
         &self.tiers
-    }
-
-    /// The tier `key` is on now; `None` if the function answers an index with no tier.
-    pub fn tier_of(&self, key: &K) -> Option<&Tier> {
-        self.tiers.get((self.pick)(key))
     }
 
     /// The same tiers in the units of a clock of `tick` (what a limiter taking them does).
@@ -175,7 +239,15 @@ impl<K: ?Sized, const T: usize> Tiers<K, T> {
     }
 }
 
-const fn rates_of<const T: usize>(tiers: &[Tier; T], tick: TickRate) -> [Rate; T] {
+impl<K: ?Sized, const T: usize, P: PartialEq, F: Fn(&K) -> P> Tiers<K, T, P, F> {
+    /// The tier `key` is on now; `None` if the function answers a plan no tier has.
+    pub fn tier_of(&self, key: &K) -> Option<&Tier<P>> {
+        let plan = (self.pick)(key);
+        self.tiers.iter().find(|tier| tier.plan == plan)
+    }
+}
+
+const fn rates_of<P, const T: usize>(tiers: &[Tier<P>; T], tick: TickRate) -> [Rate; T] {
     let mut rates = [Rate::new(&tiers[0].config, tick); T];
     let mut i = 1;
     while i < T {
@@ -194,7 +266,7 @@ mod sealed {
 }
 
 impl sealed::Sealed for OneTier {}
-impl<K: ?Sized, const T: usize> sealed::Sealed for Tiers<K, T> {}
+impl<K: ?Sized, const T: usize, P, F> sealed::Sealed for Tiers<K, T, P, F> {}
 
 /// Where a keyed limiter's keys get their config: [`OneTier`] (the limiter's own config, the
 /// default) or [`Tiers`]. Sealed; its items are for ritmo's keyed stores.
@@ -202,15 +274,15 @@ pub trait TierSet<K: ?Sized>: sealed::Sealed {
     /// What a slot keeps of its key's tier: `()` for one tier, a `u8` for [`Tiers`].
     #[doc(hidden)]
     type Index: super::table::SlotTier + fmt::Debug + Send + Sync + 'static;
-    /// The tier of `key` now; `Err(index)` when the function answers an index with no tier.
+    /// The tier of `key` now; `None` when the function answers a plan no tier has.
     #[doc(hidden)]
-    fn pick(&self, key: &K) -> Result<Self::Index, usize>;
+    fn pick(&self, key: &K) -> Option<Self::Index>;
     /// The numbers of tier `index`; `None`: the limiter's own config (one tier).
     #[doc(hidden)]
     fn rules(&self, index: Self::Index) -> Option<TierRules>;
-    /// The tier at `position`, if the set has named tiers.
+    /// The name and config of the tier at `position`, if the set has named tiers.
     #[doc(hidden)]
-    fn tier(&self, position: usize) -> Option<&Tier>;
+    fn tier(&self, position: usize) -> Option<(&'static str, Config)>;
     /// How many tiers (1 for one config).
     #[doc(hidden)]
     fn count(&self) -> usize;
@@ -227,8 +299,8 @@ impl<K: ?Sized> TierSet<K> for OneTier {
     type Index = ();
 
     #[inline(always)]
-    fn pick(&self, _key: &K) -> Result<(), usize> {
-        Ok(())
+    fn pick(&self, _key: &K) -> Option<()> {
+        Some(())
     }
 
     #[inline(always)]
@@ -236,7 +308,7 @@ impl<K: ?Sized> TierSet<K> for OneTier {
         None
     }
 
-    fn tier(&self, _position: usize) -> Option<&Tier> {
+    fn tier(&self, _position: usize) -> Option<(&'static str, Config)> {
         None
     }
 
@@ -255,17 +327,17 @@ impl<K: ?Sized> TierSet<K> for OneTier {
     }
 }
 
-impl<K: ?Sized, const T: usize> TierSet<K> for Tiers<K, T> {
+impl<K: ?Sized, const T: usize, P: PartialEq, F: Fn(&K) -> P> TierSet<K> for Tiers<K, T, P, F> {
     type Index = u8;
 
     #[inline]
-    fn pick(&self, key: &K) -> Result<u8, usize> {
-        let index = (self.pick)(key);
-        if index < T {
-            Ok(index as u8) // T <= 255
-        } else {
-            Err(index)
-        }
+    fn pick(&self, key: &K) -> Option<u8> {
+        let plan = (self.pick)(key);
+        // T <= 255
+        self.tiers
+            .iter()
+            .position(|tier| tier.plan == plan)
+            .map(|i| i as u8)
     }
 
     #[inline]
@@ -275,8 +347,10 @@ impl<K: ?Sized, const T: usize> TierSet<K> for Tiers<K, T> {
             .map(|rate| TierRules(*rate))
     }
 
-    fn tier(&self, position: usize) -> Option<&Tier> {
-        self.tiers.get(position)
+    fn tier(&self, position: usize) -> Option<(&'static str, Config)> {
+        self.tiers
+            .get(position)
+            .map(|tier| (tier.name, tier.config))
     }
 
     fn count(&self) -> usize {
@@ -358,11 +432,11 @@ impl TierRules {
     }
 
     /// A key's state `tat` made under these numbers, carried over at `now` to `to`'s (a change
-    /// of tier): the single limiter's `reconfigure` rule. An idle key is left as it is: its burst
-    /// is full under any tier.
+    /// of tier): the single limiter's `reconfigure` rule, idle is new included (an idle key, or
+    /// a key of a disabled tier, starts afresh on its new tier).
     #[inline]
     pub fn carry(&self, tat: u64, now: u64, to: &TierRules) -> u64 {
-        if tat <= now || self.0 == to.0 {
+        if self.0 == to.0 {
             tat
         } else {
             carry_over(tat, now, &self.0, &to.0)

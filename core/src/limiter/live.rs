@@ -25,7 +25,9 @@
 //!
 //! # What a change does
 //!
-//! At the instant of the change, the permits available become `min(available, new permits)`;
+//! At the instant of the change a limiter idle under the old config (its burst full) or disabled
+//! starts afresh under the new one (idle is new, `rate::carry_over`); otherwise the permits
+//! available become `min(available, new permits)`;
 //! permits owed stay owed (a reservation keeps its slot, and the next call queues after the last
 //! one at the new spacing); progress towards the next permit carries over, capped at the new
 //! emission interval. See `gcra::reconfigure`.
@@ -227,6 +229,10 @@ impl<C: Clock> RateLimiter<C> {
     /// Progress towards the next permit carries over, up to the new emission interval. No
     /// sequence of reconfigures lets more calls through than the configs in force allowed.
     ///
+    /// **Idle is new**: a limiter whose burst is full under the config in force carries nothing a
+    /// new one lacks, so the change starts it afresh with the new config's full burst; enabling
+    /// a disabled limiter does too (while disabled it admitted everything and counted nothing).
+    ///
     /// Calls keep running while it happens, lock-free; reconfigures are serialised by a short
     /// critical section. A limiter that is never reconfigured pays nothing for the possibility.
     /// Reconfiguring to the config it already applies changes nothing.
@@ -239,10 +245,14 @@ impl<C: Clock> RateLimiter<C> {
     /// api.try_acquire_n(4).unwrap(); // 6 left
     /// api.reconfigure(Config::new(5, Duration::from_secs(1))?);
     /// assert_eq!(api.available_permits(), 5); // min(6, 5)
+    /// api.try_acquire().unwrap(); // 4 left
     /// api.reconfigure(Config::new(100, Duration::from_secs(1))?);
-    /// assert_eq!(api.available_permits(), 5); // a looser config does not hand out a burst
+    /// assert_eq!(api.available_permits(), 4); // a looser config does not hand out a burst
     /// clock.advance(Duration::from_millis(10));
-    /// assert_eq!(api.available_permits(), 6); // then one every 10 ms
+    /// assert_eq!(api.available_permits(), 5); // then one every 10 ms
+    /// clock.advance(Duration::from_secs(1)); // its burst full again: idle
+    /// api.reconfigure(Config::new(200, Duration::from_secs(1))?);
+    /// assert_eq!(api.available_permits(), 200); // idle is new: afresh
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]

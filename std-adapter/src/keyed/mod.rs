@@ -354,8 +354,9 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         self.rate.rejected_count(reason)
     }
 
-    /// The index of the tier `key` is on now (0 for a limiter of one config); `None` if its
-    /// tier function answers an index with no tier.
+    /// The position of the tier `key` is on now in the tiers given (0 for a limiter of one
+    /// config), as [`tier_configs`](Self::tier_configs) lists them; `None` if its tier function
+    /// answers a plan no tier has.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -364,7 +365,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # use ritmo_std::KeyedRateLimiter;
     /// let tiers = Tiers::new(
     ///     [Tier::new("free", Config::new(1, Duration::from_secs(1))?), Tier::new("paid", Config::new(9, Duration::from_secs(1))?)],
-    ///     |key: &u8| usize::from(*key),
+    ///     |key: &u8| ["free", "paid", "gold"][usize::from(*key)],
     /// );
     /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
     /// assert_eq!((l.tier_index(&1), l.tier_index(&2)), (Some(1), None));
@@ -373,7 +374,6 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     pub fn tier_index(&self, key: &K) -> Option<usize> {
         self.tiers
             .pick(key)
-            .ok()
             .map(|tier| usize::from(P::position(tier)))
     }
 
@@ -392,22 +392,21 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     pub fn tier_configs(&self) -> Vec<(&'static str, Config)> {
         (0..self.tiers.count())
             .map(|i| match self.tiers.tier(i) {
-                Some(tier) => (tier.name(), tier.config()),
+                Some(tier) => tier,
                 None => (self.rate.id(), self.rate.config()),
             })
             .collect()
     }
 
     /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
-    /// `None` if its tier function answers an index with no tier.
+    /// `None` if its tier function answers a plan no tier has.
     pub fn config_of(&self, key: &K) -> Option<Config> {
-        match self.tiers.pick(key) {
-            Ok(tier) => Some(match self.tiers.tier(usize::from(P::position(tier))) {
-                Some(tier) => tier.config(),
+        self.tiers.pick(key).map(
+            |tier| match self.tiers.tier(usize::from(P::position(tier))) {
+                Some((_, config)) => config,
                 None => self.rate.config(),
-            }),
-            Err(_) => None,
-        }
+            },
+        )
     }
 }
 
@@ -415,7 +414,8 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// Applies `config` to every key from now on, each with the single limiter's rule
     /// ([`RateLimiter::reconfigure`](ritmo_core::RateLimiter::reconfigure)): a key's available
     /// permits become `min(available, new permits)`, permits owed stay owed, and a key never seen
-    /// (or idle) gets the new config's full burst. Reconfiguring to the config in force changes
+    /// (or idle, or any key when a disabled config is enabled) gets the new config's full burst.
+    /// Reconfiguring to the config in force changes
     /// nothing.
     ///
     /// The change converts every key the map holds, one compare-and-swap each; calls that come
@@ -441,6 +441,11 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
                 entry.value().convert(convert);
             }
         });
+        // The change may have moved states earlier (a key idle now, or fewer permits owed): what
+        // the last scan noted no longer bounds them, so the next room needed scans the map.
+        let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
+        reclaim.candidates.clear();
+        reclaim.threshold = 0;
     }
 }
 

@@ -9,7 +9,9 @@ use ritmo_core::keyed::{KeyRate, Tier, Tiers};
 use super::KeyedRateLimiter;
 use crate::clock::StdClock;
 
-impl<K: Hash + Eq + Clone, const T: usize> KeyedRateLimiter<K, StdClock, Tiers<K, T>> {
+impl<K: Hash + Eq + Clone, const T: usize, P: PartialEq, F: Fn(&K) -> P>
+    KeyedRateLimiter<K, StdClock, Tiers<K, T, P, F>>
+{
     /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, holding at
     /// most `max_keys` keys, on a new [`StdClock`]. Its own [`config`](Self::config) is tier 0's.
     ///
@@ -19,8 +21,8 @@ impl<K: Hash + Eq + Clone, const T: usize> KeyedRateLimiter<K, StdClock, Tiers<K
     /// use ritmo_core::keyed::{Tier, Tiers};
     /// use ritmo_std::KeyedRateLimiter;
     /// /// API keys starting `pk_live_` are on the paid plan.
-    /// fn plan(api_key: &String) -> usize {
-    ///     usize::from(api_key.starts_with("pk_live_"))
+    /// fn plan(api_key: &String) -> &'static str {
+    ///     if api_key.starts_with("pk_live_") { "paid" } else { "free" }
     /// }
     /// let free = Tier::new("free", Config::new(10, Duration::from_secs(60))?);
     /// let paid = Tier::new("paid", Config::new(1000, Duration::from_secs(60))?);
@@ -29,12 +31,14 @@ impl<K: Hash + Eq + Clone, const T: usize> KeyedRateLimiter<K, StdClock, Tiers<K
     /// assert_eq!(api.available_permits(&"pk_live_42".to_string()), 1000);
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
-    pub fn tiered(id: &'static str, tiers: Tiers<K, T>, max_keys: usize) -> Self {
+    pub fn tiered(id: &'static str, tiers: Tiers<K, T, P, F>, max_keys: usize) -> Self {
         Self::tiered_with_clock(id, tiers, max_keys, StdClock::new())
     }
 }
 
-impl<K: Hash + Eq + Clone, C: Clock, const T: usize> KeyedRateLimiter<K, C, Tiers<K, T>> {
+impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> P>
+    KeyedRateLimiter<K, C, Tiers<K, T, P, F>>
+{
     /// A tiered keyed limiter (see [`tiered`](Self::tiered)) on any clock.
     ///
     /// ```
@@ -47,7 +51,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize> KeyedRateLimiter<K, C, Tier
     ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
     ///         Tier::new("paid", Config::new(3, Duration::from_secs(1))?),
     ///     ],
-    ///     |user: &u32| usize::from(*user >= 100),
+    ///     |user: &u32| if *user >= 100 { "paid" } else { "free" },
     /// );
     /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
     /// l.try_acquire(&1).unwrap();
@@ -58,7 +62,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize> KeyedRateLimiter<K, C, Tier
     /// ```
     pub fn tiered_with_clock(
         id: &'static str,
-        tiers: Tiers<K, T>,
+        tiers: Tiers<K, T, P, F>,
         max_keys: usize,
         clock: C,
     ) -> Self {
@@ -67,14 +71,14 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize> KeyedRateLimiter<K, C, Tier
         KeyedRateLimiter::build(KeyRate::with_clock(id, config, clock), tiers, max_keys)
     }
 
-    /// The tier `key` is on now, as the tier function answers; `None` if it answers an index with
-    /// no tier (calls for the key are then refused with [`Reason::UnknownTier`](ritmo_core::Reason::UnknownTier)).
-    pub fn tier(&self, key: &K) -> Option<&Tier> {
+    /// The tier `key` is on now, as the tier function answers; `None` if it answers a plan no
+    /// tier has (calls for the key are then refused with [`Reason::UnknownTier`](ritmo_core::Reason::UnknownTier)).
+    pub fn tier(&self, key: &K) -> Option<&Tier<P>> {
         self.tiers.tier_of(key)
     }
 
     /// The tiers it picks from.
-    pub fn tiers(&self) -> &Tiers<K, T> {
+    pub fn tiers(&self) -> &Tiers<K, T, P, F> {
         &self.tiers
     }
 }
