@@ -147,13 +147,21 @@ pub mod tower {
 /// (`Retry-After`, the IETF `RateLimit` fields, `X-RateLimit-*`); with feature `reqwest`, the
 /// same as a `reqwest_middleware::Middleware` in `ritmo::client::reqwest`.
 ///
+/// A module of re-exports, as [`server`] is, so that it has pages of its own in these docs and
+/// the compiler's import hints name `ritmo::client::...` paths. With feature `reqwest`,
+/// `ritmo::client::reqwest_middleware` is the reqwest-middleware it implements (0.5, for
+/// reqwest 0.13): build your client with it, and the versions match.
+///
 /// ```
 /// # #[cfg(feature = "client")]
 /// assert_eq!(ritmo::client::DEFAULT_MAX_HOLD, core::time::Duration::from_secs(3600));
 /// ```
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
-pub use ritmo_client as client;
+pub mod client {
+    #[doc(inline)]
+    pub use ritmo_client::*;
+}
 
 /// The traits a program needs in scope, and the types it names most: `use ritmo::prelude::*;`.
 ///

@@ -31,7 +31,7 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::error::Error;
-use crate::outbound::{Outbound, ResponseView, Target, Transport};
+use crate::outbound::{MaxWait, Outbound, ResponseView, Target, Transport};
 
 /// The client's quota and the server's holds for a `reqwest_middleware::ClientWithMiddleware`.
 #[derive(Debug, Clone)]
@@ -100,10 +100,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Middleware for RateLimitMiddl
         } else {
             None
         };
+        let max_wait = self.outbound.max_wait(extensions.get::<MaxWait>());
         let mut transport = NextTransport { next, extensions };
         match self
             .outbound
-            .run(key, request, replay, &mut transport)
+            .run(key, request, replay, max_wait, &mut transport)
             .await
         {
             Ok(response) => Ok(response),
