@@ -578,7 +578,7 @@ pub fn server_wait(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> 
             longest(item.wait());
         }
     }
-    for (remaining, reset) in reset_pairs(headers) {
+    for (remaining, resets) in reset_pairs(headers) {
         let spent = headers
             .get_all(&remaining)
             .iter()
@@ -586,21 +586,23 @@ pub fn server_wait(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> 
         if !spent {
             continue;
         }
-        for at in headers.get_all(&reset) {
-            let value = at.as_bytes();
-            longest(if reset == X_RATELIMIT_RESET_AFTER {
-                let after = seconds(trim(value));
-                if after.is_none() {
-                    ignored(
-                        reset.as_str(),
-                        value,
-                        "not a non-negative number of seconds",
-                    );
-                }
-                after
-            } else {
-                reset_wait(value, now)
-            });
+        for reset in resets {
+            for at in headers.get_all(&reset) {
+                let value = at.as_bytes();
+                longest(if reset == X_RATELIMIT_RESET_AFTER {
+                    let after = seconds(trim(value));
+                    if after.is_none() {
+                        ignored(
+                            reset.as_str(),
+                            value,
+                            "not a non-negative number of seconds",
+                        );
+                    }
+                    after
+                } else {
+                    reset_wait(value, now)
+                });
+            }
         }
     }
     wait
@@ -618,24 +620,26 @@ pub(crate) fn has_wait_fields(headers: &HeaderMap) -> bool {
         })
 }
 
-/// The remaining/reset pairs a response has: each `*-remaining*` field with its reset fields.
-fn reset_pairs(headers: &HeaderMap) -> Vec<(HeaderName, HeaderName)> {
+/// The remaining fields a response has, each with the reset fields it pairs with.
+fn reset_pairs(headers: &HeaderMap) -> Vec<(HeaderName, Vec<HeaderName>)> {
     let mut pairs = Vec::new();
     if headers.contains_key(&RATELIMIT_REMAINING) {
-        pairs.push((RATELIMIT_REMAINING, RATELIMIT_RESET));
+        pairs.push((RATELIMIT_REMAINING, vec![RATELIMIT_RESET]));
     }
     for name in headers.keys() {
         let Some(suffix) = name.as_str().strip_prefix("x-ratelimit-remaining") else {
             continue;
         };
         if suffix.is_empty() {
-            pairs.push((X_RATELIMIT_REMAINING, X_RATELIMIT_RESET));
-            pairs.push((X_RATELIMIT_REMAINING, X_RATELIMIT_RESET_AFTER));
+            pairs.push((
+                X_RATELIMIT_REMAINING,
+                vec![X_RATELIMIT_RESET, X_RATELIMIT_RESET_AFTER],
+            ));
         } else if suffix.starts_with('-')
             && let Ok(reset) =
                 HeaderName::from_bytes(format!("x-ratelimit-reset{suffix}").as_bytes())
         {
-            pairs.push((name.clone(), reset));
+            pairs.push((name.clone(), vec![reset]));
         }
     }
     pairs
