@@ -131,6 +131,9 @@ impl HostKey {
     /// [`KeyError`] when the URI has no host, or no port and no scheme that gives one.
     pub fn from_uri(uri: &http::Uri) -> Result<Self, KeyError> {
         let host = uri.host().ok_or(KeyError::NoHost)?;
+        if uri.authority().is_some_and(|a| bad_port(a)) {
+            return Err(KeyError::Invalid);
+        }
         let port = match uri.port_u16() {
             Some(port) => port,
             None => match uri.scheme_str() {
@@ -171,6 +174,9 @@ impl core::str::FromStr for HostKey {
         if authority.as_str().contains('@') {
             return Err(KeyError::Invalid);
         }
+        if bad_port(&authority) {
+            return Err(KeyError::Invalid);
+        }
         let port = authority.port_u16().ok_or(KeyError::NoPort)?;
         if authority.host().is_empty() {
             return Err(KeyError::NoHost);
@@ -180,6 +186,15 @@ impl core::str::FromStr for HostKey {
             authority.host().to_ascii_lowercase()
         )))
     }
+}
+
+/// Whether an authority has a `:` after its host but no port in `1..=65535` (`:99999`, `:`).
+fn bad_port(authority: &http::uri::Authority) -> bool {
+    let text = authority.as_str();
+    let after_host = text
+        .rfind(authority.host())
+        .map_or("", |at| &text[at + authority.host().len()..]);
+    after_host.starts_with(':') && authority.port_u16().is_none_or(|p| p == 0)
 }
 
 impl TryFrom<&str> for HostKey {

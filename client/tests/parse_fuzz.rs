@@ -33,13 +33,15 @@ fn names() -> impl Strategy<Value = HeaderName> {
         Just(HeaderName::from_static("x-ratelimit-reset-requests")),
         Just(HeaderName::from_static("x-ratelimit-remaining-tokens")),
         Just(HeaderName::from_static("x-ratelimit-reset-tokens")),
-        "[a-z0-9-]{0,6}".prop_flat_map(|suffix| {
-            prop_oneof![
-                Just(format!("x-ratelimit-remaining-{suffix}")),
-                Just(format!("x-ratelimit-reset-{suffix}")),
-            ]
-        })
-        .prop_filter_map("a field name", |n| HeaderName::from_bytes(n.as_bytes()).ok()),
+        "[a-z0-9-]{0,6}"
+            .prop_flat_map(|suffix| {
+                prop_oneof![
+                    Just(format!("x-ratelimit-remaining-{suffix}")),
+                    Just(format!("x-ratelimit-reset-{suffix}")),
+                ]
+            })
+            .prop_filter_map("a field name", |n| HeaderName::from_bytes(n.as_bytes())
+                .ok()),
     ]
 }
 
@@ -52,7 +54,8 @@ fn fieldish() -> impl Strategy<Value = Vec<u8>> {
             .prop_map(String::into_bytes),
         "[0-9]{0,30}(\\.[0-9]{0,12})?".prop_map(String::into_bytes),
         // Go durations, well and badly formed.
-        "(-?[0-9]{0,25}(\\.[0-9]{0,25})?(h|m|s|ms|us|\u{b5}s|ns|d|)){1,4}".prop_map(String::into_bytes),
+        "(-?[0-9]{0,25}(\\.[0-9]{0,25})?(h|m|s|ms|us|\u{b5}s|ns|d|)){1,4}"
+            .prop_map(String::into_bytes),
         // HTTP-dates, some valid, some not.
         "(Mon|Wed|Sun), [0-9]{1,2} (Jan|Oct|Foo) [0-9]{1,5} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT"
             .prop_map(String::into_bytes),
