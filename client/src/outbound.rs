@@ -519,6 +519,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
 ///
 /// # The rules, in the order a request meets them
 ///
+/// `max_wait` below is the client's (its `Config`'s), or the request's own [`MaxWait`].
+///
 /// 1. **Key.** The request's key: its `host:port` ([`HostKey`], the default), one global key, or
 ///    any function of the request ([`Target`]).
 /// 2. **Server hold.** If a server asked this key to wait, the request waits until that wait
