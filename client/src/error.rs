@@ -98,7 +98,7 @@ impl fmt::Display for Human {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.0;
         // Rounded up to the millisecond (a wait printed never comes back early).
-        let millis = d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 != 0);
+        let millis = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
         if millis == 0 {
             return f.write_str("0s");
         }

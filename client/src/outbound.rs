@@ -131,7 +131,7 @@ impl HostKey {
     /// [`KeyError`] when the URI has no host, or no port and no scheme that gives one.
     pub fn from_uri(uri: &http::Uri) -> Result<Self, KeyError> {
         let host = uri.host().ok_or(KeyError::NoHost)?;
-        if uri.authority().is_some_and(|a| bad_port(a)) {
+        if uri.authority().is_some_and(bad_port) {
             return Err(KeyError::Invalid);
         }
         let port = match uri.port_u16() {
