@@ -611,13 +611,13 @@ pub fn server_wait(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> 
 /// Whether a response has any field [`server_wait`] reads on a status other than `429` and
 /// `503`: a look at the names only, so that a response without any costs no parsing.
 pub(crate) fn has_wait_fields(headers: &HeaderMap) -> bool {
-    headers.contains_key(&RATELIMIT)
-        || headers.contains_key(&RATELIMIT_REMAINING)
-        || headers.keys().any(|name| {
-            name.as_str()
-                .as_bytes()
-                .starts_with(b"x-ratelimit-remaining")
-        })
+    // One pass over the names (a response has a handful), no hashing.
+    headers.keys().any(|name| {
+        let name = name.as_str();
+        name == "ratelimit"
+            || name == "ratelimit-remaining"
+            || name.starts_with("x-ratelimit-remaining")
+    })
 }
 
 /// The remaining fields a response has, each with the reset fields it pairs with.
