@@ -19,8 +19,8 @@ use http::{Request, StatusCode};
 use http_body_util::Empty;
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::TokioExecutor;
-use ritmo::Config;
-use ritmo::client::{Cause, ClientLayer, HostKey, MaxWait, Outbound, RateLimited};
+use ritmo_client::{Cause, ClientLayer, HostKey, MaxWait, Outbound, RateLimited};
+use ritmo_core::Config;
 use tower::{Layer, ServiceExt};
 
 /// The scripted replies' `Date`: 2015-10-21 07:28:00 UTC.

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, Request, StatusCode, Uri, header::RETRY_AFTER};
-use ritmo::Config;
-use ritmo::client::{HostKey, KeyError, Outbound};
+use ritmo_client::{HostKey, KeyError, Outbound};
+use ritmo_core::Config;
 
 /// The key the layer gives a request to `uri` (what the user's name must equal).
 fn key_of_request(outbound: &Outbound<HostKey>, uri: &str) -> HostKey {
@@ -17,7 +17,7 @@ fn key_of_request(outbound: &Outbound<HostKey>, uri: &str) -> HostKey {
         Some("http") => Some(80),
         _ => None,
     };
-    outbound.key_of(&ritmo::client::Target::new(
+    outbound.key_of(&ritmo_client::Target::new(
         request.method(),
         uri.scheme_str(),
         uri.host(),

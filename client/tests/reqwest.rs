@@ -92,15 +92,16 @@ async fn retries_a_get_once() {
 
 #[tokio::test]
 async fn a_request_s_own_max_wait_through_with_extension() {
-    // Built through the re-export: the reqwest-middleware (and reqwest) this crate implements.
-    use ritmo::client::reqwest_middleware::{ClientBuilder, reqwest};
+    // Built through the re-export (`ritmo::client::reqwest_middleware` to a user of the facade):
+    // the reqwest-middleware, and its reqwest, this crate implements.
+    use ritmo_client::reqwest_middleware::{ClientBuilder, reqwest};
     let (addr, script) = serve(vec![Reply::new(429).header("retry-after", "1")]).await;
     let config = Config::new(100, Duration::from_secs(1))
         .unwrap()
         .with_max_wait(Duration::from_secs(5));
     let outbound = Outbound::per_host("backend", config).build();
     let client = ClientBuilder::new(reqwest::Client::new())
-        .with(ritmo::client::reqwest::RateLimitMiddleware::new(outbound))
+        .with(ritmo_client::reqwest::RateLimitMiddleware::new(outbound))
         .build();
     let url = format!("http://{addr}/x");
     assert_eq!(client.get(&url).send().await.unwrap().status(), 429);
@@ -108,7 +109,7 @@ async fn a_request_s_own_max_wait_through_with_extension() {
     let refused = limited(
         client
             .get(&url)
-            .with_extension(ritmo::client::MaxWait(Duration::ZERO))
+            .with_extension(ritmo_client::MaxWait(Duration::ZERO))
             .send()
             .await
             .unwrap_err(),
