@@ -144,8 +144,9 @@ pub mod tower {
 
 /// The client side, beside the server side above: a `tower::Layer` for HTTP clients (hyper,
 /// tonic) that keeps a dependency's quota per host and holds back when its server says wait
-/// (`Retry-After`, the IETF `RateLimit` fields, `X-RateLimit-*`); with feature `reqwest`, the
-/// same as a `reqwest_middleware::Middleware` in `ritmo::client::reqwest`.
+/// (`Retry-After`, the IETF `RateLimit` fields and their older drafts, `X-RateLimit-*` with its
+/// per-resource and `Reset-After` forms: [`client::headers`]); with feature `reqwest`, the same
+/// as a `reqwest_middleware::Middleware` in `ritmo::client::reqwest`.
 ///
 /// A module of re-exports, as [`server`] is, so that it has pages of its own in these docs and
 /// the compiler's import hints name `ritmo::client::...` paths. With feature `reqwest`,
