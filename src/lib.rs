@@ -144,8 +144,14 @@ pub mod tower {
 
 /// The client side, beside the server side above: a `tower::Layer` for HTTP clients (hyper,
 /// tonic) that keeps a dependency's quota per host and holds back when its server says wait
-/// (`Retry-After`, the IETF `RateLimit` fields, `X-RateLimit-*`); with feature `reqwest`, the
-/// same as a `reqwest_middleware::Middleware` in `ritmo::client::reqwest`.
+/// (`Retry-After`, the IETF `RateLimit` fields and their older drafts, `X-RateLimit-*` with its
+/// per-resource and `Reset-After` forms: [`client::headers`]); with feature `reqwest`, the same
+/// as a `reqwest_middleware::Middleware` in `ritmo::client::reqwest`.
+///
+/// A module of re-exports, as [`server`] is, so that it has pages of its own in these docs and
+/// the compiler's import hints name `ritmo::client::...` paths. With feature `reqwest`,
+/// `ritmo::client::reqwest_middleware` is the reqwest-middleware it implements (0.5, for
+/// reqwest 0.13): build your client with it, and the versions match.
 ///
 /// ```
 /// # #[cfg(feature = "client")]
@@ -153,7 +159,10 @@ pub mod tower {
 /// ```
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
-pub use ritmo_client as client;
+pub mod client {
+    #[doc(inline)]
+    pub use ritmo_client::*;
+}
 
 /// The traits a program needs in scope, and the types it names most: `use ritmo::prelude::*;`.
 ///

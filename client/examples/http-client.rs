@@ -1,6 +1,6 @@
 //! The design page's `SearchApi`, annotated with `#[ritmo::limited]`, calling a real HTTP
-//! backend through ritmo-client's layer: the backend is a ritmo-tower server started in the same
-//! run on 127.0.0.1, with a quota of its own (5 per 2 s) that the client does not know.
+//! backend through `ritmo::client`'s layer: the backend is a `ritmo::tower` server started in the
+//! same run on 127.0.0.1, with a quota of its own (5 per 2 s) that the client does not know.
 //!
 //! ```text
 //! cargo run -p ritmo-client --example http-client
@@ -22,13 +22,11 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::TokioExecutor;
-use ritmo::RateLimitExceeded;
-use ritmo::server::TokioClock;
-use ritmo_client::{ClientLayer, HostKey, Outbound, RateLimited};
-use ritmo_core::{Config, RateLimiter, Registry};
-use ritmo_std::StdClock;
-use ritmo_tower::RateLimitLayer;
-use ritmo_tower::key::Global;
+use ritmo::client::{ClientLayer, HostKey, Outbound, RateLimited};
+use ritmo::server::{StdClock, TokioClock};
+use ritmo::tower::RateLimitLayer;
+use ritmo::tower::key::Global;
+use ritmo::{Config, RateLimitExceeded, RateLimiter, Registry};
 use tower::{Layer, ServiceExt};
 
 /// What a search fails with: not sent (a limiter said no), or the HTTP exchange failed.
@@ -66,7 +64,7 @@ pub trait SearchApi {
     async fn search(&self, query: &str) -> Result<String, ApiError>;
 }
 
-/// The HTTP backend: hyper's client behind ritmo-client's layer.
+/// The HTTP backend: hyper's client behind `ritmo::client`'s layer.
 struct HttpBackend {
     base: String,
     client: RateLimited<Client<HttpConnector, String>, HostKey>,
@@ -80,7 +78,7 @@ impl SearchApi for HttpBackend {
             .map_err(|e| ApiError::Http(e.to_string()))?;
         let response = match self.client.clone().oneshot(request).await {
             Ok(response) => response,
-            Err(ritmo_client::Error::Limited(l)) => return Err(ApiError::Limited(l.into())),
+            Err(ritmo::client::Error::Limited(l)) => return Err(ApiError::Limited(l.into())),
             Err(e) => return Err(ApiError::Http(e.to_string())),
         };
         let status = response.status();
@@ -100,7 +98,7 @@ impl SearchApi for HttpBackend {
     }
 }
 
-/// The backend server: ritmo-tower's layer, 5 searches per 2 s for everyone, its fields on
+/// The backend server: `ritmo::tower`'s layer, 5 searches per 2 s for everyone, its fields on
 /// every response (the defaults).
 async fn start_server() -> SocketAddr {
     let quota = Config::new(5, Duration::from_secs(2)).expect("a valid config");
@@ -131,7 +129,7 @@ async fn start_server() -> SocketAddr {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     const SEARCHES: usize = 12;
     let addr = start_server().await;
-    println!("backend: http://{addr} (ritmo-tower, 5 per 2 s)");
+    println!("backend: http://{addr} (ritmo::tower, 5 per 2 s)");
 
     // The client's own quota for each host: 2 per 200 ms, a request waiting up to 3 s.
     let config = Config::new(2, Duration::from_millis(200))?.with_max_wait(Duration::from_secs(3));

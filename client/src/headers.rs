@@ -1,5 +1,6 @@
 //! Reading what a server says about its limits: `Retry-After`, the IETF `RateLimit` and
-//! `RateLimit-Policy` fields, and the older `X-RateLimit-Remaining` / `X-RateLimit-Reset` pair.
+//! `RateLimit-Policy` fields, the older drafts' `RateLimit-Limit` / `-Remaining` / `-Reset`, and
+//! the unstandardised `X-RateLimit-*` families servers really send.
 //!
 //! Every function here is total: any bytes give an answer (a wait, or nothing), never a panic.
 //! A value that cannot be read is ignored and reported as a `tracing` event (target
@@ -10,24 +11,49 @@
 //!
 //! | field | when | read as |
 //! | --- | --- | --- |
-//! | `Retry-After` | on `429` and `503` only | delta-seconds (`120`), or an HTTP-date (`Wed, 21 Oct 2015 07:28:00 GMT`, also the two obsolete forms) minus the wall clock |
+//! | `Retry-After` | on `429` and `503` only | delta-seconds (`120`, `1.5`), or an HTTP-date (`Wed, 21 Oct 2015 07:28:00 GMT`, also the two obsolete forms) minus the response's `Date` |
 //! | `RateLimit` | any status | a structured-field list; an item with `r=0` asks to wait `t` seconds |
 //! | `RateLimit-Policy` | any status | a structured-field list of `q` per `w` policies ([`announced_policies`]); informational |
-//! | `X-RateLimit-Remaining` + `X-RateLimit-Reset` | any status | remaining `0` asks to wait until the reset |
+//! | `X-RateLimit-Remaining` + `X-RateLimit-Reset` | any status | remaining `0` asks to wait until the reset ([`reset_wait`]) |
+//! | `X-RateLimit-Remaining` + `X-RateLimit-Reset-After` | any status | remaining `0` asks to wait the reset's seconds (`1.5`: fractions allowed) |
+//! | `X-RateLimit-Remaining-<name>` + `X-RateLimit-Reset-<name>` | any status | one pair per resource (`-requests`, `-tokens`, any name): remaining `0` asks to wait until that reset, often a Go duration (`6m0s`, [`go_duration`]) |
+//! | `RateLimit-Remaining` + `RateLimit-Reset` | any status | the older drafts (before structured fields): remaining `0` asks to wait until the reset ([`reset_wait`]); `RateLimit-Limit` is informational |
 //!
-//! Choices where the texts are silent or servers disagree:
+//! # A reset's forms, told apart
+//!
+//! A reset ([`reset_wait`]) is a Go duration when it has a unit (`1h2m3.5s`, `20ms`, `6m0s`),
+//! else a number, read by its size:
+//!
+//! | value | read as | why the bound cannot mislead |
+//! | --- | --- | --- |
+//! | up to 10⁹ ([`UNIX_TIME_THRESHOLD`]) | seconds to wait | 10⁹ s is 31.7 years: no server asks that, and no Unix time in seconds since 2001 is that small |
+//! | above 10⁹, below 10¹¹ ([`UNIX_MILLIS_THRESHOLD`]) | a Unix time in seconds | 10¹¹ s is the year 5138 |
+//! | from 10¹¹ | a Unix time in milliseconds | 10¹¹ ms is March 1973: every Unix time in milliseconds since then is above it |
+//!
+//! So a reset in milliseconds (`1764763200000`) holds until that instant, not for a wait of 1.7
+//! trillion seconds cut to the cap.
+//!
+//! # Whose clock
+//!
+//! An HTTP-date and a Unix time are instants of the server's clock. They are measured against
+//! the response's own `Date` field when it has one that parses ([`response_time`]): the two
+//! clocks may differ by minutes, and the server's reset minus the server's time is what the
+//! server meant. `Date` has whole seconds, truncated: the wait read is never shorter than meant.
+//! Without a `Date`, the client's wall clock stands in.
+//!
+//! # Choices where the texts are silent or servers disagree
+//!
 //! - **Several answers**: the longest wait wins (all fields, all lines, all list items, all
-//!   policies and partitions): a server can only slow a client down, so the most cautious reading
-//!   is the one that cannot be wrong.
-//! - **`X-RateLimit-Reset`** is seconds to wait when it is at most 10⁹ (about 31.7 years), and a
-//!   Unix time in seconds above that (GitHub sends Unix times, others send seconds; no server
-//!   asks for a 31-year wait, and no Unix time since 2001 is below 10⁹).
-//! - **Fractions** (`1.5`) in `Retry-After` and `X-RateLimit-Reset` are rounded up to the next
+//!   policies, partitions and resources): a server can only slow a client down, so the most
+//!   cautious reading is the one that cannot be wrong.
+//! - **Fractions** (`1.5`) in `Retry-After` and the resets are rounded up to the next
 //!   millisecond rather than refused: the server meant "wait", and rounding up never comes back
 //!   early. Negative values, signs, exponents, `NaN` and words are ignored.
 //! - **Enormous** numbers (beyond `u64` seconds) read as the longest possible wait; the hold's
 //!   cap then shortens it.
 //! - **Past dates** (an HTTP-date or Unix reset already gone) ask for no wait and are ignored.
+//! - **A reset without its remaining** (or with requests remaining) asks for nothing: the reset
+//!   says when the window ends, not that it is spent.
 //! - **`RateLimit` items** without `r`, or with `r=0` but without a valid `t`, are ignored; `pk`
 //!   (the partition key) names the server's partition, which the server derived from this very
 //!   client's requests: the wait applies to this client's key whatever its partition.
@@ -46,12 +72,24 @@ pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 /// `X-RateLimit-Remaining`: requests left in the current window (older, unstandardised).
 pub const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
-/// `X-RateLimit-Reset`: when the window resets, as seconds or a Unix time (see the module docs).
+/// `X-RateLimit-Reset`: when the window resets, as seconds, a Unix time in seconds or in
+/// milliseconds, or a Go duration (see [`reset_wait`]).
 pub const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+/// `X-RateLimit-Reset-After`: seconds until the window resets, fractions allowed (`1.5`).
+pub const X_RATELIMIT_RESET_AFTER: HeaderName = HeaderName::from_static("x-ratelimit-reset-after");
+/// `RateLimit-Limit` (older drafts of the IETF fields): the quota; informational.
+pub const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
+/// `RateLimit-Remaining` (older drafts of the IETF fields): quota units left.
+pub const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
+/// `RateLimit-Reset` (older drafts of the IETF fields): seconds until the quota resets (a Unix
+/// time from some servers: read as [`reset_wait`] reads any reset).
+pub const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
 
-/// `X-RateLimit-Reset` values above this are Unix times in seconds, values up to it are seconds
-/// to wait.
+/// A numeric reset up to this is seconds to wait; above it, a Unix time (see [`reset_wait`]).
 pub const UNIX_TIME_THRESHOLD: u64 = 1_000_000_000;
+/// A numeric reset from this on is a Unix time in milliseconds; below it (and above
+/// [`UNIX_TIME_THRESHOLD`]), a Unix time in seconds.
+pub const UNIX_MILLIS_THRESHOLD: u64 = 100_000_000_000;
 
 /// Reports an ignored value; the value is shown escaped and cut to 64 bytes.
 fn ignored(field: &str, value: &[u8], why: &str) {
@@ -113,7 +151,8 @@ fn trim(value: &[u8]) -> &[u8] {
 }
 
 /// How long a `Retry-After` value asks to wait: delta-seconds, or an HTTP-date minus `now` (the
-/// wall clock). `None` for values that cannot be read or dates already past.
+/// server's time: the response's `Date`, see [`response_time`], else the wall clock). `None` for
+/// values that cannot be read or dates already past.
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
@@ -151,50 +190,192 @@ pub fn retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
     }
 }
 
-/// How long the `X-RateLimit-Remaining` / `X-RateLimit-Reset` pair asks to wait: the reset when
-/// remaining is `0`, read as seconds up to [`UNIX_TIME_THRESHOLD`] and as a Unix time above it.
-/// `None` when requests remain, or when either value cannot be read.
+/// Whether a remaining count reads as `0`; `None` (reported) when it is not a non-negative
+/// integer.
+fn spent(field: &str, remaining: &[u8]) -> Option<bool> {
+    let left = trim(remaining);
+    if left.is_empty() || !left.iter().all(u8::is_ascii_digit) {
+        ignored(field, remaining, "not a non-negative integer");
+        return None;
+    }
+    Some(left.iter().all(|&d| d == b'0'))
+}
+
+/// How long the `X-RateLimit-Remaining` / `X-RateLimit-Reset` pair asks to wait: the reset
+/// ([`reset_wait`]) when remaining is `0`. `None` when requests remain, or when either value
+/// cannot be read.
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use ritmo_client::headers::x_ratelimit_wait;
+/// use ritmo::client::headers::x_ratelimit_wait;
 /// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
 /// assert_eq!(x_ratelimit_wait(b"0", b"30", now), Some(Duration::from_secs(30)));
 /// assert_eq!(x_ratelimit_wait(b"0", b"1700000045", now), Some(Duration::from_secs(45)));
+/// assert_eq!(x_ratelimit_wait(b"0", b"1700000002500", now), Some(Duration::from_millis(2500)));
+/// assert_eq!(x_ratelimit_wait(b"0", b"6m0s", now), Some(Duration::from_secs(360)));
 /// assert_eq!(x_ratelimit_wait(b"4", b"30", now), None);
 /// ```
 pub fn x_ratelimit_wait(remaining: &[u8], reset: &[u8], now: SystemTime) -> Option<Duration> {
-    let left = trim(remaining);
-    if left.is_empty() || !left.iter().all(u8::is_ascii_digit) {
-        ignored(
-            "x-ratelimit-remaining",
-            remaining,
-            "not a non-negative integer",
-        );
+    if !spent("x-ratelimit-remaining", remaining)? {
         return None;
     }
-    if left.iter().any(|&d| d != b'0') {
-        return None;
+    reset_wait(reset, now)
+}
+
+/// How long a reset value asks to wait, whatever its form: a Go duration when it has a unit
+/// (`6m0s`, `20ms`: [`go_duration`]); else a non-negative number (fractions allowed), read as
+/// seconds to wait up to [`UNIX_TIME_THRESHOLD`], a Unix time in seconds below
+/// [`UNIX_MILLIS_THRESHOLD`], and a Unix time in milliseconds from it on (the module docs say
+/// why these bounds cannot mislead). A Unix time is measured against `now`, the server's time
+/// ([`response_time`]). `None` (reported) for values that cannot be read and instants past.
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use ritmo::client::headers::reset_wait;
+/// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+/// assert_eq!(reset_wait(b"1.5", now), Some(Duration::from_millis(1500))); // seconds
+/// assert_eq!(reset_wait(b"1700000060", now), Some(Duration::from_secs(60))); // Unix seconds
+/// assert_eq!(reset_wait(b"1700000000250", now), Some(Duration::from_millis(250))); // Unix ms
+/// assert_eq!(reset_wait(b"1h2m3.5s", now), Some(Duration::from_millis(3_723_500))); // Go
+/// assert_eq!(reset_wait(b"1600000000", now), None); // past
+/// assert_eq!(reset_wait(b"soon", now), None);
+/// ```
+pub fn reset_wait(value: &[u8], now: SystemTime) -> Option<Duration> {
+    let text = trim(value);
+    if text.iter().any(u8::is_ascii_alphabetic) || text.iter().any(|b| !b.is_ascii()) {
+        let wait = go_duration(text);
+        if wait.is_none() {
+            ignored("reset", value, "neither a number nor a Go duration");
+        }
+        return wait;
     }
-    let Some(value) = seconds(trim(reset)) else {
-        ignored("x-ratelimit-reset", reset, "not a non-negative number");
+    let Some(number) = seconds(text) else {
+        ignored("reset", value, "not a non-negative number");
         return None;
     };
-    if value.as_secs() < UNIX_TIME_THRESHOLD
-        || (value.as_secs() == UNIX_TIME_THRESHOLD && value.subsec_nanos() == 0)
-    {
-        return Some(value);
+    let whole = number.as_secs();
+    if whole < UNIX_TIME_THRESHOLD || (whole == UNIX_TIME_THRESHOLD && number.subsec_nanos() == 0) {
+        return Some(number);
     }
+    let at = if whole < UNIX_MILLIS_THRESHOLD {
+        number
+    } else {
+        // The number is milliseconds: its whole part, plus its fraction of a millisecond
+        // (rounded up to the nanosecond).
+        Duration::from_millis(whole).saturating_add(Duration::from_nanos(u64::from(
+            number.subsec_nanos().div_ceil(1000),
+        )))
+    };
     let since_epoch = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or(Duration::ZERO);
-    match value.checked_sub(since_epoch) {
+    match at.checked_sub(since_epoch) {
         Some(wait) if !wait.is_zero() => Some(wait),
         _ => {
-            ignored("x-ratelimit-reset", reset, "Unix time already past");
+            ignored("reset", value, "Unix time already past");
             None
         }
     }
+}
+
+/// A Go duration (`time.Duration`'s `String()` and `ParseDuration` syntax), as the per-resource
+/// resets of some APIs send it: one or more decimal numbers, each with a unit `h`, `m`, `s`,
+/// `ms`, `us` (or `µs`), `ns`: `6m0s`, `1h2m3.5s`, `20ms`, `1.5s`; a bare `0` is zero. Fractions
+/// of a nanosecond are rounded up; beyond `Duration::MAX` it saturates. Signs, spaces inside and
+/// unknown units are `None`.
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo::client::headers::go_duration;
+/// assert_eq!(go_duration(b"6m0s"), Some(Duration::from_secs(360)));
+/// assert_eq!(go_duration(b"1h2m3.5s"), Some(Duration::from_millis(3_723_500)));
+/// assert_eq!(go_duration(b"20ms"), Some(Duration::from_millis(20)));
+/// assert_eq!(go_duration(b"-1s"), None);
+/// assert_eq!(go_duration(b"5 minutes"), None);
+/// ```
+pub fn go_duration(value: &[u8]) -> Option<Duration> {
+    const NS_PER_S: u128 = 1_000_000_000;
+    let text = trim(value);
+    if text == b"0" {
+        return Some(Duration::ZERO);
+    }
+    if text.is_empty() {
+        return None;
+    }
+    let digits = |b: &[u8]| b.iter().take_while(|d| d.is_ascii_digit()).count();
+    let mut total: u128 = 0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let (int, after) = rest.split_at(digits(rest));
+        let (frac, after) = match after.split_first() {
+            Some((b'.', tail)) => {
+                let (f, t) = tail.split_at(digits(tail));
+                (f, t)
+            }
+            _ => (&b""[..], after),
+        };
+        if int.is_empty() && frac.is_empty() {
+            return None;
+        }
+        let unit_len = after
+            .iter()
+            .take_while(|b| !b.is_ascii_digit() && **b != b'.')
+            .count();
+        let (unit, after) = after.split_at(unit_len);
+        let per: u128 = match unit {
+            b"ns" => 1,
+            b"us" | b"\xc2\xb5s" | b"\xce\xbcs" => 1_000,
+            b"ms" => 1_000_000,
+            b"s" => NS_PER_S,
+            b"m" => 60 * NS_PER_S,
+            b"h" => 3600 * NS_PER_S,
+            _ => return None,
+        };
+        let whole = int.iter().fold(0u128, |n, &d| {
+            n.saturating_mul(10).saturating_add(u128::from(d - b'0'))
+        });
+        total = total.saturating_add(whole.saturating_mul(per));
+        // The fraction's first 20 digits, exactly (below 10^20 x 3.6x10^12: no overflow);
+        // any further non-zero digit rounds up by a nanosecond.
+        let kept = &frac[..frac.len().min(20)];
+        if !kept.is_empty() {
+            let num = kept
+                .iter()
+                .fold(0u128, |n, &d| n * 10 + u128::from(d - b'0'));
+            let scale = 10u128.pow(u32::try_from(kept.len()).unwrap_or(20));
+            let extra = u128::from(frac[kept.len()..].iter().any(|&d| d != b'0'));
+            total = total.saturating_add((num * per).div_ceil(scale) + extra);
+        }
+        rest = after;
+    }
+    let secs = total / NS_PER_S;
+    Some(match u64::try_from(secs) {
+        // The remainder is below 10^9: it fits.
+        Ok(secs) => Duration::new(secs, u32::try_from(total % NS_PER_S).unwrap_or(0)),
+        Err(_) => Duration::MAX,
+    })
+}
+
+/// The server's time of a response: its `Date` field when it has one that parses as an
+/// HTTP-date, else `now` (the client's wall clock). HTTP-dates and Unix times in the response
+/// are measured against it.
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use http::{HeaderMap, HeaderValue, header::DATE};
+/// use ritmo::client::headers::response_time;
+/// let mut h = HeaderMap::new();
+/// h.insert(DATE, HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+/// let now = SystemTime::now();
+/// assert_eq!(response_time(&h, now), SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480));
+/// assert_eq!(response_time(&HeaderMap::new(), now), now);
+/// ```
+pub fn response_time(headers: &HeaderMap, now: SystemTime) -> SystemTime {
+    headers
+        .get(http::header::DATE)
+        .and_then(|d| d.to_str().ok())
+        .and_then(|d| httpdate::parse_http_date(d.trim()).ok())
+        .unwrap_or(now)
 }
 
 /// One item of a `RateLimit` field: a policy's remaining quota and when more comes back.
@@ -359,20 +540,28 @@ pub fn announced_policies(headers: &HeaderMap) -> Vec<AnnouncedPolicy> {
 }
 
 /// How long a response asks its client to wait before the next request, from every field above;
-/// the longest wait wins. `now` is the wall clock (for HTTP-dates and Unix resets).
+/// the longest wait wins. `now` is the client's wall clock: HTTP-dates and Unix resets are
+/// measured against the response's `Date` instead when it has one ([`response_time`]).
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
 /// use http::{HeaderMap, HeaderValue, StatusCode, header::RETRY_AFTER};
-/// use ritmo_client::headers::server_wait;
+/// use ritmo::client::headers::server_wait;
 /// let mut h = HeaderMap::new();
 /// h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
 /// let now = SystemTime::now();
 /// assert_eq!(server_wait(StatusCode::TOO_MANY_REQUESTS, &h, now), Some(Duration::from_secs(7)));
 /// // Retry-After means something else on other statuses (a redirect's delay): not a hold.
 /// assert_eq!(server_wait(StatusCode::MOVED_PERMANENTLY, &h, now), None);
+///
+/// // A per-resource pair with a Go duration, on any status.
+/// let mut h = HeaderMap::new();
+/// h.insert("x-ratelimit-remaining-requests", HeaderValue::from_static("0"));
+/// h.insert("x-ratelimit-reset-requests", HeaderValue::from_static("6m0s"));
+/// assert_eq!(server_wait(StatusCode::OK, &h, now), Some(Duration::from_secs(360)));
 /// ```
 pub fn server_wait(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let now = response_time(headers, now);
     let mut wait: Option<Duration> = None;
     let mut longest = |w: Option<Duration>| {
         if let Some(w) = w.filter(|w| !w.is_zero()) {
@@ -389,14 +578,71 @@ pub fn server_wait(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> 
             longest(item.wait());
         }
     }
-    let remaining = headers.get_all(&X_RATELIMIT_REMAINING);
-    let reset = headers.get_all(&X_RATELIMIT_RESET);
-    for left in remaining.iter() {
-        for at in reset.iter() {
-            longest(x_ratelimit_wait(left.as_bytes(), at.as_bytes(), now));
+    for (remaining, resets) in reset_pairs(headers) {
+        let spent = headers
+            .get_all(&remaining)
+            .iter()
+            .any(|left| spent(remaining.as_str(), left.as_bytes()) == Some(true));
+        if !spent {
+            continue;
+        }
+        for reset in resets {
+            for at in headers.get_all(&reset) {
+                let value = at.as_bytes();
+                longest(if reset == X_RATELIMIT_RESET_AFTER {
+                    let after = seconds(trim(value));
+                    if after.is_none() {
+                        ignored(
+                            reset.as_str(),
+                            value,
+                            "not a non-negative number of seconds",
+                        );
+                    }
+                    after
+                } else {
+                    reset_wait(value, now)
+                });
+            }
         }
     }
     wait
+}
+
+/// Whether a response has any field [`server_wait`] reads on a status other than `429` and
+/// `503`: a look at the names only, so that a response without any costs no parsing.
+pub(crate) fn has_wait_fields(headers: &HeaderMap) -> bool {
+    // One pass over the names (a response has a handful), no hashing.
+    headers.keys().any(|name| {
+        let name = name.as_str();
+        name == "ratelimit"
+            || name == "ratelimit-remaining"
+            || name.starts_with("x-ratelimit-remaining")
+    })
+}
+
+/// The remaining fields a response has, each with the reset fields it pairs with.
+fn reset_pairs(headers: &HeaderMap) -> Vec<(HeaderName, Vec<HeaderName>)> {
+    let mut pairs = Vec::new();
+    if headers.contains_key(&RATELIMIT_REMAINING) {
+        pairs.push((RATELIMIT_REMAINING, vec![RATELIMIT_RESET]));
+    }
+    for name in headers.keys() {
+        let Some(suffix) = name.as_str().strip_prefix("x-ratelimit-remaining") else {
+            continue;
+        };
+        if suffix.is_empty() {
+            pairs.push((
+                X_RATELIMIT_REMAINING,
+                vec![X_RATELIMIT_RESET, X_RATELIMIT_RESET_AFTER],
+            ));
+        } else if suffix.starts_with('-')
+            && let Ok(reset) =
+                HeaderName::from_bytes(format!("x-ratelimit-reset{suffix}").as_bytes())
+        {
+            pairs.push((name.clone(), vec![reset]));
+        }
+    }
+    pairs
 }
 
 #[cfg(test)]
@@ -521,5 +767,193 @@ mod tests {
         assert_eq!(p.len(), 3);
         assert_eq!(p[1].window, Some(Duration::from_secs(86_400)));
         assert_eq!(p[2].window, None);
+    }
+
+    #[test]
+    fn go_durations() {
+        let ms = Duration::from_millis;
+        for (text, d) in [
+            (&b"0"[..], Duration::ZERO),
+            (b"1s", ms(1000)),
+            (b"20ms", ms(20)),
+            (b"6m0s", ms(360_000)),
+            (b"1h2m3.5s", ms(3_723_500)),
+            (b"1.5h", ms(5_400_000)),
+            (b".5s", ms(500)),
+            (b"100us", Duration::from_micros(100)),
+            ("7\u{b5}s".as_bytes(), Duration::from_micros(7)),
+            ("7\u{3bc}s".as_bytes(), Duration::from_micros(7)),
+            (b"3ns", Duration::from_nanos(3)),
+            (b"0.0000000001s", Duration::from_nanos(1)),
+            (b" 2m ", ms(120_000)),
+            (b"99999999999999999999999999999999999999999h", Duration::MAX),
+        ] {
+            assert_eq!(go_duration(text), Some(d), "{}", text.escape_ascii());
+        }
+        for bad in [
+            &b""[..],
+            b"1",
+            b"s",
+            b"-1s",
+            b"+1s",
+            b"1 s",
+            b"1d",
+            b"1.s.",
+            b"1m 2s",
+            b"..5s",
+        ] {
+            assert_eq!(go_duration(bad), None, "{}", bad.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn resets_are_told_apart_by_size() {
+        let now = at(1_700_000_000);
+        // Seconds to wait, up to 10^9 inclusive.
+        assert_eq!(reset_wait(b"30", now), Some(Duration::from_secs(30)));
+        assert_eq!(
+            reset_wait(b"1000000000", now),
+            Some(Duration::from_secs(1_000_000_000))
+        );
+        // Unix seconds above it.
+        assert_eq!(
+            reset_wait(b"1700000045.5", now),
+            Some(Duration::from_millis(45_500))
+        );
+        assert_eq!(reset_wait(b"1000000001", now), None, "a past Unix time");
+        assert_eq!(
+            reset_wait(b"99999999999", now),
+            Some(Duration::from_secs(99_999_999_999 - 1_700_000_000))
+        );
+        // Unix milliseconds from 10^11: not a wait of 1.7x10^12 s.
+        assert_eq!(
+            reset_wait(b"1700000002500", now),
+            Some(Duration::from_millis(2500))
+        );
+        assert_eq!(
+            reset_wait(b"1700000000000.5", at(1_699_999_999)),
+            Some(Duration::from_nanos(1_000_500_000))
+        );
+        assert_eq!(reset_wait(b"100000000000", now), None, "1973: past");
+        assert_eq!(reset_wait(b"1699999999999", now), None, "past");
+        // Go durations.
+        assert_eq!(reset_wait(b"6m0s", now), Some(Duration::from_secs(360)));
+        for bad in [&b"-1"[..], b"1e3", b"soon", b"", b"\xff"] {
+            assert_eq!(reset_wait(bad, now), None, "{}", bad.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn every_dialect_of_remaining_and_reset() {
+        let now = at(1_700_000_000);
+        let wait = |fields: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for &(name, value) in fields {
+                h.append(name, HeaderValue::from_static(value));
+            }
+            server_wait(StatusCode::OK, &h, now)
+        };
+        let s = Duration::from_secs;
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset-after", "1.5")
+            ]),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-remaining", "3"),
+                ("x-ratelimit-reset-after", "1.5")
+            ]),
+            None
+        );
+        assert_eq!(wait(&[("x-ratelimit-reset-after", "1.5")]), None);
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset-after", "1700000050")
+            ]),
+            Some(s(1_700_000_050)),
+            "Reset-After is seconds whatever its size (the hold's cap cuts it)"
+        );
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-limit-requests", "60"),
+                ("x-ratelimit-remaining-requests", "0"),
+                ("x-ratelimit-reset-requests", "6m0s"),
+                ("x-ratelimit-remaining-tokens", "1000"),
+                ("x-ratelimit-reset-tokens", "1h"),
+            ]),
+            Some(s(360)),
+            "only the spent resource holds"
+        );
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-remaining-requests", "0"),
+                ("x-ratelimit-reset-requests", "1s"),
+                ("x-ratelimit-remaining-tokens", "0"),
+                ("x-ratelimit-reset-tokens", "20ms"),
+            ]),
+            Some(s(1))
+        );
+        assert_eq!(
+            wait(&[
+                ("ratelimit-limit", "100"),
+                ("ratelimit-remaining", "0"),
+                ("ratelimit-reset", "7")
+            ]),
+            Some(s(7))
+        );
+        assert_eq!(
+            wait(&[("ratelimit-remaining", "1"), ("ratelimit-reset", "7")]),
+            None
+        );
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", "1700000002500")
+            ]),
+            Some(Duration::from_millis(2500))
+        );
+        assert_eq!(
+            wait(&[("x-ratelimit-remaining-", "0"), ("x-ratelimit-reset-", "2")]),
+            Some(s(2))
+        );
+        assert_eq!(
+            wait(&[
+                ("x-ratelimit-remaining-requests", "zero"),
+                ("x-ratelimit-reset-requests", "2s")
+            ]),
+            None
+        );
+    }
+
+    #[test]
+    fn dates_against_the_response_s_date() {
+        // The client's clock is a year ahead of the server's: the server's reset still holds.
+        let client_now = at(1_445_412_480 + 365 * 86_400);
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::DATE,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        h.insert(
+            http::header::RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:30 GMT"),
+        );
+        assert_eq!(
+            server_wait(StatusCode::TOO_MANY_REQUESTS, &h, client_now),
+            Some(Duration::from_secs(30))
+        );
+        h.insert(X_RATELIMIT_REMAINING, HeaderValue::from_static("0"));
+        h.insert(X_RATELIMIT_RESET, HeaderValue::from_static("1445412525"));
+        assert_eq!(
+            server_wait(StatusCode::OK, &h, client_now),
+            Some(Duration::from_secs(45))
+        );
+        // A Date that does not parse: the client's clock stands in (the reset is long past).
+        h.insert(http::header::DATE, HeaderValue::from_static("yesterday"));
+        assert_eq!(server_wait(StatusCode::OK, &h, client_now), None);
     }
 }

@@ -12,7 +12,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::error::Error;
-use crate::outbound::{Outbound, Target, Transport};
+use crate::outbound::{MaxWait, Outbound, Target, Transport};
 
 /// How a request is copied for a retry, before it is sent ([`ClientLayer::replay_with`]).
 ///
@@ -289,11 +289,14 @@ where
         let clone = self.inner.clone();
         let inner = core::mem::replace(&mut self.inner, clone);
         let outbound = self.outbound.clone();
+        let max_wait = outbound.max_wait(request.extensions().get::<MaxWait>());
         ResponseFuture {
             state: State::Loop {
                 future: Box::pin(async move {
                     let mut transport = TowerTransport(inner);
-                    outbound.run(key, request, replay, &mut transport).await
+                    outbound
+                        .run(key, request, replay, max_wait, &mut transport)
+                        .await
                 }),
             },
         }

@@ -16,13 +16,38 @@ use tokio::time::Instant;
 use crate::adopt::Adopted;
 use crate::clock::ClientClock;
 use crate::error::{Cause, Error, Limited};
-use crate::headers::{RATELIMIT, RATELIMIT_POLICY, X_RATELIMIT_REMAINING, announced_policies};
+use crate::headers::{RATELIMIT_POLICY, announced_policies, has_wait_fields};
 use crate::hold::{Holds, later};
 
 /// How long a server's hold may last at most unless set otherwise: one hour.
 pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(3600);
 /// How many keys (hosts) the client tracks at most unless set otherwise.
 pub const DEFAULT_MAX_KEYS: usize = 10_000;
+
+/// A request's own `max_wait`, in place of the client's (`Config::max_wait`): how long this one
+/// request may wait for a server's hold and a permit of the client's quota before it fails
+/// without being sent. Shorter or longer than the client's; it also bounds the wait of a retried
+/// `429` (see [`Builder::retry_once`]).
+///
+/// Put it where each client carries a request's extras:
+///
+/// - **tower** ([`ClientLayer`](crate::ClientLayer), hyper, tonic): in the request's extensions,
+///   `request.extensions_mut().insert(MaxWait(..))`, as tower's own middleware read theirs;
+/// - **reqwest** (feature `reqwest`): on reqwest-middleware's request builder,
+///   `client.get(url).with_extension(MaxWait(..))`;
+/// - **anything else**: [`Outbound::acquire_within`].
+///
+/// ```
+/// use std::time::Duration;
+/// use ritmo::client::MaxWait;
+///
+/// // This request would rather fail at once than wait for the quota or a server's reset.
+/// let mut request = http::Request::get("http://api.example/health").body(())?;
+/// request.extensions_mut().insert(MaxWait(Duration::ZERO));
+/// # Ok::<(), http::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MaxWait(pub Duration);
 
 /// The parts of a request a key is chosen from.
 #[derive(Debug, Clone, Copy)]
@@ -90,7 +115,156 @@ impl HostKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The key a request to `uri` gets: its host (lower-cased) and its port, else its scheme's
+    /// default (`http` 80, `https` 443), as [`HostKey::of`] reads a request.
+    ///
+    /// ```
+    /// use ritmo::client::HostKey;
+    /// let uri: http::Uri = "https://API.example/v1/search?q=x".parse()?;
+    /// assert_eq!(HostKey::from_uri(&uri)?.as_str(), "api.example:443");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError`] when the URI has no host, or no port and no scheme that gives one.
+    pub fn from_uri(uri: &http::Uri) -> Result<Self, KeyError> {
+        let host = uri.host().ok_or(KeyError::NoHost)?;
+        if uri.authority().is_some_and(bad_port) {
+            return Err(KeyError::Invalid);
+        }
+        let port = match uri.port_u16() {
+            Some(port) => port,
+            None => match uri.scheme_str() {
+                Some(s) if s.eq_ignore_ascii_case("https") => 443,
+                Some(s) if s.eq_ignore_ascii_case("http") => 80,
+                _ => return Err(KeyError::NoPort),
+            },
+        };
+        Ok(HostKey(format!("{}:{port}", host.to_ascii_lowercase())))
+    }
 }
+
+/// `"host:port"` (`"api.example:443"`, `"[::1]:8080"`), or a whole URI with a scheme
+/// (`"https://api.example/v1"`, read by [`HostKey::from_uri`]): the key its requests get.
+///
+/// ```
+/// use ritmo::client::{HostKey, KeyError};
+/// let key: HostKey = "API.example:443".parse()?;
+/// assert_eq!(key.as_str(), "api.example:443");
+/// assert_eq!("https://api.example/v1".parse::<HostKey>()?, key);
+/// assert_eq!("api.example".parse::<HostKey>(), Err(KeyError::NoPort));
+/// # Ok::<(), KeyError>(())
+/// ```
+impl core::str::FromStr for HostKey {
+    type Err = KeyError;
+
+    fn from_str(text: &str) -> Result<Self, KeyError> {
+        if text.is_empty() {
+            return Err(KeyError::Empty);
+        }
+        if text.contains("://") {
+            let uri = text.parse::<http::Uri>().map_err(|_| KeyError::Invalid)?;
+            return HostKey::from_uri(&uri);
+        }
+        let authority = text
+            .parse::<http::uri::Authority>()
+            .map_err(|_| KeyError::Invalid)?;
+        if authority.as_str().contains('@') {
+            return Err(KeyError::Invalid);
+        }
+        if bad_port(&authority) {
+            return Err(KeyError::Invalid);
+        }
+        let port = authority.port_u16().ok_or(KeyError::NoPort)?;
+        if authority.host().is_empty() {
+            return Err(KeyError::NoHost);
+        }
+        Ok(HostKey(format!(
+            "{}:{port}",
+            authority.host().to_ascii_lowercase()
+        )))
+    }
+}
+
+/// Whether an authority has a `:` after its host but no port in `1..=65535` (`:99999`, `:`).
+fn bad_port(authority: &http::uri::Authority) -> bool {
+    let text = authority.as_str();
+    let after_host = text
+        .rfind(authority.host())
+        .map_or("", |at| &text[at + authority.host().len()..]);
+    after_host.starts_with(':') && authority.port_u16().is_none_or(|p| p == 0)
+}
+
+impl TryFrom<&str> for HostKey {
+    type Error = KeyError;
+
+    /// As [`str::parse`] reads it (`"host:port"` or a URI with a scheme).
+    fn try_from(text: &str) -> Result<Self, KeyError> {
+        text.parse()
+    }
+}
+
+impl TryFrom<&http::Uri> for HostKey {
+    type Error = KeyError;
+
+    /// As [`HostKey::from_uri`] reads it.
+    fn try_from(uri: &http::Uri) -> Result<Self, KeyError> {
+        HostKey::from_uri(uri)
+    }
+}
+
+impl core::fmt::Display for HostKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a text or a URI names no [`HostKey`]; each has a stable code ([`KeyError::code`]), which
+/// its `Display` begins with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// `RITMO-CLI-001`: the text is empty.
+    Empty,
+    /// `RITMO-CLI-002`: not a `host:port` nor a URI (spaces, a user name, a bad port, ...).
+    Invalid,
+    /// `RITMO-CLI-003`: no host (a relative URI such as `/v1/search`).
+    NoHost,
+    /// `RITMO-CLI-004`: no port, and no `http`/`https` scheme to give its default.
+    NoPort,
+}
+
+impl KeyError {
+    /// The stable code: `"RITMO-CLI-001"` to `"RITMO-CLI-004"`.
+    pub const fn code(&self) -> &'static str {
+        match self {
+            KeyError::Empty => "RITMO-CLI-001",
+            KeyError::Invalid => "RITMO-CLI-002",
+            KeyError::NoHost => "RITMO-CLI-003",
+            KeyError::NoPort => "RITMO-CLI-004",
+        }
+    }
+}
+
+impl core::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let what = match self {
+            KeyError::Empty => "an empty text names no host",
+            KeyError::Invalid => {
+                "not a `host:port` (`api.example:443`) nor a URI (`https://api.example/`)"
+            }
+            KeyError::NoHost => "no host: a key needs `host:port` or an absolute URI",
+            KeyError::NoPort => {
+                "no port: write `host:port`, or a URI whose scheme is http or https"
+            }
+        };
+        write!(f, "{}: {what}", self.code())
+    }
+}
+
+impl std::error::Error for KeyError {}
 
 type KeyFn<K> = dyn Fn(&Target<'_>) -> K + Send + Sync;
 
@@ -345,6 +519,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
 ///
 /// # The rules, in the order a request meets them
 ///
+/// `max_wait` below is the client's (its `Config`'s), or the request's own [`MaxWait`].
+///
 /// 1. **Key.** The request's key: its `host:port` ([`HostKey`], the default), one global key, or
 ///    any function of the request ([`Target`]).
 /// 2. **Server hold.** If a server asked this key to wait, the request waits until that wait
@@ -533,9 +709,33 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
     /// client's quota, all within `max_wait` (see the [rules](Outbound)). Send the request as
     /// soon as this returns `Ok`. Dropped while it waits, it gives its permit back.
     pub async fn acquire(&self, key: &K) -> Result<(), Limited> {
+        self.acquire_within(key, self.inner.max_wait).await
+    }
+
+    /// [`acquire`](Self::acquire) with this request's own `max_wait` in place of the client's
+    /// (what [`MaxWait`] does through the layer and the middleware).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo::Config;
+    /// use ritmo::client::{Cause, Outbound};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
+    /// let client = Outbound::global("api", config).build();
+    /// client.acquire(&()).await?; // the burst of one
+    /// // The next slot is 1 s away: within the client's 5 s, not within this request's 100 ms.
+    /// let refused = client.acquire_within(&(), Duration::from_millis(100)).await.unwrap_err();
+    /// assert_eq!(refused.cause(), Cause::LocalQuota);
+    /// client.acquire(&()).await?; // waits the second
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn acquire_within(&self, key: &K, max_wait: Duration) -> Result<(), Limited> {
         let inner = &*self.inner;
         let start = Instant::now();
-        let deadline = later(start, inner.max_wait);
+        let deadline = later(start, max_wait);
         let (mut waited_local, mut waited_server) = (false, false);
         let mut now = start;
         loop {
@@ -639,8 +839,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         // Most responses carry none of the fields: no wall-clock read for them.
         if status != StatusCode::TOO_MANY_REQUESTS
             && status != StatusCode::SERVICE_UNAVAILABLE
-            && !headers.contains_key(&RATELIMIT)
-            && !headers.contains_key(&X_RATELIMIT_REMAINING)
+            && !has_wait_fields(headers)
         {
             return None;
         }
@@ -668,15 +867,22 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         }
     }
 
-    /// The one send loop: acquire, send, observe, and maybe retry a `429` once with `replay`.
+    /// The client's `max_wait`, or the request's own.
+    pub(crate) fn max_wait(&self, own: Option<&MaxWait>) -> Duration {
+        own.map_or(self.inner.max_wait, |m| m.0)
+    }
+
+    /// The one send loop: acquire, send, observe, and maybe retry a `429` once with `replay`;
+    /// each wait within `max_wait` (the client's, or the request's own).
     pub(crate) async fn run<Req, T: Transport<Req>>(
         &self,
         key: K,
         request: Req,
         replay: Option<Req>,
+        max_wait: Duration,
         transport: &mut T,
     ) -> Result<T::Response, Error<T::Error>> {
-        self.acquire(&key).await?;
+        self.acquire_within(&key, max_wait).await?;
         bump(&self.inner.counters.sent);
         let response = transport.send(request).await.map_err(Error::Service)?;
         let status = response.status();
@@ -685,11 +891,10 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
             return Ok(response);
         };
         match hold {
-            Some(wait)
-                if status == StatusCode::TOO_MANY_REQUESTS && wait <= self.inner.max_wait => {}
+            Some(wait) if status == StatusCode::TOO_MANY_REQUESTS && wait <= max_wait => {}
             _ => return Ok(response),
         }
-        if self.acquire(&key).await.is_err() {
+        if self.acquire_within(&key, max_wait).await.is_err() {
             return Ok(response);
         }
         bump(&self.inner.counters.retried);

@@ -1,19 +1,32 @@
 //! The client's rate limiting for reqwest, as a [`reqwest_middleware::Middleware`] (feature
 //! `reqwest`): the same rules and the same send loop as the tower layer (see [`Outbound`]).
 //!
+//! It implements the `Middleware` of **reqwest-middleware 0.5**, over **reqwest 0.13**: with
+//! other versions (reqwest 0.12, reqwest-middleware 0.4) `.with(..)` fails with `E0277`. Build
+//! the client through the re-export [`ritmo::client::reqwest_middleware`](crate::reqwest_middleware)
+//! (and its `reqwest`) and the versions match.
+//!
 //! ```no_run
 //! use std::time::Duration;
-//! use ritmo_core::Config;
-//! use ritmo_client::{Outbound, reqwest::RateLimitMiddleware};
+//! use ritmo::Config;
+//! use ritmo::client::reqwest::RateLimitMiddleware;
+//! use ritmo::client::reqwest_middleware::{ClientBuilder, reqwest};
+//! use ritmo::client::{MaxWait, Outbound};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 //! let outbound = Outbound::per_host("github", config).retry_once(true).build();
-//! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+//! let client = ClientBuilder::new(reqwest::Client::new())
 //!     .with(RateLimitMiddleware::new(outbound.clone()))
 //!     .build();
 //! let response = client.get("http://127.0.0.1:3000/").send().await?;
-//! # let _ = response;
+//! // One request's own max_wait, in place of the client's 5 s.
+//! let quick = client
+//!     .get("http://127.0.0.1:3000/health")
+//!     .with_extension(MaxWait(Duration::from_millis(100)))
+//!     .send()
+//!     .await?;
+//! # let _ = (response, quick);
 //! # Ok(())
 //! # }
 //! ```
@@ -21,7 +34,8 @@
 //! A request that is not sent fails with `reqwest_middleware::Error::Middleware` holding a
 //! [`Limited`](crate::Limited): `err` as `anyhow::Error` → `downcast_ref::<Limited>()`.
 //! Requests are copied for the retry with `reqwest::Request::try_clone` (a streamed body cannot
-//! be, and is never retried).
+//! be, and is never retried). A request's own [`MaxWait`] is read from
+//! reqwest-middleware's extensions (`RequestBuilder::with_extension`).
 
 use core::future::Future;
 use std::hash::Hash;
@@ -31,7 +45,7 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::error::Error;
-use crate::outbound::{Outbound, ResponseView, Target, Transport};
+use crate::outbound::{MaxWait, Outbound, ResponseView, Target, Transport};
 
 /// The client's quota and the server's holds for a `reqwest_middleware::ClientWithMiddleware`.
 #[derive(Debug, Clone)]
@@ -100,10 +114,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Middleware for RateLimitMiddl
         } else {
             None
         };
+        let max_wait = self.outbound.max_wait(extensions.get::<MaxWait>());
         let mut transport = NextTransport { next, extensions };
         match self
             .outbound
-            .run(key, request, replay, &mut transport)
+            .run(key, request, replay, max_wait, &mut transport)
             .await
         {
             Ok(response) => Ok(response),

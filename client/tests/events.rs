@@ -77,6 +77,27 @@ fn each_ignored_value_is_an_event() {
             vec![("x-ratelimit-remaining", "-1"), ("x-ratelimit-reset", "2")],
             200,
         ),
+        (
+            vec![
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset-after", "-1.5"),
+            ],
+            200,
+        ),
+        (
+            vec![
+                ("x-ratelimit-remaining-tokens", "0"),
+                ("x-ratelimit-reset-tokens", "6 minutes"),
+            ],
+            200,
+        ),
+        (
+            vec![
+                ("ratelimit-remaining", "0"),
+                ("ratelimit-reset", "1600000000000"),
+            ],
+            200,
+        ),
     ] {
         let h = headers(&pairs);
         let status = StatusCode::from_u16(status).unwrap();
@@ -94,6 +115,23 @@ fn values_that_are_read_are_silent() {
         assert_eq!(
             server_wait(StatusCode::TOO_MANY_REQUESTS, &h, SystemTime::now()),
             Some(Duration::from_secs(3))
+        );
+    });
+    assert!(events.is_empty(), "{events:?}");
+    let h = headers(&[
+        ("date", "Wed, 21 Oct 2015 07:28:00 GMT"),
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "6m0s"),
+        ("x-ratelimit-remaining", "0"),
+        ("x-ratelimit-reset-after", "1.5"),
+        ("x-ratelimit-reset", "1445412480500"),
+        ("ratelimit-remaining", "0"),
+        ("ratelimit-reset", "7"),
+    ]);
+    let events = events_of(|| {
+        assert_eq!(
+            server_wait(StatusCode::OK, &h, SystemTime::now()),
+            Some(Duration::from_secs(360))
         );
     });
     assert!(events.is_empty(), "{events:?}");

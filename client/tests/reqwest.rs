@@ -89,3 +89,34 @@ async fn retries_a_get_once() {
     );
     assert_eq!(script.count(), 1);
 }
+
+#[tokio::test]
+async fn a_request_s_own_max_wait_through_with_extension() {
+    // Built through the re-export (`ritmo::client::reqwest_middleware` to a user of the facade):
+    // the reqwest-middleware, and its reqwest, this crate implements.
+    use ritmo_client::reqwest_middleware::{ClientBuilder, reqwest};
+    let (addr, script) = serve(vec![Reply::new(429).header("retry-after", "1")]).await;
+    let config = Config::new(100, Duration::from_secs(1))
+        .unwrap()
+        .with_max_wait(Duration::from_secs(5));
+    let outbound = Outbound::per_host("backend", config).build();
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(ritmo_client::reqwest::RateLimitMiddleware::new(outbound))
+        .build();
+    let url = format!("http://{addr}/x");
+    assert_eq!(client.get(&url).send().await.unwrap().status(), 429);
+    // The client would wait out the second; this request would rather not wait at all.
+    let refused = limited(
+        client
+            .get(&url)
+            .with_extension(ritmo_client::MaxWait(Duration::ZERO))
+            .send()
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(refused.cause(), Cause::ServerHold);
+    assert_eq!(script.count(), 1, "not sent");
+    // Without its own, the client's 5 s: it waits the hold out and is sent.
+    assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+    assert_eq!(script.count(), 2);
+}
