@@ -37,6 +37,7 @@ pub(super) enum Next<P: Permit, O> {
 pub(super) fn decide<St, X, M, Cl, Resp, E>(
     shared: &Shared<St, X, M, Cl>,
     decision: Result<Grant<St::Permit>, Denial>,
+    protocol: impl FnOnce() -> Protocol,
 ) -> Next<St::Permit, Result<Resp, M::Error>>
 where
     St: Store,
@@ -82,7 +83,7 @@ where
                 other => {
                     #[cfg(feature = "metrics")]
                     shared.counts.rejected(crate::metrics::Refused::Other);
-                    return Next::Done(shared.mode.store_failed(other));
+                    return Next::Done(shared.mode.store_failed(other, protocol()));
                 }
             };
             let enforced = !shared.shadow;
@@ -98,7 +99,12 @@ where
             if enforced {
                 let fields = shared.policy_at(policy);
                 let rejection = Rejection::new(error, *fields.policy(), status);
-                Next::Done(shared.mode.rejected(&rejection, fields.policy_header()))
+                let protocol = protocol();
+                Next::Done(
+                    shared
+                        .mode
+                        .rejected(&rejection, fields.policy_header(), protocol),
+                )
             } else {
                 // Shadow mode: served without a permit, reported as it stands.
                 Next::Run {
@@ -175,6 +181,8 @@ pin_project! {
         phase: Phase<A>,
         inner: S,
         request: Option<Req>,
+        // The form of its refusal, read from the request when it was made.
+        protocol: Protocol,
     }
 }
 
@@ -263,6 +271,7 @@ where
         held: Held<St::Permit>,
         grant_status: Option<Status>,
         shared: Arc<Shared<St, X, M, Cl>>,
+        protocol: Protocol,
     ) -> Self {
         ResponseFuture {
             state: State::Slow {
@@ -270,6 +279,7 @@ where
                     phase,
                     inner,
                     request: Some(request),
+                    protocol,
                 }),
             },
             key: Some(key),
@@ -386,7 +396,8 @@ where
                 match phase.as_mut().project() {
                     PhaseProj::Acquire { future } => {
                         let decision = ready!(future.poll(cx));
-                        match decide(this.shared, decision) {
+                        let protocol = *slow.protocol;
+                        match decide(this.shared, decision, || protocol) {
                             Next::Run { held, grant_status } => {
                                 *this.held = held;
                                 *this.grant_status = grant_status;
