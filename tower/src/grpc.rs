@@ -10,9 +10,9 @@
 //!   `grpc-message` (percent-encoded as the gRPC wire spec asks);
 //! - `retry-after`, `RateLimit-Policy` and `RateLimit`, exactly as an HTTP refusal has them;
 //! - `grpc-status-details-bin`: a `google.rpc.Status` (base64, unpadded) whose one detail is a
-//!   `google.rpc.RetryInfo`, its `retry_delay` the wait rounded **up** to the millisecond (and
-//!   never shorter than the `RateLimit` field's effective window): a client that waits it out is
-//!   never refused again for the same reason. tonic reads it with `tonic-types`
+//!   `google.rpc.RetryInfo`, its `retry_delay` the wait rounded **up** to the millisecond (finer
+//!   than `retry-after`'s whole seconds, never shorter than the wait): a client that waits it out
+//!   finds its permit there. tonic reads it with `tonic-types`
 //!   (`Status::get_details_retry_info`), grpcio with `grpc_status.rpc_status.from_call`.
 //!
 //! The other refusals answer a `grpc-status` too, never a reset stream:
@@ -160,9 +160,7 @@ pub fn encode_message(text: &str) -> String {
     out
 }
 
-/// The `RetryInfo` delay for a refusal: its wait rounded up to the millisecond, and never
-/// shorter than the `RateLimit` field's effective window (the same rule as `Retry-After`'s,
-/// without its rounding to whole seconds).
+/// The `RetryInfo` delay for a refusal: its wait rounded up to the millisecond (never short).
 ///
 /// ```
 /// use core::time::Duration;
@@ -172,19 +170,14 @@ pub fn encode_message(text: &str) -> String {
 /// let error = RateLimitExceeded::from_parts("api", Reason::NoPermitInTime, wait);
 /// let policy = Policy::new("api", 10, Duration::from_secs(1));
 /// let r = Rejection::new(error, policy, Status::new(0, wait));
-/// assert_eq!(retry_delay(&r), Duration::from_secs(2)); // the field says t=2
+/// assert_eq!(retry_delay(&r), Duration::from_millis(1201));
 /// ```
 pub fn retry_delay(rejection: &Rejection) -> Duration {
     let wait = rejection.retry_after();
     let ms = wait
         .as_millis()
         .saturating_add(u128::from(wait.subsec_nanos() % 1_000_000 > 0));
-    let exact = Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX));
-    let window = Duration::from_secs(headers::effective_window_secs(
-        rejection.policy(),
-        rejection.status(),
-    ));
-    exact.max(window)
+    Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
 }
 
 /// The `google.rpc.Status` message (protobuf bytes) of a status with one `google.rpc.RetryInfo`
