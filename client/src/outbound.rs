@@ -641,10 +641,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
             && status != StatusCode::SERVICE_UNAVAILABLE
             && !headers.contains_key(&RATELIMIT)
             && !headers.contains_key(&X_RATELIMIT_REMAINING)
+            && !crate::grpc::exhausted(headers)
         {
             return None;
         }
-        let wait = crate::headers::server_wait(status, headers, SystemTime::now())?;
+        let wall = SystemTime::now();
+        let http = crate::headers::server_wait(status, headers, wall);
+        // gRPC's refusal (HTTP 200, `grpc-status: 8`): see `grpc`.
+        let wait = http.max(crate::grpc::grpc_wait(headers, wall))?;
         let now = Instant::now();
         self.inner.holds.hold(key, wait, now)?;
         bump(&self.inner.counters.holds);

@@ -176,7 +176,7 @@ pub fn retry_delay(rejection: &Rejection) -> Duration {
     let wait = rejection.retry_after();
     let ms = wait
         .as_millis()
-        .saturating_add(u128::from(wait.subsec_nanos() % 1_000_000 > 0));
+        .saturating_add(u128::from(!wait.subsec_nanos().is_multiple_of(1_000_000)));
     Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
 }
 

@@ -717,9 +717,9 @@ where
         let decision = match shared.store.acquire(&key, shared.cost, shared.max_wait) {
             Decision::Now(decision) => decision,
             Decision::Later(future) => {
-                let phase = Phase::Acquire { future };
-                let inner = self.inner.clone();
                 let protocol = shared.mode.protocol(&request);
+                let phase = Phase::Acquire { future, protocol };
+                let inner = self.inner.clone();
                 return ResponseFuture::slow(
                     phase,
                     inner,
@@ -728,7 +728,6 @@ where
                     Held::none(),
                     None,
                     shared,
-                    protocol,
                 );
             }
         };
@@ -765,17 +764,7 @@ where
                     sleep: tokio::time::sleep(wait),
                 };
                 let inner = self.inner.clone();
-                let protocol = Protocol::Http; // decided: it waits, it is not refused
-                ResponseFuture::slow(
-                    phase,
-                    inner,
-                    request,
-                    key,
-                    held,
-                    grant_status,
-                    shared,
-                    protocol,
-                )
+                ResponseFuture::slow(phase, inner, request, key, held, grant_status, shared)
             }
             Next::Done(output) => ResponseFuture::done(output, shared),
         }

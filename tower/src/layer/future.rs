@@ -181,15 +181,14 @@ pin_project! {
         phase: Phase<A>,
         inner: S,
         request: Option<Req>,
-        // The form of its refusal, read from the request when it was made.
-        protocol: Protocol,
     }
 }
 
 pin_project! {
     #[project = PhaseProj]
     pub(super) enum Phase<A> {
-        Acquire { #[pin] future: A },
+        // The store's answer; `protocol`: the form of a refusal, read from the request.
+        Acquire { #[pin] future: A, protocol: Protocol },
         Wait { #[pin] sleep: Sleep },
         Ready,
     }
@@ -271,7 +270,6 @@ where
         held: Held<St::Permit>,
         grant_status: Option<Status>,
         shared: Arc<Shared<St, X, M, Cl>>,
-        protocol: Protocol,
     ) -> Self {
         ResponseFuture {
             state: State::Slow {
@@ -279,7 +277,6 @@ where
                     phase,
                     inner,
                     request: Some(request),
-                    protocol,
                 }),
             },
             key: Some(key),
@@ -394,9 +391,9 @@ where
                 let slow = slow.as_mut().project();
                 let mut phase = slow.phase;
                 match phase.as_mut().project() {
-                    PhaseProj::Acquire { future } => {
+                    PhaseProj::Acquire { future, protocol } => {
                         let decision = ready!(future.poll(cx));
-                        let protocol = *slow.protocol;
+                        let protocol = *protocol;
                         match decide(this.shared, decision, || protocol) {
                             Next::Run { held, grant_status } => {
                                 *this.held = held;
