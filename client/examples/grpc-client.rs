@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use ritmo::server::StdClock;
-use ritmo::{Config, RateLimiter};
 use ritmo::client::{ClientLayer, Outbound};
+use ritmo::server::StdClock;
 use ritmo::tower::RateLimitLayer;
 use ritmo::tower::key::Global;
+use ritmo::{Config, RateLimiter};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 use tonic_health::pb::HealthCheckRequest;
@@ -75,8 +75,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stats = outbound.stats();
     println!("sent: {}", stats.sent);
     println!("waited for the server's hold: {}", stats.waited_server);
-    println!("refused without sending: {}", stats.limited_local + stats.limited_server);
-    println!("refused by the server: {}", refused_by_server.load(Ordering::Relaxed));
+    println!(
+        "refused without sending: {}",
+        stats.limited_local + stats.limited_server
+    );
+    println!(
+        "refused by the server: {}",
+        refused_by_server.load(Ordering::Relaxed)
+    );
     println!("calls that failed: {failed}");
     Ok(())
 }
