@@ -126,7 +126,13 @@ impl fmt::Display for Human {
 }
 
 impl std::error::Error for Limited {
+    /// The limiter's [`RateLimitExceeded`]; with feature `tonic`, a `tonic::Status`
+    /// `RESOURCE_EXHAUSTED` instead, so that tonic reports a call not sent as that (see
+    /// [`grpc`](crate::grpc)).
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        #[cfg(feature = "tonic")]
+        return Some(crate::grpc::status_of(self.cause));
+        #[cfg(not(feature = "tonic"))]
         Some(&self.error)
     }
 }

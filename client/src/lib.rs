@@ -4,6 +4,7 @@
 mod adopt;
 mod clock;
 mod error;
+pub mod grpc;
 pub mod headers;
 mod hold;
 mod layer;

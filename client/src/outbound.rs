@@ -840,10 +840,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         if status != StatusCode::TOO_MANY_REQUESTS
             && status != StatusCode::SERVICE_UNAVAILABLE
             && !has_wait_fields(headers)
+            && !crate::grpc::exhausted(headers)
         {
             return None;
         }
-        let wait = crate::headers::server_wait(status, headers, SystemTime::now())?;
+        let wall = SystemTime::now();
+        let http = crate::headers::server_wait(status, headers, wall);
+        // gRPC's refusal (HTTP 200, `grpc-status: 8`): see `grpc`.
+        let wait = http.max(crate::grpc::grpc_wait(headers, wall))?;
         let now = Instant::now();
         self.inner.holds.hold(key, wait, now)?;
         bump(&self.inner.counters.holds);

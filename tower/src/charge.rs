@@ -130,3 +130,80 @@ where
         (self.0)(outcome)
     }
 }
+
+/// Decides a gRPC response's charge by the `grpc-status` in its headers; inner errors are
+/// charged. See [`by_grpc_status`].
+#[derive(Debug, Clone, Copy)]
+pub struct ByGrpcStatus<F>(F);
+
+/// Charges a gRPC response by its `grpc-status`: `f(code, http_status)`, `code` being `None`
+/// when the response's headers carry none.
+///
+/// The classifier sees the response when it arrives, before its body: a call that failed before
+/// sending any message (tonic answers a handler's `Err(Status)` so, and so does this layer) has
+/// its status there, in a trailers-only response. A call that sent messages has its status in
+/// the trailers, after the body, where no classifier of this layer looks: it is classified with
+/// `None` (a unary call that sent its reply succeeded; a stream that fails midway is charged).
+///
+/// ```
+/// use ritmo::tower::charge::{by_grpc_status, Charge, Classify};
+/// use ritmo::tower::grpc::code;
+/// // Refund calls the handler refused as not found (5) as well as unavailable ones.
+/// let c = by_grpc_status(|code_: Option<u32>, _| match code_ {
+///     Some(5 | code::UNAVAILABLE) => Charge::Refund,
+///     _ => Charge::Keep,
+/// });
+/// let not_found = http::Response::builder().header("grpc-status", "5").body(()).unwrap();
+/// assert_eq!(Classify::<_, ()>::classify(&c, Ok(&not_found)), Charge::Refund);
+/// ```
+pub fn by_grpc_status<F>(f: F) -> ByGrpcStatus<F>
+where
+    F: Fn(Option<u32>, StatusCode) -> Charge + Send + Sync + 'static,
+{
+    ByGrpcStatus(f)
+}
+
+/// The gRPC twin of [`not_304_or_5xx`]: does not charge a call that failed on the server's side,
+/// `grpc-status` `UNKNOWN` (2: a handler's unknown error or panic), `DEADLINE_EXCEEDED` (4),
+/// `INTERNAL` (13), `UNAVAILABLE` (14) or `DATA_LOSS` (15), nor a response with an HTTP `5xx`
+/// (a proxy's or the transport's failure). The client's own doing is charged: `CANCELLED`,
+/// `INVALID_ARGUMENT`, `NOT_FOUND`, `UNIMPLEMENTED`, `RESOURCE_EXHAUSTED` and the rest. What it
+/// can see is what [`by_grpc_status`] says: a status in the response's headers.
+///
+/// ```
+/// use ritmo::tower::charge::{not_grpc_server_error, Charge, Classify};
+/// let c = not_grpc_server_error();
+/// let unavailable = http::Response::builder().header("grpc-status", "14").body(()).unwrap();
+/// let invalid = http::Response::builder().header("grpc-status", "3").body(()).unwrap();
+/// assert_eq!(Classify::<_, ()>::classify(&c, Ok(&unavailable)), Charge::Refund);
+/// assert_eq!(Classify::<_, ()>::classify(&c, Ok(&invalid)), Charge::Keep);
+/// ```
+pub fn not_grpc_server_error() -> ByGrpcStatus<fn(Option<u32>, StatusCode) -> Charge> {
+    use crate::grpc::code;
+    ByGrpcStatus(|grpc, http| match grpc {
+        Some(
+            code::UNKNOWN
+            | code::DEADLINE_EXCEEDED
+            | code::INTERNAL
+            | code::UNAVAILABLE
+            | code::DATA_LOSS,
+        ) => Charge::Refund,
+        _ if http.is_server_error() => Charge::Refund,
+        _ => Charge::Keep,
+    })
+}
+
+impl<B, E, F> Classify<Response<B>, E> for ByGrpcStatus<F>
+where
+    F: Fn(Option<u32>, StatusCode) -> Charge + Send + Sync + 'static,
+{
+    fn classify(&self, outcome: Result<&Response<B>, &E>) -> Charge {
+        match outcome {
+            Ok(response) => (self.0)(
+                crate::grpc::grpc_status(response.headers()),
+                response.status(),
+            ),
+            Err(_) => Charge::Keep,
+        }
+    }
+}

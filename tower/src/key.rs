@@ -35,16 +35,38 @@ pub trait KeyExtractor<Req>: Clone + Send + Sync + 'static {
     }
 }
 
+/// What [`PeerIp`] and [`ForwardedIp`] say on tonic when a request carries no connection address.
+#[cfg(feature = "tonic")]
+macro_rules! tonic_hint {
+    () => {
+        "; on tonic, serve TCP connections (`Server::serve`, or `serve_with_incoming` of \
+        `TcpIncoming`): tonic then records the peer as `TcpConnectInfo`"
+    };
+}
+#[cfg(not(feature = "tonic"))]
+macro_rules! tonic_hint {
+    () => {
+        "; on tonic, turn on the `tonic` feature (ritmo's or ritmo-tower's: tonic 0.14's \
+        `TcpConnectInfo` is read), or insert `request.remote_addr()` as a `SocketAddr`"
+    };
+}
+
 /// What [`PeerIp`] and [`ForwardedIp`] say when a request carries no connection address.
 #[cfg(feature = "axum")]
-const NO_PEER_ADDRESS: &str = "no connection address in the request's extensions: serve the \
+const NO_PEER_ADDRESS: &str = concat!(
+    "no connection address in the request's extensions: serve the \
 axum app with `into_make_service_with_connect_info::<SocketAddr>()`, or insert the peer's \
-`SocketAddr` into each request's extensions (hyper)";
+`SocketAddr` into each request's extensions (hyper)",
+    tonic_hint!()
+);
 #[cfg(not(feature = "axum"))]
-const NO_PEER_ADDRESS: &str = "no connection address in the request's extensions: on axum, turn \
+const NO_PEER_ADDRESS: &str = concat!(
+    "no connection address in the request's extensions: on axum, turn \
 on the `axum` feature (`ritmo = { features = [\"axum\"] }` or ritmo-tower's `axum`) and serve \
 the app with `into_make_service_with_connect_info::<SocketAddr>()`; on hyper, insert the peer's \
-`SocketAddr` into each request's extensions";
+`SocketAddr` into each request's extensions",
+    tonic_hint!()
+);
 
 /// One quota for every request: the key is `()`.
 ///
@@ -66,8 +88,9 @@ impl<Req> KeyExtractor<Req> for Global {
 /// The client's IP address as the connection reports it.
 ///
 /// Read from the request's extensions: axum's `ConnectInfo<SocketAddr>` (feature `axum`, inserted
-/// by `into_make_service_with_connect_info::<SocketAddr>()`), or a plain `SocketAddr` that a hyper
-/// server inserted itself. The key is an [`IpKey`], the keyed limiter's own IP key: IPv6 clients
+/// by `into_make_service_with_connect_info::<SocketAddr>()`), tonic's `TcpConnectInfo` (feature
+/// `tonic`: tonic 0.14 records it for every TCP connection it serves), or a plain `SocketAddr`
+/// that a hyper server inserted itself. The key is an [`IpKey`], the keyed limiter's own IP key: IPv6 clients
 /// are grouped by their /64 prefix by default (one host usually holds a whole /64, so
 /// per-address keys would let it rotate through 2^64 fresh quotas); IPv4-mapped IPv6 addresses
 /// count as the IPv4 address.
@@ -121,6 +144,14 @@ pub(crate) fn peer_addr<B>(request: &Request<B>) -> Option<IpAddr> {
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
     {
         return Some(info.0.ip());
+    }
+    #[cfg(feature = "tonic")]
+    if let Some(info) = request
+        .extensions()
+        .get::<tonic::transport::server::TcpConnectInfo>()
+        .and_then(tonic::transport::server::TcpConnectInfo::remote_addr)
+    {
+        return Some(info.ip());
     }
     request
         .extensions()

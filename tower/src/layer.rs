@@ -23,7 +23,7 @@ mod policy;
 
 pub use future::ResponseFuture;
 use future::{Held, Next, Phase, decide};
-pub use mode::{Errors, Fields, Http, Mode};
+pub use mode::{Detect, Errors, Fields, Grpc, Http, Mode, Protocol};
 
 /// What to do with a request whose key extractor found no key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -446,6 +446,36 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         self.with_mode(Errors)
     }
 
+    /// gRPC mode: every refusal is gRPC's trailers-only answer (HTTP `200`, `grpc-status: 8`
+    /// `RESOURCE_EXHAUSTED`, `retry-after`, the RateLimit fields and a `RetryInfo` detail; a
+    /// request without a key gets `INVALID_ARGUMENT` by default): see [`grpc`](crate::grpc).
+    /// For tonic servers, whose body type has no `From<String>`; HTTP mode already answers
+    /// gRPC calls so on a server that mixes both.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo::{Config, RateLimiter};
+    /// use ritmo::server::StdClock;
+    /// use ritmo::tower::{key::Global, RateLimitLayer};
+    ///
+    /// static API: std::sync::LazyLock<RateLimiter<StdClock>> = std::sync::LazyLock::new(|| {
+    ///     RateLimiter::with_clock("api", Config::new(100, Duration::from_secs(1)).unwrap(), StdClock::new())
+    /// });
+    /// let layer = RateLimitLayer::new(&*API, Global).grpc();
+    /// // tonic::transport::Server::builder().layer(layer).add_service(...)
+    /// # let _ = layer;
+    /// ```
+    #[must_use]
+    pub fn grpc(self) -> RateLimitLayer<St, X, Grpc, Cl>
+    where
+        St: Clone,
+        X: Clone,
+        M: Clone,
+        Cl: Clone,
+    {
+        self.with_mode(Grpc)
+    }
+
     fn with_mode<M2>(self, mode: M2) -> RateLimitLayer<St, X, M2, Cl>
     where
         St: Clone,
@@ -536,7 +566,7 @@ where
     S: Service<Req> + Clone,
     St: Store,
     X: KeyExtractor<Req, Key = St::Key>,
-    M: Mode<S::Response, S::Error>,
+    M: Mode<S::Response, S::Error> + Detect<Req>,
     Cl: Classify<S::Response, S::Error>,
 {
     type Response = S::Response;
@@ -575,7 +605,7 @@ where
     where
         S: Service<Req> + Clone,
         X: KeyExtractor<Req, Key = St::Key>,
-        M: Mode<S::Response, S::Error>,
+        M: Mode<S::Response, S::Error> + Detect<Req>,
         Cl: Classify<S::Response, S::Error>,
     {
         self.admit(request)
@@ -588,7 +618,7 @@ where
     where
         S: Service<Req> + Clone,
         X: KeyExtractor<Req, Key = St::Key>,
-        M: Mode<S::Response, S::Error>,
+        M: Mode<S::Response, S::Error> + Detect<Req>,
         Cl: Classify<S::Response, S::Error>,
     {
         let shared = &*self.shared;
@@ -634,7 +664,7 @@ where
     where
         S: Service<Req> + Clone,
         X: KeyExtractor<Req, Key = St::Key>,
-        M: Mode<S::Response, S::Error>,
+        M: Mode<S::Response, S::Error> + Detect<Req>,
         Cl: Classify<S::Response, S::Error>,
     {
         let shared = Arc::clone(&self.shared);
@@ -648,7 +678,8 @@ where
                 MissingKey::Reject(status) => {
                     #[cfg(feature = "metrics")]
                     shared.counts.rejected(crate::metrics::Refused::MissingKey);
-                    let output = shared.mode.missing_key(status);
+                    let protocol = shared.mode.protocol(&request);
+                    let output = shared.mode.missing_key(status, protocol);
                     ResponseFuture::done(output, shared)
                 }
                 MissingKey::Pass => {
@@ -666,25 +697,28 @@ where
                     ResponseFuture::running(future, Some(key), Held::none(), None, shared)
                 }
                 // Refused: answered now, or (shadow mode) served anyway.
-                Err(denial) => match decide(&shared, Err(denial)) {
-                    Next::Done(output) => ResponseFuture::done(output, shared),
-                    Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
-                        let future = self.inner.call(request);
-                        ResponseFuture::running(
-                            future,
-                            Some(key),
-                            Held::none(),
-                            grant_status,
-                            shared,
-                        )
+                Err(denial) => {
+                    match decide(&shared, Err(denial), || shared.mode.protocol(&request)) {
+                        Next::Done(output) => ResponseFuture::done(output, shared),
+                        Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
+                            let future = self.inner.call(request);
+                            ResponseFuture::running(
+                                future,
+                                Some(key),
+                                Held::none(),
+                                grant_status,
+                                shared,
+                            )
+                        }
                     }
-                },
+                }
             };
         }
         let decision = match shared.store.acquire(&key, shared.cost, shared.max_wait) {
             Decision::Now(decision) => decision,
             Decision::Later(future) => {
-                let phase = Phase::Acquire { future };
+                let protocol = shared.mode.protocol(&request);
+                let phase = Phase::Acquire { future, protocol };
                 let inner = self.inner.clone();
                 return ResponseFuture::slow(
                     phase,
@@ -712,7 +746,7 @@ where
             }
             other => other,
         };
-        match decide(&shared, decision) {
+        match decide(&shared, decision, || shared.mode.protocol(&request)) {
             Next::Run {
                 mut held,
                 grant_status,

@@ -3,6 +3,7 @@
 
 pub mod charge;
 mod forwarded;
+pub mod grpc;
 pub mod headers;
 pub mod key;
 mod layer;
@@ -14,8 +15,8 @@ mod reject;
 mod store;
 
 pub use layer::{
-    CostError, Errors, Fields, Http, LayerEvent, MissingKey, Mode, RateLimit, RateLimitLayer,
-    RefundCause, ResponseFuture,
+    CostError, Detect, Errors, Fields, Grpc, Http, LayerEvent, MissingKey, Mode, Protocol,
+    RateLimit, RateLimitLayer, RefundCause, ResponseFuture,
 };
 pub use owned::OwnedPermit;
 pub use reject::{

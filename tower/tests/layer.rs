@@ -802,6 +802,15 @@ async fn a_store_that_answers_later() {
     let response = svc.clone().oneshot(get("/")).await.unwrap();
     assert_eq!(response.status(), 429);
     assert_eq!(header(response.headers(), "retry-after"), "1");
+    // A gRPC call refused after the round trip is answered in gRPC's form all the same.
+    let call = Request::post("/pkg.Svc/Method")
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let response = svc.clone().oneshot(call).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(response.headers(), "grpc-status"), "8");
+    assert_eq!(header(response.headers(), "retry-after"), "1");
 }
 
 #[tokio::test]

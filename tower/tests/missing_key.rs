@@ -90,6 +90,12 @@ fn peer_ip_without_a_connection_address_logs_one_error_with_the_fix() {
         "{log}"
     );
     assert!(log.contains("per-ip"), "{log}");
+    // Each server the docs name, with its fix: axum above, hyper and tonic here.
+    assert!(log.contains("(hyper)") || log.contains("on hyper"), "{log}");
+    assert!(
+        log.contains("on tonic") && log.contains("TcpConnectInfo"),
+        "{log}"
+    );
 }
 
 #[test]

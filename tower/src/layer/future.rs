@@ -37,6 +37,7 @@ pub(super) enum Next<P: Permit, O> {
 pub(super) fn decide<St, X, M, Cl, Resp, E>(
     shared: &Shared<St, X, M, Cl>,
     decision: Result<Grant<St::Permit>, Denial>,
+    protocol: impl FnOnce() -> Protocol,
 ) -> Next<St::Permit, Result<Resp, M::Error>>
 where
     St: Store,
@@ -82,7 +83,7 @@ where
                 other => {
                     #[cfg(feature = "metrics")]
                     shared.counts.rejected(crate::metrics::Refused::Other);
-                    return Next::Done(shared.mode.store_failed(other));
+                    return Next::Done(shared.mode.store_failed(other, protocol()));
                 }
             };
             let enforced = !shared.shadow;
@@ -98,7 +99,12 @@ where
             if enforced {
                 let fields = shared.policy_at(policy);
                 let rejection = Rejection::new(error, *fields.policy(), status);
-                Next::Done(shared.mode.rejected(&rejection, fields.policy_header()))
+                let protocol = protocol();
+                Next::Done(
+                    shared
+                        .mode
+                        .rejected(&rejection, fields.policy_header(), protocol),
+                )
             } else {
                 // Shadow mode: served without a permit, reported as it stands.
                 Next::Run {
@@ -181,7 +187,8 @@ pin_project! {
 pin_project! {
     #[project = PhaseProj]
     pub(super) enum Phase<A> {
-        Acquire { #[pin] future: A },
+        // The store's answer; `protocol`: the form of a refusal, read from the request.
+        Acquire { #[pin] future: A, protocol: Protocol },
         Wait { #[pin] sleep: Sleep },
         Ready,
     }
@@ -384,9 +391,10 @@ where
                 let slow = slow.as_mut().project();
                 let mut phase = slow.phase;
                 match phase.as_mut().project() {
-                    PhaseProj::Acquire { future } => {
+                    PhaseProj::Acquire { future, protocol } => {
                         let decision = ready!(future.poll(cx));
-                        match decide(this.shared, decision) {
+                        let protocol = *protocol;
+                        match decide(this.shared, decision, || protocol) {
                             Next::Run { held, grant_status } => {
                                 *this.held = held;
                                 *this.grant_status = grant_status;

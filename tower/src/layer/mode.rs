@@ -1,9 +1,11 @@
-//! How a rejection surfaces ([`Mode`]): [`Http`] answers `429` with the rate-limit fields,
-//! [`Errors`] fails the call; and the fields of an admitted response ([`Fields`]).
+//! How a rejection surfaces ([`Mode`]): [`Http`] answers `429` with the rate-limit fields (and
+//! gRPC calls in gRPC's form), [`Grpc`] answers every request in gRPC's form, [`Errors`] fails
+//! the call; and the fields of an admitted response ([`Fields`]).
 
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 use ritmo_core::AcquireError;
 
+use crate::grpc;
 use crate::headers::{self, PolicyFields, RATELIMIT, RATELIMIT_POLICY};
 use crate::reject::{BoxError, MissingKeyError, OnReject, Rejection};
 use crate::store::{Policy, Status};
@@ -17,16 +19,18 @@ use crate::store::{Policy, Status};
 pub trait Mode<Resp, E>: Send + Sync + 'static {
     /// The service's error type in this mode.
     type Error;
-    /// The outcome of a rejected request.
+    /// The outcome of a rejected request, answered in `protocol`'s form.
     fn rejected(
         &self,
         rejection: &Rejection,
         policy_header: &HeaderValue,
+        protocol: Protocol,
     ) -> Result<Resp, Self::Error>;
     /// The outcome of a request the store could not decide (more permits than the quota).
-    fn store_failed(&self, error: AcquireError) -> Result<Resp, Self::Error>;
-    /// The outcome of a request without a key, refused with `status`.
-    fn missing_key(&self, status: StatusCode) -> Result<Resp, Self::Error>;
+    fn store_failed(&self, error: AcquireError, protocol: Protocol) -> Result<Resp, Self::Error>;
+    /// The outcome of a request without a key, refused with `status` (in gRPC's form: the
+    /// `grpc-status` [`code_for_status`](crate::grpc::code_for_status) gives).
+    fn missing_key(&self, status: StatusCode, protocol: Protocol) -> Result<Resp, Self::Error>;
     /// The inner service's error in this mode (its `poll_ready` failed).
     fn error(&self, error: E) -> Self::Error;
     /// The outcome of a served request, with the fields to set if any.
@@ -58,9 +62,63 @@ impl Fields<'_> {
     }
 }
 
+/// The form a refusal takes for one request: an HTTP status, or gRPC's trailers-only answer
+/// (see [`grpc`](crate::grpc)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// An HTTP status (`429`, `400`, `500`) and a body.
+    Http,
+    /// HTTP `200` with a `grpc-status`, no body.
+    Grpc,
+}
+
+/// Which [`Protocol`] a mode answers a request in: read from the request only when it is
+/// refused (or waits on a store that answers later), never on the path of an admitted request.
+pub trait Detect<Req> {
+    /// The form of this request's refusals.
+    fn protocol(&self, request: &Req) -> Protocol;
+}
+
 /// HTTP mode: rejections are responses built by `R` (default: [`DefaultResponse`](crate::DefaultResponse), a `429`).
+///
+/// A gRPC call (its `content-type` starts with `application/grpc`, see
+/// [`is_grpc`](crate::grpc::is_grpc)) is answered in gRPC's form instead (`grpc-status: 8`, the
+/// same fields, an empty body made with `From<String>`), so one layer serves an axum app and the
+/// tonic services routed beside it. For a body type without `From<String>` (tonic's), use
+/// [`Grpc`] mode.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Http<R>(pub(super) R);
+
+/// gRPC mode: every request's refusal is gRPC's trailers-only answer (HTTP `200`,
+/// `grpc-status: 8` `RESOURCE_EXHAUSTED`, `grpc-message`, `retry-after`, the RateLimit fields and
+/// a `google.rpc.RetryInfo` in `grpc-status-details-bin`; see [`grpc`](crate::grpc)), its body
+/// the response body type's `Default` (any body tonic 0.12 to 0.14 serves). The inner service's
+/// errors pass through unchanged.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Grpc;
+
+impl<B, R> Detect<Request<B>> for Http<R> {
+    fn protocol(&self, request: &Request<B>) -> Protocol {
+        if grpc::is_grpc(request) {
+            Protocol::Grpc
+        } else {
+            Protocol::Http
+        }
+    }
+}
+
+impl<Req> Detect<Req> for Grpc {
+    fn protocol(&self, _request: &Req) -> Protocol {
+        Protocol::Grpc
+    }
+}
+
+impl<Req> Detect<Req> for Errors {
+    fn protocol(&self, _request: &Req) -> Protocol {
+        Protocol::Http
+    }
+}
 
 /// Error mode: rejections are `Err(BoxError)` holding a [`RateLimitExceeded`](ritmo_core::RateLimitExceeded) (a request without
 /// a key: [`MissingKeyError`]); the inner service's errors are boxed too.
@@ -80,7 +138,15 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
         &self,
         rejection: &Rejection,
         policy_header: &HeaderValue,
+        protocol: Protocol,
     ) -> Result<Response<B>, E> {
+        if protocol == Protocol::Grpc {
+            return Ok(grpc::refusal(
+                B::from(String::new()),
+                rejection,
+                policy_header,
+            ));
+        }
         let mut response = self.0.respond(rejection);
         let headers = response.headers_mut();
         // Never earlier than the end of the `RateLimit` field's effective window (draft -11 §6).
@@ -99,13 +165,26 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
         Ok(response)
     }
 
-    fn store_failed(&self, error: AcquireError) -> Result<Response<B>, E> {
+    fn store_failed(&self, error: AcquireError, protocol: Protocol) -> Result<Response<B>, E> {
+        if protocol == Protocol::Grpc {
+            let body = B::from(String::new());
+            return Ok(grpc::status_response(
+                body,
+                grpc::code::INTERNAL,
+                &error.to_string(),
+            ));
+        }
         let mut response = Response::new(B::from(format!("{error}\n")));
         *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
         Ok(response)
     }
 
-    fn missing_key(&self, status: StatusCode) -> Result<Response<B>, E> {
+    fn missing_key(&self, status: StatusCode, protocol: Protocol) -> Result<Response<B>, E> {
+        if protocol == Protocol::Grpc {
+            let code = grpc::code_for_status(status);
+            let body = B::from(String::new());
+            return Ok(grpc::status_response(body, code, NO_KEY));
+        }
         let reason = status.canonical_reason().unwrap_or("Rejected");
         let mut response = Response::new(B::from(format!("{reason}: no rate-limit key\n")));
         *response.status_mut() = status;
@@ -134,18 +213,73 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
     }
 }
 
+/// What a gRPC refusal of a request without a key says.
+const NO_KEY: &str = "no rate-limit key";
+
+impl<B: Default, E> Mode<Response<B>, E> for Grpc {
+    type Error = E;
+
+    fn rejected(
+        &self,
+        rejection: &Rejection,
+        policy_header: &HeaderValue,
+        _: Protocol,
+    ) -> Result<Response<B>, E> {
+        Ok(grpc::refusal(B::default(), rejection, policy_header))
+    }
+
+    fn store_failed(&self, error: AcquireError, _: Protocol) -> Result<Response<B>, E> {
+        let message = error.to_string();
+        Ok(grpc::status_response(
+            B::default(),
+            grpc::code::INTERNAL,
+            &message,
+        ))
+    }
+
+    fn missing_key(&self, status: StatusCode, _: Protocol) -> Result<Response<B>, E> {
+        let code = grpc::code_for_status(status);
+        Ok(grpc::status_response(B::default(), code, NO_KEY))
+    }
+
+    fn error(&self, error: E) -> E {
+        error
+    }
+
+    #[inline]
+    fn served(
+        &self,
+        mut result: Result<Response<B>, E>,
+        fields: Option<Fields<'_>>,
+    ) -> Result<Response<B>, E> {
+        if let (Ok(response), Some(f)) = (&mut result, fields) {
+            f.fields.set(response.headers_mut(), &f.status);
+        }
+        result
+    }
+
+    fn wants_fields(&self) -> bool {
+        true
+    }
+}
+
 impl<Resp, E: Into<BoxError>> Mode<Resp, E> for Errors {
     type Error = BoxError;
 
-    fn rejected(&self, rejection: &Rejection, _: &HeaderValue) -> Result<Resp, BoxError> {
+    fn rejected(
+        &self,
+        rejection: &Rejection,
+        _: &HeaderValue,
+        _: Protocol,
+    ) -> Result<Resp, BoxError> {
         Err(Box::new(rejection.error))
     }
 
-    fn store_failed(&self, error: AcquireError) -> Result<Resp, BoxError> {
+    fn store_failed(&self, error: AcquireError, _: Protocol) -> Result<Resp, BoxError> {
         Err(Box::new(error))
     }
 
-    fn missing_key(&self, _status: StatusCode) -> Result<Resp, BoxError> {
+    fn missing_key(&self, _status: StatusCode, _: Protocol) -> Result<Resp, BoxError> {
         Err(Box::new(MissingKeyError))
     }
 
