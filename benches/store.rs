@@ -22,9 +22,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use governor::clock::FakeRelativeClock;
+use ritmo::ManualClock;
 use ritmo::keyed::KeyedLimiter;
 use ritmo::server::{IpKey, KeyedRateLimiter};
-use ritmo::{Config, ManualClock};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 mod support;
