@@ -198,19 +198,28 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
     #[inline]
     fn served(
         &self,
-        mut result: Result<Response<B>, E>,
+        result: Result<Response<B>, E>,
         fields: Option<Fields<'_>>,
     ) -> Result<Response<B>, E> {
-        // Set in place: the response is not moved out and back.
-        if let (Ok(response), Some(f)) = (&mut result, fields) {
-            f.fields.set(response.headers_mut(), &f.status);
-        }
-        result
+        with_fields(result, fields)
     }
 
     fn wants_fields(&self) -> bool {
         true
     }
+}
+
+/// Sets an admitted response's fields, in place (the response is not moved out and back): what
+/// HTTP and gRPC mode both do with a served response.
+#[inline]
+fn with_fields<B, E>(
+    mut result: Result<Response<B>, E>,
+    fields: Option<Fields<'_>>,
+) -> Result<Response<B>, E> {
+    if let (Ok(response), Some(f)) = (&mut result, fields) {
+        f.fields.set(response.headers_mut(), &f.status);
+    }
+    result
 }
 
 /// What a gRPC refusal of a request without a key says.
@@ -249,13 +258,10 @@ impl<B: Default, E> Mode<Response<B>, E> for Grpc {
     #[inline]
     fn served(
         &self,
-        mut result: Result<Response<B>, E>,
+        result: Result<Response<B>, E>,
         fields: Option<Fields<'_>>,
     ) -> Result<Response<B>, E> {
-        if let (Ok(response), Some(f)) = (&mut result, fields) {
-            f.fields.set(response.headers_mut(), &f.status);
-        }
-        result
+        with_fields(result, fields)
     }
 
     fn wants_fields(&self) -> bool {
