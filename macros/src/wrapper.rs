@@ -194,7 +194,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
         };
         let awaiting = sig.asyncness.map(|_| quote!(.await));
         let mut delegate = quote!(<#inner_ty as #trait_path>::#ident(#call_args) #awaiting);
-        if sig.unsafety.is_some() {
+        if matches!(sig.safety, syn::Safety::Unsafe(_)) {
             delegate = quote!(unsafe { #delegate });
         }
         let field = format_ident!("__ritmo_{}", ident);
@@ -267,7 +267,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
         };
         let constness = &sig.constness;
         let asyncness = &sig.asyncness;
-        let unsafety = &sig.unsafety;
+        let unsafety = &sig.safety;
         let abi = &sig.abi;
         let generics = &sig.generics;
         let where_clause = &sig.generics.where_clause;
@@ -295,14 +295,8 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
     let mut impl_generics = item.generics.clone();
     for param in impl_generics.params.iter_mut() {
         match param {
-            GenericParam::Type(t) => {
-                t.eq_token = None;
-                t.default = None;
-            }
-            GenericParam::Const(c) => {
-                c.eq_token = None;
-                c.default = None;
-            }
+            GenericParam::Type(t) => t.default = None,
+            GenericParam::Const(c) => c.default = None,
             GenericParam::Lifetime(_) => {}
         }
     }
@@ -472,7 +466,7 @@ fn self_error(span: Span, method: &Ident) -> syn::Error {
 
 /// How the wrapper passes its wrapped value for a receiver: `&self`, `&mut self`, `self`.
 fn receiver_access(rcv: &syn::Receiver, method: &Ident) -> syn::Result<TokenStream> {
-    let shape = match &*rcv.ty {
+    let by_type = |ty: &Type| match ty {
         Type::Reference(r) => match &*r.elem {
             Type::Path(p) if p.path.is_ident("Self") => Some(r.mutability.is_some()),
             _ => None,
@@ -487,12 +481,22 @@ fn receiver_access(rcv: &syn::Receiver, method: &Ident) -> syn::Result<TokenStre
         Type::Path(p) if p.path.is_ident("Self") => Some(quote!(self.inner)),
         _ => None,
     };
+    let shape = match &rcv.kind {
+        syn::ReceiverKind::Value => Some(quote!(self.inner)),
+        syn::ReceiverKind::Reference(_, _, Some(_)) => Some(quote!(&mut self.inner)),
+        syn::ReceiverKind::Reference(_, _, None) => Some(quote!(&self.inner)),
+        syn::ReceiverKind::Typed(_, ty) => by_type(ty),
+        _ => None,
+    };
     shape.ok_or_else(|| {
+        let written = match &rcv.kind {
+            syn::ReceiverKind::Typed(_, ty) => crate::tokens::tidy(ty.to_token_stream()),
+            _ => crate::tokens::tidy(rcv.to_token_stream()),
+        };
         syn::Error::new(
             rcv.span(),
             format!(
-                "#[ritmo::limited] delegates methods taking `self`, `&self` or `&mut self`; `{method}` takes `{}`",
-                crate::tokens::tidy(rcv.ty.to_token_stream())
+                "#[ritmo::limited] delegates methods taking `self`, `&self` or `&mut self`; `{method}` takes `{written}`"
             ),
         )
     })
