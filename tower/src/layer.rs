@@ -137,8 +137,16 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
 ///
 /// A request without a key is refused with `400` (see [`missing_key`](Self::missing_key)). When
 /// the extractor says that can only be a setup error ([`KeyExtractor::why_missing`]: `PeerIp` on
-/// a server that records no connection address, an axum app without feature `axum`), the layer
-/// logs it once as a `tracing` error with the fix.
+/// a server that records no connection address, an axum app without feature `axum`), the `400`'s
+/// body says how to fix it, and the layer logs it once as a `tracing` error too. For the per-IP
+/// keys (`PeerIp`, `ForwardedIp`) the server must record each connection's address:
+///
+/// - axum: serve the app with `app.into_make_service_with_connect_info::<SocketAddr>()` (and turn
+///   on feature `axum`, of ritmo or ritmo-tower);
+/// - hyper: insert the peer's `SocketAddr` into each request's extensions (in the
+///   `service_fn` that hyper's connection calls, where the accepted stream's address is known);
+/// - tonic: copy `TcpConnectInfo::remote_addr()` (which tonic's server inserts) into the
+///   request's extensions as a `SocketAddr`, in a layer before this one.
 ///
 /// ```
 /// use std::time::Duration;
@@ -639,7 +647,8 @@ where
     {
         let shared = Arc::clone(&self.shared);
         let Some(key) = key else {
-            if let Some(why) = shared.extractor.why_missing(&request) {
+            let why = shared.extractor.why_missing(&request);
+            if let Some(why) = why {
                 shared.tell_missing(why);
             }
             let served = shared.missing_key == MissingKey::Pass;
@@ -648,7 +657,10 @@ where
                 MissingKey::Reject(status) => {
                     #[cfg(feature = "metrics")]
                     shared.counts.rejected(crate::metrics::Refused::MissingKey);
-                    let output = shared.mode.missing_key(status);
+                    let output = match why {
+                        Some(why) => shared.mode.missing_key_because(status, why),
+                        None => shared.mode.missing_key(status),
+                    };
                     ResponseFuture::done(output, shared)
                 }
                 MissingKey::Pass => {

@@ -27,6 +27,17 @@ pub trait Mode<Resp, E>: Send + Sync + 'static {
     fn store_failed(&self, error: AcquireError) -> Result<Resp, Self::Error>;
     /// The outcome of a request without a key, refused with `status`.
     fn missing_key(&self, status: StatusCode) -> Result<Resp, Self::Error>;
+    /// The outcome of a request without a key when that can only be a setup error, `why` saying
+    /// how to fix it ([`KeyExtractor::why_missing`](crate::key::KeyExtractor::why_missing)); by
+    /// default the same as [`missing_key`](Self::missing_key). [`Http`] writes `why` in the body.
+    fn missing_key_because(
+        &self,
+        status: StatusCode,
+        why: &'static str,
+    ) -> Result<Resp, Self::Error> {
+        let _ = why;
+        self.missing_key(status)
+    }
     /// The inner service's error in this mode (its `poll_ready` failed).
     fn error(&self, error: E) -> Self::Error;
     /// The outcome of a served request, with the fields to set if any.
@@ -108,6 +119,14 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
     fn missing_key(&self, status: StatusCode) -> Result<Response<B>, E> {
         let reason = status.canonical_reason().unwrap_or("Rejected");
         let mut response = Response::new(B::from(format!("{reason}: no rate-limit key\n")));
+        *response.status_mut() = status;
+        Ok(response)
+    }
+
+    fn missing_key_because(&self, status: StatusCode, why: &'static str) -> Result<Response<B>, E> {
+        let reason = status.canonical_reason().unwrap_or("Rejected");
+        let body = format!("{reason}: no rate-limit key: {why}\n");
+        let mut response = Response::new(B::from(body));
         *response.status_mut() = status;
         Ok(response)
     }
