@@ -212,7 +212,8 @@ impl Rate {
 /// A state `tat` carried over a change of config at `now` (units), from a limiter applying
 /// `old` to one applying `new`: `gcra::reconfigure`, except that a disabled limiter kept no
 /// state: it had its `permits` available, so it comes back with `min(old permits, new permits)`
-/// and the next one a new interval after the last (SPEC §14's rule with nothing in progress). The
+/// and the next one a new interval after the last (the reconfigure rule with nothing in progress:
+/// `docs/DESIGN.md`, "One rule, many stores"). The
 /// one conversion every kind's `reconfigure` applies, and the one a key of a tiered keyed limiter
 /// goes through when it changes tier.
 pub(crate) const fn carry_over(tat: u64, now: u64, old: &Rate, new: &Rate) -> u64 {

@@ -13,7 +13,6 @@
 //!   back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
 //! - [`KeyedRateLimiter`]: one quota per client (per IP with [`IpKey`], per user, per API key) in
 //!   a sharded map capped at `max_keys`, reclaiming idle keys exactly, with no background thread.
-//! - `AsyncExt` and `TokioClock` (feature `tokio`): `acquire_async().await`, `call_async(fut)`.
 //! - [`tokio::AsyncExt`] and [`tokio::TokioClock`] (feature `tokio`): `acquire_async().await`,
 //!   `call_async(fut)`.
 //! - [`prelude`]: `use ritmo_std::prelude::*;` brings the traits these methods come from.
