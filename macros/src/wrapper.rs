@@ -13,7 +13,10 @@ use syn::{
 };
 
 use crate::args::{Limit, Options, krate};
-use crate::common::{BareSelf, Mentions, acquire_prologue, check_returns_result, take_limit};
+use crate::common::{
+    BareSelf, Mentions, acquire_prologue, check_returns_result, future_output, is_async,
+    result_type, returns_send, take_limit,
+};
 use crate::ids::{id_tokens, parameter_types};
 
 struct Method {
@@ -210,14 +213,22 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
                     ));
                 }
                 check_returns_result(sig)?;
-                if sig.asyncness.is_some() {
+                if returns_send(sig) {
+                    return Err(syn::Error::new(
+                        return_span_of(sig),
+                        format!(
+                            "#[ritmo::limited] cannot promise `Send` for `{ident}`: the wrapper works over any clock, and a clock's sleep is not known to be `Send`; put #[ritmo::rate_limited(...)] on the method of the implementation instead (its registry's clock is known), or return `impl Future` without `+ Send`"
+                        ),
+                    ));
+                }
+                if is_async(sig) {
                     needs_async = true;
                 } else {
                     needs_blocking = true;
                 }
                 // An error type that depends on the implementation (`Self::Error`) or on the
                 // trait's parameters is checked on the impl.
-                if let ReturnType::Type(_, ty) = &sig.output
+                if let Some(ty) = result_type(sig)
                     && let Some(error) = result_error_type(ty)
                 {
                     let mut mentions = Mentions {
@@ -262,7 +273,22 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
                 let row = format!("| `{ident}` | ");
                 let rest = format!("` | {} |\n", limit.described);
                 doc_rows.push(quote!(#row, "`", #id_doc, #rest));
-                acquire_prologue(&krate, quote!(self.#field), sig)
+                if future_output(sig).is_some() {
+                    // The future takes the permit, then calls the wrapped method and awaits its
+                    // future: the limiter is copied out of `self` first (a `&mut self` goes to
+                    // the call).
+                    let acquire = acquire_prologue(&krate, quote!(__ritmo_limiter), sig);
+                    delegate = quote! {
+                        let __ritmo_limiter = self.#field;
+                        async move {
+                            #acquire
+                            #delegate.await
+                        }
+                    };
+                    quote!()
+                } else {
+                    acquire_prologue(&krate, quote!(self.#field), sig)
+                }
             }
         };
         let constness = &sig.constness;
@@ -521,4 +547,9 @@ fn result_error_type(ty: &Type) -> Option<Type> {
         [_, error] => Some((*error).clone()),
         _ => None,
     }
+}
+
+/// The span of a method's return type.
+fn return_span_of(sig: &syn::Signature) -> proc_macro2::Span {
+    crate::common::return_span(sig)
 }

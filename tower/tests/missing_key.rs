@@ -126,7 +126,10 @@ fn the_400_body_says_how_to_record_the_connection_address() {
     let response = runtime.block_on(by_ip.oneshot(Request::new(()))).unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let body = response.into_body();
-    assert!(body.starts_with("Bad Request: no rate-limit key: "), "{body}");
+    assert!(
+        body.starts_with("Bad Request: no rate-limit key: "),
+        "{body}"
+    );
     for fix in [
         "into_make_service_with_connect_info::<SocketAddr>()",
         "on hyper, insert the peer's `SocketAddr`",
