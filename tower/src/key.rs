@@ -54,7 +54,7 @@ as a `SocketAddr` in a layer before ritmo's";
 /// One quota for every request: the key is `()`.
 ///
 /// ```
-/// use ritmo_tower::key::{Global, KeyExtractor};
+/// use ritmo::tower::key::{Global, KeyExtractor};
 /// assert_eq!(Global.extract(&http::Request::new(())), Some(()));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -224,7 +224,7 @@ pub enum ForwardedHeader {
 ///
 /// ```
 /// use std::net::{IpAddr, SocketAddr};
-/// use ritmo_tower::key::{ForwardedIp, KeyExtractor};
+/// use ritmo::tower::key::{ForwardedIp, KeyExtractor};
 /// let behind_lb = ForwardedIp::trusting(["10.0.0.0/8".parse().unwrap()]);
 /// let mut request = http::Request::builder()
 ///     .header("x-forwarded-for", "6.6.6.6, 203.0.113.9, 10.0.0.7")
@@ -356,7 +356,7 @@ impl<B> KeyExtractor<Request<B>> for ForwardedIp {
 /// The value of one request header, e.g. an API key; no header, no key.
 ///
 /// ```
-/// use ritmo_tower::key::{Header, KeyExtractor};
+/// use ritmo::tower::key::{Header, KeyExtractor};
 /// let by_key = Header::new(http::HeaderName::from_static("x-api-key"));
 /// let request = http::Request::builder().header("x-api-key", "k-42").body(()).unwrap();
 /// assert_eq!(by_key.extract(&request).unwrap(), "k-42");
@@ -389,7 +389,7 @@ pub struct FromFn<F>(F);
 /// Keys requests by `f`: return `None` for a request that has no key.
 ///
 /// ```
-/// use ritmo_tower::key::{from_fn, KeyExtractor};
+/// use ritmo::tower::key::{from_fn, KeyExtractor};
 /// let by_tenant = from_fn(|r: &http::Request<()>| {
 ///     r.uri().path().strip_prefix("/t/")?.split('/').next().map(str::to_owned)
 /// });

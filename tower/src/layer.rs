@@ -150,9 +150,9 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{Config, RateLimiter};
-/// use ritmo_std::StdClock;
-/// use ritmo_tower::{key::Global, RateLimitLayer};
+/// use ritmo::{Config, RateLimiter};
+/// use ritmo::server::StdClock;
+/// use ritmo::tower::{key::Global, RateLimitLayer};
 ///
 /// static API: std::sync::LazyLock<RateLimiter<StdClock>> = std::sync::LazyLock::new(|| {
 ///     RateLimiter::with_clock("api", Config::new(100, Duration::from_secs(1)).unwrap(), StdClock::new())

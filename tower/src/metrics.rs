@@ -23,9 +23,9 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ritmo_core::{Config, RateLimiter};
-//! use ritmo_std::StdClock;
-//! use ritmo_tower::{key::Global, metrics, RateLimitLayer};
+//! use ritmo::{Config, RateLimiter};
+//! use ritmo::server::StdClock;
+//! use ritmo::tower::{key::Global, metrics, RateLimitLayer};
 //!
 //! static API: std::sync::LazyLock<RateLimiter<StdClock>> = std::sync::LazyLock::new(|| {
 //!     RateLimiter::with_clock("api", Config::new(100, Duration::from_secs(1)).unwrap(), StdClock::new())

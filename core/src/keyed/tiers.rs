@@ -16,8 +16,8 @@ use super::rate::Decision;
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{const_config};
-/// use ritmo_core::keyed::Tier;
+/// use ritmo::{const_config};
+/// use ritmo::keyed::Tier;
 /// const FREE: Tier = Tier::new("free", const_config!(10, Duration::from_secs(60)));
 /// assert_eq!((FREE.name(), FREE.config().permits()), ("free", 10));
 /// ```
@@ -69,8 +69,8 @@ impl Tier {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{const_config, ManualClock};
-/// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+/// use ritmo::{const_config, ManualClock};
+/// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
 ///
 /// /// Customers below 1000 are on the free plan; the others pay.
 /// fn plan(customer: &u32) -> usize {
@@ -100,7 +100,7 @@ impl Tier {
 /// `T = 0` does not compile:
 ///
 /// ```compile_fail
-/// use ritmo_core::keyed::Tiers;
+/// use ritmo::keyed::Tiers;
 /// fn none(_: &u8) -> usize { 0 }
 /// const NONE: Tiers<u8, 0> = Tiers::new([], none);
 /// let _ = NONE;
@@ -136,8 +136,8 @@ impl<K: ?Sized, const T: usize> Tiers<K, T> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_core::keyed::{Tier, Tiers};
+    /// use ritmo::Config;
+    /// use ritmo::keyed::{Tier, Tiers};
     /// let tiers: Tiers<str, 2> = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(10, Duration::from_secs(60))?),
@@ -146,7 +146,7 @@ impl<K: ?Sized, const T: usize> Tiers<K, T> {
     ///     |key| usize::from(key.starts_with("sk_paid_")),
     /// );
     /// assert_eq!(tiers.tier_of("sk_paid_42").map(|t| t.name()), Some("paid"));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn new(tiers: [Tier; T], pick: fn(&K) -> usize) -> Self {
         const { assert!(T > 0 && T <= 255, "a tier set holds 1 to 255 tiers") };

@@ -173,7 +173,7 @@ impl<C> RateLimiter<C> {
     /// [`reconfigure`](Self::reconfigure).
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let c = Config::new(5, Duration::from_secs(1)).unwrap();
     /// let l = RateLimiter::new("x", c, ManualClock::new());
@@ -233,7 +233,7 @@ impl<C: Clock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// use ritmo::{Config, ManualClock, RateLimiter};
     /// let clock = ManualClock::new();
     /// let api = RateLimiter::new("api", Config::new(10, Duration::from_secs(1))?, &clock);
     /// api.try_acquire_n(4).unwrap(); // 6 left
@@ -243,7 +243,7 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(api.available_permits(), 5); // a looser config does not hand out a burst
     /// clock.advance(Duration::from_millis(10));
     /// assert_eq!(api.available_permits(), 6); // then one every 10 ms
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn reconfigure(&self, config: Config) {

@@ -12,7 +12,7 @@ use crate::store::{Policy, Status};
 ///
 /// [`Http`] (the default) answers `429` with the rate-limit fields and keeps the inner service's
 /// error type, so the stack stays infallible for axum. [`Errors`] fails the call with
-/// [`RateLimitExceeded`](ritmo_core::RateLimitExceeded) boxed in tower's `BoxError`, for non-HTTP services, retry policies and
+/// [`RateLimitExceeded`](crate::ritmo::RateLimitExceeded) boxed in tower's `BoxError`, for non-HTTP services, retry policies and
 /// circuit breakers.
 pub trait Mode<Resp, E>: Send + Sync + 'static {
     /// The service's error type in this mode.
@@ -73,7 +73,7 @@ impl Fields<'_> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Http<R>(pub(super) R);
 
-/// Error mode: rejections are `Err(BoxError)` holding a [`RateLimitExceeded`](ritmo_core::RateLimitExceeded) (a request without
+/// Error mode: rejections are `Err(BoxError)` holding a [`RateLimitExceeded`](crate::ritmo::RateLimitExceeded) (a request without
 /// a key: [`MissingKeyError`]); the inner service's errors are boxed too.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Errors;
