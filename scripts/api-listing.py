@@ -71,6 +71,22 @@ def main(path):
                 negative = "!" if inner.get("is_negative") else ""
                 lines.add(f"impl {type_path}: {negative}{text(inner['trait'])}")
 
+    def field(field_id):
+        f = index.get(str(field_id)) or index.get(field_id)
+        return None if f is None else [f.get("name"), f["inner"]]
+
+    def variant_shape(v):
+        """A variant's kind with its fields' names and types (not rustdoc's ids)."""
+        body = v["inner"]["variant"]
+        kind = body["kind"]
+        if isinstance(kind, dict) and "tuple" in kind:
+            kind = {"tuple": [None if f is None else field(f) for f in kind["tuple"]]}
+        elif isinstance(kind, dict) and "struct" in kind:
+            fields = kind["struct"]["fields"]
+            kind = {"struct": [field(f) for f in fields],
+                    "has_stripped_fields": kind["struct"].get("has_stripped_fields")}
+        return {"discriminant": body.get("discriminant"), "kind": kind}
+
     def walk(item_id, prefix, name=None):
         item = index.get(str(item_id)) or index.get(item_id)
         if item is None:
@@ -120,7 +136,7 @@ def main(path):
             for variant in body["variants"]:
                 v = index.get(str(variant)) or index.get(variant)
                 if v is not None:
-                    lines.add(f"variant {here}::{v['name']} {text(v['inner'])}")
+                    lines.add(f"variant {here}::{v['name']} {text(variant_shape(v))}")
             impls(here, body["impls"])
         elif kind == "union":
             lines.add(f"union {here} {text(body['generics'])}")
