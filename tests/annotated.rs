@@ -740,6 +740,8 @@ struct Finder {
     stored: u32,
 }
 
+// Written as a function returning its future on purpose: that is the form under test.
+#[allow(clippy::manual_async_fn)]
 impl Search for Finder {
     fn find(&self, q: u32) -> impl Future<Output = Result<u32, ApiError>> {
         async move { Ok(q * 10) }
@@ -759,6 +761,7 @@ trait Remote {
 
 struct Server;
 
+#[allow(clippy::manual_async_fn)]
 impl Remote for Server {
     #[ritmo::rate_limited(permits = 1, period = "1s", registry = FUTURE_LIMITERS)]
     fn call(&self, q: u32) -> impl Future<Output = Result<u32, ApiError>> + Send {
