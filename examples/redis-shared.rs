@@ -15,7 +15,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ritmo::Config;
-use ritmo::redis as ritmo_redis;
 
 const PERMITS: u32 = 5;
 const PERIOD: Duration = Duration::from_secs(1);
@@ -80,7 +79,7 @@ fn main() {
 /// One process: a call every 40 ms for `secs`, each outcome printed as `<redis time us> <ok|no>`.
 fn worker(args: &Args, name: &str) -> Result<(), String> {
     let config = Config::new(PERMITS, PERIOD).map_err(|e| e.to_string())?;
-    let limiter = ritmo_redis::builder("redis-shared", config)
+    let limiter = ritmo::redis::builder("redis-shared", config)
         .timeout(Duration::from_millis(500))
         .connect_blocking(args.url.as_str())
         .map_err(|e| e.to_string())?;
@@ -104,10 +103,10 @@ fn worker(args: &Args, name: &str) -> Result<(), String> {
 fn parent(args: &Args) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // A fresh quota for this run, so that an earlier run does not count.
-    let mut conn = ritmo_redis::redis::Client::open(args.url.as_str())
+    let mut conn = ritmo::redis::redis::Client::open(args.url.as_str())
         .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
         .map_err(|e| format!("cannot reach Redis at {}: {e}", args.url))?;
-    let _: () = ritmo_redis::redis::cmd("DEL")
+    let _: () = ritmo::redis::redis::cmd("DEL")
         .arg("{ritmo:redis-shared}")
         .query(&mut conn)
         .map_err(|e| e.to_string())?;

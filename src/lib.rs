@@ -1,3 +1,24 @@
+// In these docs the README's guide links go to the guides right here (of a link reference
+// defined twice, the first definition wins); on GitHub and crates.io its docs.rs links stay. A
+// guide that needs a feature is linked here only with it (docs.rs builds every feature).
+#![doc = "[basics]: crate::guide::basics"]
+#![doc = "[keyed]: crate::guide::keyed"]
+#![doc = "[registry]: crate::guide::registry"]
+#![doc = "[bands]: crate::guide::bands"]
+#![doc = "[reconfigure]: crate::guide::reconfigure"]
+#![doc = "[settings]: crate::guide::settings"]
+#![doc = "[metrics]: crate::guide::metrics"]
+#![doc = "[firmware]: crate::guide::firmware"]
+#![doc = "[testing]: crate::guide::testing"]
+#![doc = "[errors]: crate::guide::errors"]
+#![doc = "[performance]: crate::guide::performance"]
+#![doc = "[reliability]: crate::guide::reliability"]
+#![doc = "[design]: crate::guide::design"]
+#![cfg_attr(feature = "macros", doc = "[annotations]: crate::guide::annotations")]
+#![cfg_attr(feature = "std", doc = "[server]: crate::guide::server")]
+#![cfg_attr(feature = "tower", doc = "[http]: crate::guide::http")]
+#![cfg_attr(feature = "client", doc = "[client]: crate::guide::client")]
+#![cfg_attr(feature = "redis", doc = "[redis]: crate::guide::redis")]
 #![doc = include_str!("../README.md")]
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -126,15 +147,34 @@ pub mod redis {
 
 /// The HTTP layer (feature `tower`): a `tower::Layer` for axum, hyper and tonic, with `429`,
 /// `Retry-After` and the IETF `RateLimit` fields. On axum, turn on feature `axum` too, so that
-/// the per-IP keys read axum's connection info.
+/// the per-IP keys read axum's connection info. The [HTTP guide](crate::guide::http) has the rest.
+///
+/// ```
+/// # #[cfg(feature = "axum")]
+/// # {
+/// use std::{net::SocketAddr, time::Duration};
+/// use axum::{routing::get, Router};
+/// use ritmo::Config;
+/// use ritmo::server::{IpKey, KeyedRateLimiter};
+/// use ritmo::tower::{key::PeerIp, RateLimitLayer};
+///
+/// // 100 requests a minute per client IP, for up to 100 000 clients being limited at once.
+/// let config = Config::new(100, Duration::from_secs(60))?;
+/// let per_ip: &'static KeyedRateLimiter<IpKey> =
+///     Box::leak(Box::new(KeyedRateLimiter::new("per-ip", config, 100_000)));
+/// let app: Router = Router::new()
+///     .route("/", get(|| async { "hello" }))
+///     .layer(RateLimitLayer::new(per_ip, PeerIp::new()));
+/// // `PeerIp` reads the address axum records with connect info (else: `400` naming this fix):
+/// let service = app.into_make_service_with_connect_info::<SocketAddr>();
+/// // axum::serve(listener, service).await
+/// # let _ = service;
+/// # }
+/// # Ok::<(), ritmo::ConfigError>(())
+/// ```
 ///
 /// A module of re-exports, as [`server`] is, so that the compiler's import hints name
 /// `ritmo::tower::...` paths, which a program depending on `ritmo` alone can write.
-///
-/// ```
-/// # #[cfg(feature = "tower")]
-/// assert_eq!(ritmo::tower::headers::retry_after_secs(core::time::Duration::from_millis(1)), 1);
-/// ```
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower {
@@ -167,7 +207,7 @@ pub mod client {
 /// The traits a program needs in scope, and the types it names most: `use ritmo::prelude::*;`.
 ///
 /// Always core's ([`Clock`], [`ManualTime`], [`Wait`], [`Listener`], [`Config`],
-/// [`RateLimiter`], ...); with `std`, [`BlockingExt`](ritmo_std::BlockingExt) (`acquire()`,
+/// [`RateLimiter`], ...); with `std`, `BlockingExt` (`acquire()`,
 /// `call(..)`) and, with `tokio`, tokio's `AsyncExt` (`acquire_async()`, `call_async(..)`);
 /// with `embassy`, Embassy's `AsyncExt` (the same `_async` names). The async traits are imported
 /// anonymously (`as _`), so that tokio's and Embassy's never clash: their methods are in scope,

@@ -710,3 +710,102 @@ mod on_tokio {
         assert_eq!(backend.calls(), 6, "the dropped call never ran");
     }
 }
+
+// ---- functions returning `impl Future + Send` (not `async fn`) ----
+
+static FUTURE_CLOCK: ManualClock = ManualClock::new();
+static FUTURE_LIMITERS: Registry<&ManualClock, 4> = Registry::new(&FUTURE_CLOCK);
+static FUTURE_BODIES: AtomicU32 = AtomicU32::new(0);
+
+/// A free function that returns its future: the body runs only once the permit is taken.
+#[ritmo::rate_limited(permits = 2, period = "1s", registry = FUTURE_LIMITERS)]
+fn lookup(n: u32) -> impl Future<Output = Result<u32, ApiError>> + Send {
+    FUTURE_BODIES.fetch_add(1, Ordering::SeqCst);
+    async move { Ok(n + 100) }
+}
+
+/// A trait whose methods return their futures: the wrapper limits them (without `+ Send`: the
+/// wrapper works over any clock, whose sleep is not known to be `Send`).
+#[ritmo::limited]
+trait Search {
+    #[rate_limited(permits = 1, period = "1s")]
+    fn find(&self, q: u32) -> impl Future<Output = Result<u32, ApiError>>;
+
+    #[rate_limited(permits = 1, period = "1s")]
+    fn store(&mut self, q: u32) -> impl Future<Output = Result<u32, ApiError>>;
+}
+
+#[derive(Debug, Default)]
+struct Finder {
+    stored: u32,
+}
+
+// Written as a function returning its future on purpose: that is the form under test.
+#[allow(clippy::manual_async_fn)]
+impl Search for Finder {
+    fn find(&self, q: u32) -> impl Future<Output = Result<u32, ApiError>> {
+        async move { Ok(q * 10) }
+    }
+
+    fn store(&mut self, q: u32) -> impl Future<Output = Result<u32, ApiError>> {
+        self.stored += q;
+        let total = self.stored;
+        async move { Ok(total) }
+    }
+}
+
+/// A trait that promises `Send` futures, limited on its implementation's method.
+trait Remote {
+    fn call(&self, q: u32) -> impl Future<Output = Result<u32, ApiError>> + Send;
+}
+
+struct Server;
+
+#[allow(clippy::manual_async_fn)]
+impl Remote for Server {
+    #[ritmo::rate_limited(permits = 1, period = "1s", registry = FUTURE_LIMITERS)]
+    fn call(&self, q: u32) -> impl Future<Output = Result<u32, ApiError>> + Send {
+        async move { Ok(q + 1) }
+    }
+}
+
+fn assert_send<T: Send>(t: T) -> T {
+    t
+}
+
+#[test]
+fn functions_returning_impl_future_send_are_limited_when_polled() {
+    assert_eq!(now_or_never(assert_send(lookup(1))), Ok(101));
+    assert_eq!(now_or_never(lookup(2)), Ok(102));
+    let refused = limited(now_or_never(lookup(3)));
+    assert_eq!(refused.reason(), Reason::NoPermitInTime);
+    assert_eq!(
+        FUTURE_BODIES.load(Ordering::SeqCst),
+        2,
+        "a refused call never runs the body"
+    );
+
+    static TRAIT_CLOCK: ManualClock = ManualClock::new();
+    static TRAIT_LIMITERS: Registry<&ManualClock, 4> = Registry::new(&TRAIT_CLOCK);
+    let mut api = SearchLimited::new(Finder::default(), &TRAIT_LIMITERS).unwrap();
+    assert_eq!(now_or_never(api.find(4)), Ok(40));
+    assert_eq!(
+        limited(now_or_never(api.find(5))).reason(),
+        Reason::NoPermitInTime
+    );
+    assert_eq!(now_or_never(api.store(7)), Ok(7));
+    limited(now_or_never(api.store(8)));
+    TRAIT_CLOCK.advance(Duration::from_secs(1));
+    assert_eq!(now_or_never(api.store(9)), Ok(16));
+    assert_eq!(
+        api.into_inner().stored,
+        16,
+        "the refused call never reached the backend"
+    );
+
+    assert_eq!(now_or_never(assert_send(Server.call(1))), Ok(2));
+    assert_eq!(
+        limited(now_or_never(Server.call(2))).reason(),
+        Reason::NoPermitInTime
+    );
+}

@@ -3,7 +3,7 @@
 use core::fmt;
 use core::time::Duration;
 
-use ritmo_core::RateLimitExceeded;
+use ritmo_core::{HumanDuration, RateLimitExceeded};
 
 /// What stopped a request from being sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,8 +22,8 @@ pub enum Cause {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{RateLimitExceeded, Reason};
-/// use ritmo_client::{Cause, Limited};
+/// use ritmo::{RateLimitExceeded, Reason};
+/// use ritmo::client::{Cause, Limited};
 /// let e = Limited::new(
 ///     RateLimitExceeded::from_parts("api", Reason::NoPermitInTime, Duration::from_secs(3)),
 ///     Cause::ServerHold,
@@ -81,47 +81,12 @@ impl fmt::Display for Limited {
             "rate limiter '{}': {}; retry after {}",
             self.error.id(),
             self.error.reason(),
-            Human(self.error.retry_after())
+            HumanDuration(self.error.retry_after())
         )?;
         match self.cause {
             Cause::LocalQuota => f.write_str(" (the client's own quota)"),
             Cause::ServerHold => f.write_str(" (held by the server)"),
         }
-    }
-}
-
-/// A duration as a person reads it, rounded up to the millisecond: `0s`, `250ms`, `1.5s`,
-/// `30s`, `2m5.5s`, `1h`, `1h0m1s`.
-pub(crate) struct Human(pub(crate) Duration);
-
-impl fmt::Display for Human {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = self.0;
-        // Rounded up to the millisecond (a wait printed never comes back early).
-        let millis = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
-        if millis == 0 {
-            return f.write_str("0s");
-        }
-        if millis < 1000 {
-            return write!(f, "{millis}ms");
-        }
-        let (secs, ms) = (millis / 1000, millis % 1000);
-        let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-        if h > 0 {
-            write!(f, "{h}h")?;
-        }
-        if h > 0 && (m > 0 || s > 0 || ms > 0) || m > 0 {
-            write!(f, "{m}m")?;
-        }
-        if s > 0 || ms > 0 || (h == 0 && m == 0) {
-            write!(f, "{s}")?;
-            if ms > 0 {
-                let frac = format!("{ms:03}");
-                write!(f, ".{}", frac.trim_end_matches('0'))?;
-            }
-            f.write_str("s")?;
-        }
-        Ok(())
     }
 }
 
@@ -181,36 +146,6 @@ impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
         match self {
             Error::Limited(l) => Some(l),
             Error::Service(e) => Some(e),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_as_a_person_reads_them() {
-        let ms = Duration::from_millis;
-        for (d, text) in [
-            (Duration::ZERO, "0s"),
-            (Duration::from_nanos(1), "1ms"),
-            (ms(250), "250ms"),
-            (Duration::from_nanos(249_000_001), "250ms"),
-            (ms(999), "999ms"),
-            (ms(1000), "1s"),
-            (ms(1500), "1.5s"),
-            (ms(1250), "1.25s"),
-            (ms(1001), "1.001s"),
-            (Duration::from_nanos(29_999_943_846), "30s"),
-            (ms(60_000), "1m"),
-            (ms(125_500), "2m5.5s"),
-            (ms(3_600_000), "1h"),
-            (ms(3_601_000), "1h0m1s"),
-            (ms(5_400_000), "1h30m"),
-            (Duration::MAX, "5124095576030431h0m16s"),
-        ] {
-            assert_eq!(Human(d).to_string(), text, "{d:?}");
         }
     }
 }

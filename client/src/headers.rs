@@ -156,7 +156,7 @@ fn trim(value: &[u8]) -> &[u8] {
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use ritmo_client::headers::retry_after;
+/// use ritmo::client::headers::retry_after;
 /// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_470);
 /// assert_eq!(retry_after(b"120", now), Some(Duration::from_secs(120)));
 /// assert_eq!(retry_after(b"Wed, 21 Oct 2015 07:28:00 GMT", now), Some(Duration::from_secs(10)));
@@ -455,7 +455,7 @@ fn non_negative(item: Option<&BareItem>) -> Option<u64> {
 /// ```
 /// use std::time::Duration;
 /// use http::{HeaderMap, HeaderValue};
-/// use ritmo_client::headers::{limit_statuses, RATELIMIT};
+/// use ritmo::client::headers::{limit_statuses, RATELIMIT};
 /// let mut h = HeaderMap::new();
 /// h.insert(RATELIMIT, HeaderValue::from_static("\"burst\";r=0;t=3, \"daily\";r=990;t=80000"));
 /// let items = limit_statuses(&h);
@@ -508,7 +508,7 @@ pub fn limit_statuses(headers: &HeaderMap) -> Vec<LimitStatus> {
 /// ```
 /// use std::time::Duration;
 /// use http::{HeaderMap, HeaderValue};
-/// use ritmo_client::headers::{announced_policies, RATELIMIT_POLICY};
+/// use ritmo::client::headers::{announced_policies, RATELIMIT_POLICY};
 /// let mut h = HeaderMap::new();
 /// h.insert(RATELIMIT_POLICY, HeaderValue::from_static("\"api\";q=100;w=60;pk=:cHJvamVjdA==:"));
 /// let p = &announced_policies(&h)[0];

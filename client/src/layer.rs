@@ -100,15 +100,15 @@ pub(crate) fn target_of<B>(request: &Request<B>) -> Target<'_> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_client::{ClientLayer, CloneBody, Outbound};
+/// use ritmo::Config;
+/// use ritmo::client::{ClientLayer, CloneBody, Outbound};
 ///
 /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let outbound = Outbound::per_host("backend", config).retry_once(true).build();
 /// let layer = ClientLayer::new(outbound.clone()).replay_with(CloneBody);
 /// // let client = tower::ServiceBuilder::new().layer(layer).service(hyper_util_client);
 /// # let _ = layer;
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct ClientLayer<K: 'static, R = NoReplay> {

@@ -93,7 +93,7 @@ impl<'a> Target<'a> {
 ///
 /// ```
 /// use http::{HeaderMap, Method};
-/// use ritmo_client::{HostKey, Target};
+/// use ritmo::client::{HostKey, Target};
 /// let h = HeaderMap::new();
 /// let t = Target::new(&Method::GET, Some("https"), Some("API.example"), Some(443), "/", &h);
 /// assert_eq!(HostKey::of(&t).as_str(), "api.example:443");
@@ -561,15 +561,15 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
 /// ```
 /// use std::time::Duration;
 /// use http::{HeaderMap, HeaderValue, StatusCode, header::RETRY_AFTER};
-/// use ritmo_core::Config;
-/// use ritmo_client::{Cause, HostKey, Outbound};
+/// use ritmo::Config;
+/// use ritmo::client::{Cause, HostKey, Outbound};
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // 10 requests per second to each host, waiting up to 2 s for a slot.
 /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(2));
 /// let client = Outbound::per_host("search-api", config).build();
-/// let key = HostKey::of(&ritmo_client::Target::new(
+/// let key = HostKey::of(&ritmo::client::Target::new(
 ///     &http::Method::GET, Some("http"), Some("search.example"), Some(80), "/", &HeaderMap::new(),
 /// ));
 /// client.acquire(&key).await?;
@@ -629,8 +629,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_client::{Outbound, Target};
-    /// let config = ritmo_core::Config::new(5, Duration::from_secs(1)).unwrap();
+    /// use ritmo::client::{Outbound, Target};
+    /// let config = ritmo::Config::new(5, Duration::from_secs(1)).unwrap();
     /// let by_tenant = Outbound::keyed_by("tenants", config, |t: &Target<'_>| {
     ///     t.headers.get("x-tenant").map(|v| v.as_bytes().to_vec())
     /// }).build();

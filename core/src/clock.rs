@@ -30,7 +30,7 @@ use crate::sync::U64Cell;
 /// The implementation for `&C` lets several limiters share one clock.
 ///
 /// ```
-/// use ritmo_core::{Clock, ManualClock, TickRate};
+/// use ritmo::{Clock, ManualClock, TickRate};
 /// let clock = ManualClock::new();
 /// clock.advance_ticks(5);
 /// let shared: &ManualClock = &clock;
@@ -46,7 +46,7 @@ use crate::sync::U64Cell;
 /// ```
 /// use core::time::Duration;
 /// use portable_atomic::{AtomicU64, Ordering};
-/// use ritmo_core::{Clock, Config, FixedRateClock, RateLimiter, TickRate};
+/// use ritmo::{Clock, Config, FixedRateClock, RateLimiter, TickRate};
 ///
 /// static RTC_COUNTER: AtomicU64 = AtomicU64::new(0);
 ///
@@ -70,7 +70,7 @@ use crate::sync::U64Cell;
 ///
 /// static RADIO: RateLimiter<RtcClock> = RateLimiter::new(
 ///     "radio",
-///     ritmo_core::const_config!(3, Duration::from_secs(1)),
+///     ritmo::const_config!(3, Duration::from_secs(1)),
 ///     RtcClock,
 /// );
 ///
@@ -94,7 +94,7 @@ pub trait Clock {
 /// `TICK_RATE` MUST equal what [`Clock::tick_rate`] returns.
 ///
 /// ```
-/// use ritmo_core::{FixedRateClock, ManualClock, TickRate};
+/// use ritmo::{FixedRateClock, ManualClock, TickRate};
 /// assert_eq!(<ManualClock as FixedRateClock>::TICK_RATE, TickRate::NANOS);
 /// ```
 pub trait FixedRateClock: Clock {
@@ -120,7 +120,7 @@ impl<C: FixedRateClock + ?Sized> FixedRateClock for &C {
 /// How long a clock tick is, as ticks per second.
 ///
 /// ```
-/// use ritmo_core::TickRate;
+/// use ritmo::TickRate;
 /// assert_eq!(TickRate::from_hz(32_768).hz(), 32_768);
 /// assert_eq!(TickRate::NANOS.hz(), 1_000_000_000);
 /// ```
@@ -137,7 +137,7 @@ impl TickRate {
     /// `hz` ticks per second. A rate of 0 is taken as 1 Hz.
     ///
     /// ```
-    /// # use ritmo_core::TickRate;
+    /// # use ritmo::TickRate;
     /// assert_eq!(TickRate::from_hz(0).hz(), 1);
     /// ```
     pub const fn from_hz(hz: u64) -> Self {
@@ -149,7 +149,7 @@ impl TickRate {
     /// Ticks per second.
     ///
     /// ```
-    /// # use ritmo_core::TickRate;
+    /// # use ritmo::TickRate;
     /// assert_eq!(TickRate::from_hz(1_000_000).hz(), 1_000_000);
     /// ```
     pub const fn hz(self) -> u64 {
@@ -159,7 +159,7 @@ impl TickRate {
     /// A duration in ticks of this rate, rounded up (saturating at `u64::MAX`).
     ///
     /// ```
-    /// # use ritmo_core::TickRate;
+    /// # use ritmo::TickRate;
     /// # use core::time::Duration;
     /// assert_eq!(TickRate::from_hz(1000).ticks_ceil(Duration::from_micros(1500)), 2);
     /// ```
@@ -178,7 +178,7 @@ impl TickRate {
     /// A number of ticks of this rate as a duration, rounded up to the nanosecond.
     ///
     /// ```
-    /// # use ritmo_core::TickRate;
+    /// # use ritmo::TickRate;
     /// # use core::time::Duration;
     /// assert_eq!(TickRate::from_hz(3).duration_ceil(1), Duration::from_nanos(333_333_334));
     /// ```
@@ -198,7 +198,7 @@ impl TickRate {
 /// sleeping (it advances the clock to its slot).
 ///
 /// ```
-/// use ritmo_core::{Clock, ManualClock, ManualTime};
+/// use ritmo::{Clock, ManualClock, ManualTime};
 /// let clock = ManualClock::new();
 /// clock.advance_to(50);
 /// clock.advance_to(20); // never backwards
@@ -223,7 +223,7 @@ impl<C: ManualTime + ?Sized> ManualTime for &C {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+/// use ritmo::{Clock, Config, ManualClock, RateLimiter};
 ///
 /// let clock = ManualClock::new();
 /// let limiter = RateLimiter::new("search", Config::new(10, Duration::from_secs(1)).unwrap(), &clock);
@@ -245,7 +245,7 @@ impl ManualClock {
     /// A nanosecond clock reading 0.
     ///
     /// ```
-    /// # use ritmo_core::{Clock, ManualClock};
+    /// # use ritmo::{Clock, ManualClock};
     /// static CLOCK: ManualClock = ManualClock::new();
     /// assert_eq!(CLOCK.now(), 0);
     /// ```
@@ -258,7 +258,7 @@ impl ManualClock {
     /// A nanosecond clock reading `nanos`.
     ///
     /// ```
-    /// # use ritmo_core::{Clock, ManualClock};
+    /// # use ritmo::{Clock, ManualClock};
     /// assert_eq!(ManualClock::starting_at(u64::MAX - 5).now(), u64::MAX - 5);
     /// ```
     pub fn starting_at(nanos: u64) -> Self {
@@ -278,7 +278,7 @@ impl<const HZ: u64> ManualClock<HZ> {
     /// A clock of `HZ` ticks per second reading `ticks`.
     ///
     /// ```
-    /// # use ritmo_core::{Clock, ManualClock};
+    /// # use ritmo::{Clock, ManualClock};
     /// let rtc = ManualClock::<32_768>::with_reading(7);
     /// assert_eq!(rtc.now(), 7);
     /// ```
@@ -292,7 +292,7 @@ impl<const HZ: u64> ManualClock<HZ> {
     /// Moves the clock forward by `duration`, rounded up to whole ticks (saturating).
     ///
     /// ```
-    /// # use ritmo_core::{Clock, ManualClock};
+    /// # use ritmo::{Clock, ManualClock};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// clock.advance(Duration::from_millis(100));
@@ -305,7 +305,7 @@ impl<const HZ: u64> ManualClock<HZ> {
     /// Moves the clock forward by `ticks` (saturating at `u64::MAX`).
     ///
     /// ```
-    /// # use ritmo_core::{Clock, ManualClock};
+    /// # use ritmo::{Clock, ManualClock};
     /// let clock = ManualClock::starting_at(u64::MAX - 1);
     /// clock.advance_ticks(10);
     /// assert_eq!(clock.now(), u64::MAX);
@@ -326,7 +326,7 @@ impl<const HZ: u64> ManualClock<HZ> {
     /// Sets the reading to `ticks`, backwards too: tests use it to play a clock that misbehaves.
     ///
     /// ```
-    /// # use ritmo_core::{Clock, ManualClock};
+    /// # use ritmo::{Clock, ManualClock};
     /// let clock = ManualClock::starting_at(100);
     /// clock.set(40);
     /// assert_eq!(clock.now(), 40);

@@ -21,7 +21,7 @@ use crate::error::{ConfigError, ErrorCode};
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::Config;
+/// use ritmo::Config;
 ///
 /// let config = Config::new(5, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
 /// assert_eq!(config.permits(), 5);
@@ -30,7 +30,7 @@ use crate::error::{ConfigError, ErrorCode};
 /// // The same from text, as settings files write it.
 /// let same = Config::builder().permits(5).period("1s").max_wait("500ms").build()?;
 /// assert_eq!(config, same);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 ///
 /// With the `serde` feature it is `Serialize` and `Deserialize` (fields `permits`, `period`,
@@ -60,7 +60,7 @@ impl Config {
     /// shorter than `permits` nanoseconds (less than 1 ns per permit) is `RITMO-REG-001`.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ErrorCode};
+    /// # use ritmo::{Config, ErrorCode};
     /// # use core::time::Duration;
     /// assert!(Config::new(1_000_000_000, Duration::from_secs(1)).is_ok());
     /// let err = Config::new(1_000_000_001, Duration::from_secs(1)).unwrap_err();
@@ -104,7 +104,7 @@ impl Config {
     /// Starts a builder that takes durations as text or fugit values too.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ErrorCode};
+    /// # use ritmo::{Config, ErrorCode};
     /// let err = Config::builder().permits(10).period("1 second").build().unwrap_err();
     /// assert_eq!(err.code(), ErrorCode::InvalidDuration);
     /// ```
@@ -121,7 +121,7 @@ impl Config {
     /// The same config with calls allowed to wait up to `max_wait` for their permit.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// # use core::time::Duration;
     /// let c = Config::new(5, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_millis(500));
     /// assert_eq!(c.max_wait(), Duration::from_millis(500));
@@ -135,7 +135,7 @@ impl Config {
     /// The same config, enabled or not. A disabled limiter lets every call pass and counts nothing.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// # use core::time::Duration;
     /// let c = Config::new(5, Duration::from_secs(1)).unwrap().with_enabled(false);
     /// assert!(!c.enabled());
@@ -149,7 +149,7 @@ impl Config {
     /// Permits per period.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// # use core::time::Duration;
     /// assert_eq!(Config::new(5, Duration::from_secs(1)).unwrap().permits(), 5);
     /// ```
@@ -160,7 +160,7 @@ impl Config {
     /// The period.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// # use core::time::Duration;
     /// assert_eq!(Config::new(5, Duration::from_secs(1)).unwrap().period(), Duration::from_secs(1));
     /// ```
@@ -171,7 +171,7 @@ impl Config {
     /// The longest a call may wait for its permit.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// # use core::time::Duration;
     /// assert_eq!(Config::new(5, Duration::from_secs(1)).unwrap().max_wait(), Duration::ZERO);
     /// ```
@@ -182,7 +182,7 @@ impl Config {
     /// Whether the limiter limits at all.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// # use core::time::Duration;
     /// assert!(Config::new(5, Duration::from_secs(1)).unwrap().enabled());
     /// ```
@@ -193,7 +193,7 @@ impl Config {
     /// The emission interval `T = period / permits`, rounded up to the nanosecond.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// # use core::time::Duration;
     /// let c = Config::new(3, Duration::from_secs(1)).unwrap();
     /// assert_eq!(c.emission_interval(), Duration::from_nanos(333_333_334));
@@ -252,7 +252,7 @@ impl defmt::Format for Config {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{const_config, Config, ManualClock, RateLimiter};
+/// use ritmo::{const_config, Config, ManualClock, RateLimiter};
 ///
 /// static CLOCK: ManualClock = ManualClock::new();
 /// static UART: RateLimiter<&ManualClock> =
@@ -262,7 +262,7 @@ impl defmt::Format for Config {
 ///
 /// ```compile_fail
 /// # use core::time::Duration;
-/// const BAD: ritmo_core::Config = ritmo_core::const_config!(0, Duration::from_secs(1));
+/// const BAD: ritmo::Config = ritmo::const_config!(0, Duration::from_secs(1));
 /// ```
 #[macro_export]
 macro_rules! const_config {
@@ -280,7 +280,7 @@ macro_rules! const_config {
 /// error. Missing `permits` is `RITMO-ATR-003`, a missing `period` `RITMO-ATR-002`.
 ///
 /// ```
-/// use ritmo_core::{Config, ErrorCode};
+/// use ritmo::{Config, ErrorCode};
 /// let c = Config::builder()
 ///     .permits(10)
 ///     .period(fugit::MillisDurationU32::from_ticks(1000))
@@ -290,7 +290,7 @@ macro_rules! const_config {
 /// assert_eq!(c.max_wait().as_millis(), 250);
 /// let err = Config::builder().permits(1).period("1s").enabled_text("yes").build().unwrap_err();
 /// assert_eq!(err.code(), ErrorCode::InvalidBool);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 #[must_use]
@@ -316,7 +316,7 @@ impl ConfigBuilder {
     /// Sets `permits`.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// assert_eq!(Config::builder().permits(3).period("1s").build().unwrap().permits(), 3);
     /// ```
     pub fn permits(mut self, permits: u32) -> Self {
@@ -327,7 +327,7 @@ impl ConfigBuilder {
     /// Sets `period`.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// # use core::time::Duration;
     /// let c = Config::builder().permits(3).period(Duration::from_secs(3)).build().unwrap();
     /// assert_eq!(c.period(), Duration::from_secs(3));
@@ -342,7 +342,7 @@ impl ConfigBuilder {
     /// Sets `max_wait`.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// let c = Config::builder().permits(3).period("1s").max_wait("2s").build().unwrap();
     /// assert_eq!(c.max_wait().as_secs(), 2);
     /// ```
@@ -356,7 +356,7 @@ impl ConfigBuilder {
     /// Sets `enabled`.
     ///
     /// ```
-    /// # use ritmo_core::Config;
+    /// # use ritmo::Config;
     /// assert!(!Config::builder().permits(3).period("1s").enabled(false).build().unwrap().enabled());
     /// ```
     pub fn enabled(mut self, enabled: bool) -> Self {
@@ -367,7 +367,7 @@ impl ConfigBuilder {
     /// Sets `enabled` from text: `"true"` or `"false"`, else `RITMO-ATR-006`.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ErrorCode};
+    /// # use ritmo::{Config, ErrorCode};
     /// let err = Config::builder().permits(3).period("1s").enabled_text("TRUE").build().unwrap_err();
     /// assert_eq!(err.code(), ErrorCode::InvalidBool);
     /// ```
@@ -384,7 +384,7 @@ impl ConfigBuilder {
     /// Validates and returns the config.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ErrorCode};
+    /// # use ritmo::{Config, ErrorCode};
     /// assert_eq!(Config::builder().period("1s").build().unwrap_err().code(), ErrorCode::InvalidPermits);
     /// ```
     pub fn build(self) -> Result<Config, ConfigError> {
@@ -402,7 +402,7 @@ impl ConfigBuilder {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::DurationValue;
+/// use ritmo::DurationValue;
 /// assert_eq!("1500us".to_duration(), Ok(Duration::from_micros(1500)));
 /// assert_eq!(fugit::SecsDurationU64::from_ticks(2).to_duration(), Ok(Duration::from_secs(2)));
 /// ```
@@ -446,14 +446,14 @@ fugit_duration!(u32, u64);
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{parse_duration, ErrorCode};
+/// use ritmo::{parse_duration, ErrorCode};
 /// assert_eq!(parse_duration("500ms")?, Duration::from_millis(500));
 /// assert_eq!(parse_duration("2m")?, Duration::from_secs(120));
 /// assert_eq!(parse_duration("0")?, Duration::ZERO);
 /// for bad in ["", " 1s", "1S", "-1s", "1.5s", "1", "99999999999999999999d", "5µs"] {
 ///     assert_eq!(parse_duration(bad).unwrap_err().code(), ErrorCode::InvalidDuration, "{bad:?}");
 /// }
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, ConfigError> {
     let bad = || ConfigError::new(ErrorCode::InvalidDuration).with_text(text);
@@ -483,7 +483,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, ConfigError> {
 /// Reads `enabled` from text: exactly `"true"` or `"false"`, else `RITMO-ATR-006`.
 ///
 /// ```
-/// use ritmo_core::{parse_bool, ErrorCode};
+/// use ritmo::{parse_bool, ErrorCode};
 /// assert_eq!(parse_bool("false"), Ok(false));
 /// assert_eq!(parse_bool("1").unwrap_err().code(), ErrorCode::InvalidBool);
 /// ```

@@ -23,7 +23,7 @@ use embedded_hal::delay::DelayNs;
 /// ```
 /// use core::time::Duration;
 /// use embedded_hal::delay::DelayNs;
-/// use ritmo_core::{Clock, Config, DelayWait, ManualClock, RateLimiter};
+/// use ritmo::{Clock, Config, DelayWait, ManualClock, RateLimiter};
 ///
 /// /// A delay that moves a fake 32768 Hz clock, as a SysTick delay moves real time.
 /// struct FakeDelay<'a>(&'a ManualClock<32_768>);
@@ -41,7 +41,7 @@ use embedded_hal::delay::DelayNs;
 ///     radio.acquire_with(&mut wait).unwrap(); // the fifth waits a quarter of a second
 /// }
 /// assert_eq!(rtc.now(), 32_768 / 4);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct DelayWait<D> {
@@ -52,7 +52,7 @@ impl<D: DelayNs> DelayWait<D> {
     /// Waits with `delay`.
     ///
     /// ```
-    /// # use ritmo_core::DelayWait;
+    /// # use ritmo::DelayWait;
     /// # struct NoDelay;
     /// # impl embedded_hal::delay::DelayNs for NoDelay { fn delay_ns(&mut self, _: u32) {} }
     /// let wait = DelayWait::new(NoDelay);
@@ -65,7 +65,7 @@ impl<D: DelayNs> DelayWait<D> {
     /// The delay back.
     ///
     /// ```
-    /// # use ritmo_core::DelayWait;
+    /// # use ritmo::DelayWait;
     /// # #[derive(Debug, PartialEq)]
     /// # struct NoDelay;
     /// # impl embedded_hal::delay::DelayNs for NoDelay { fn delay_ns(&mut self, _: u32) {} }
@@ -78,7 +78,7 @@ impl<D: DelayNs> DelayWait<D> {
     /// The delay it waits with.
     ///
     /// ```
-    /// # use ritmo_core::DelayWait;
+    /// # use ritmo::DelayWait;
     /// use embedded_hal::delay::DelayNs;
     /// # struct Counting(u32);
     /// # impl embedded_hal::delay::DelayNs for Counting { fn delay_ns(&mut self, _: u32) { self.0 += 1 } }

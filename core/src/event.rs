@@ -12,7 +12,7 @@ use crate::error::{RateLimitExceeded, Reason};
 /// Something a limiter reports to its listener.
 ///
 /// ```
-/// use ritmo_core::{Event, Reason};
+/// use ritmo::{Event, Reason};
 /// let e = Event::Released { id: "radio", permits: 2, reason: Reason::Cancelled, returned: true };
 /// assert_eq!(e.id(), "radio");
 /// ```
@@ -51,7 +51,7 @@ impl Event {
     /// The id of the limiter the event is about.
     ///
     /// ```
-    /// # use ritmo_core::{Event, Reason};
+    /// # use ritmo::{Event, Reason};
     /// let e = Event::Released { id: "uart", permits: 1, reason: Reason::Interrupted, returned: false };
     /// assert_eq!(e.id(), "uart");
     /// ```
@@ -70,7 +70,7 @@ impl Event {
 /// ```
 /// use core::time::Duration;
 /// use portable_atomic::{AtomicU32, Ordering};
-/// use ritmo_core::{Config, Event, Listener, ManualClock, RateLimiter};
+/// use ritmo::{Config, Event, Listener, ManualClock, RateLimiter};
 ///
 /// struct CountRejections(AtomicU32);
 /// impl Listener for CountRejections {
@@ -87,7 +87,7 @@ impl Event {
 /// limiter.try_acquire().unwrap();
 /// assert!(limiter.try_acquire().is_err());
 /// assert_eq!(REJECTIONS.0.load(Ordering::Relaxed), 1);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub trait Listener: Sync {
     /// Handles one event.
@@ -106,7 +106,7 @@ pub trait Listener: Sync {
 /// ```
 /// use core::time::Duration;
 /// use portable_atomic::{AtomicU32, Ordering};
-/// use ritmo_core::{Config, Event, Listener, ManualClock, RateLimiter, Tee};
+/// use ritmo::{Config, Event, Listener, ManualClock, RateLimiter, Tee};
 ///
 /// struct Count(AtomicU32);
 /// impl Listener for Count {
@@ -122,7 +122,7 @@ pub trait Listener: Sync {
 /// l.try_acquire().unwrap();
 /// assert!(l.try_acquire().is_err());
 /// assert_eq!((A.0.load(Ordering::Relaxed), B.0.load(Ordering::Relaxed)), (1, 1));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Tee<A, B>(pub A, pub B);

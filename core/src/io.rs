@@ -25,7 +25,7 @@ use crate::wait::Wait;
 ///
 /// ```
 /// use embedded_io::{Error, ErrorKind};
-/// use ritmo_core::WriteError;
+/// use ritmo::WriteError;
 /// let err: WriteError<ErrorKind> = WriteError::Io(ErrorKind::BrokenPipe);
 /// assert_eq!(err.kind(), ErrorKind::BrokenPipe);
 /// assert_eq!(err.to_string(), "write failed: BrokenPipe");
@@ -102,7 +102,7 @@ pub(crate) fn reserve_chunk<C: Clock>(
 /// ```
 /// use core::time::Duration;
 /// use embedded_io::Write;
-/// use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimitedWrite, RateLimiter};
+/// use ritmo::{AdvanceClock, Clock, Config, ManualClock, RateLimitedWrite, RateLimiter};
 ///
 /// let clock = ManualClock::new();
 /// // 960 bytes per second: what a peer reading 9600 baud 8N1 can take.
@@ -113,7 +113,7 @@ pub(crate) fn reserve_chunk<C: Clock>(
 /// // A burst of 960 at once, then 3840 bytes at 960 per second: 4 s (and 1.28 µs, since a
 /// // byte's 1/960 s is rounded up to the nanosecond: never faster than configured).
 /// assert_eq!(clock.now(), 3840 * 1_000_000_000u64.div_ceil(960));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug)]
 pub struct RateLimitedWrite<'a, C, W, Wt> {
@@ -127,13 +127,13 @@ impl<'a, C: Clock, W: embedded_io::Write, Wt: Wait<C>> RateLimitedWrite<'a, C, W
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
+    /// # use ritmo::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
     /// let uart = RateLimiter::new("uart", Config::new(64, Duration::from_millis(10))?, ManualClock::new());
     /// let mut buf = [0u8; 16];
     /// let mut buf = [0u8; 4];
     /// let out = RateLimitedWrite::new(&mut buf[..], &uart, AdvanceClock);
     /// # let _ = out;
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn new(inner: W, limiter: &'a RateLimiter<C>, waiter: Wt) -> Self {
         RateLimitedWrite {
@@ -149,12 +149,12 @@ impl<'a, C, W, Wt> RateLimitedWrite<'a, C, W, Wt> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
+    /// # use ritmo::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
     /// let uart = RateLimiter::new("uart", Config::new(64, Duration::from_millis(10))?, ManualClock::new());
     /// let mut buf = [0u8; 4];
     /// let out = RateLimitedWrite::new(&mut buf[..], &uart, AdvanceClock);
     /// assert_eq!(out.limiter().id(), "uart");
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn limiter(&self) -> &'a RateLimiter<C> {
         self.limiter
@@ -164,12 +164,12 @@ impl<'a, C, W, Wt> RateLimitedWrite<'a, C, W, Wt> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
+    /// # use ritmo::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
     /// let uart = RateLimiter::new("uart", Config::new(64, Duration::from_millis(10))?, ManualClock::new());
     /// let mut buf = [0u8; 4];
     /// let out = RateLimitedWrite::new(&mut buf[..], &uart, AdvanceClock);
     /// assert_eq!(out.inner().len(), 4);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn inner(&self) -> &W {
         &self.inner
@@ -179,12 +179,12 @@ impl<'a, C, W, Wt> RateLimitedWrite<'a, C, W, Wt> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
+    /// # use ritmo::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
     /// let uart = RateLimiter::new("uart", Config::new(64, Duration::from_millis(10))?, ManualClock::new());
     /// let mut buf = [0u8; 4];
     /// let mut out = RateLimitedWrite::new(&mut buf[..], &uart, AdvanceClock);
     /// assert_eq!(out.inner_mut().len(), 4);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn inner_mut(&mut self) -> &mut W {
         &mut self.inner
@@ -195,14 +195,14 @@ impl<'a, C, W, Wt> RateLimitedWrite<'a, C, W, Wt> {
     /// ```
     /// # use core::time::Duration;
     /// # use embedded_io::Write;
-    /// # use ritmo_core::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
+    /// # use ritmo::{AdvanceClock, Config, ManualClock, RateLimitedWrite, RateLimiter};
     /// let uart = RateLimiter::new("uart", Config::new(64, Duration::from_millis(10))?, ManualClock::new());
     /// let mut buf = [0u8; 4];
     /// let mut out = RateLimitedWrite::new(&mut buf[..], &uart, AdvanceClock);
     /// out.write_all(b"ok").unwrap();
     /// assert_eq!(out.into_inner().len(), 2); // the slice's unwritten rest
     /// assert_eq!(&buf[..2], b"ok");
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn into_inner(self) -> W {
         self.inner

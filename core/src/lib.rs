@@ -44,8 +44,8 @@ pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duratio
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-hal")))]
 pub use delay::DelayWait;
 pub use error::{
-    AcquireError, ConfigError, ErrorCode, InvalidPermits, RateLimitExceeded, Reason, RegistryError,
-    SettingsError,
+    AcquireError, ConfigError, ErrorCode, HumanDuration, InvalidPermits, RateLimitExceeded, Reason,
+    RegistryError, SettingsError,
 };
 pub use event::{Event, Listener, Tee};
 #[cfg(feature = "embedded-io")]

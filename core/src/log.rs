@@ -19,7 +19,7 @@ use crate::event::{Event, Listener};
 /// # }
 /// # defmt::timestamp!("");
 /// use core::time::Duration;
-/// use ritmo_core::{const_config, DefmtListener, ManualClock, RateLimiter, Registry};
+/// use ritmo::{const_config, DefmtListener, ManualClock, RateLimiter, Registry};
 ///
 /// static CLOCK: ManualClock = ManualClock::new();
 /// static LIMITERS: Registry<&ManualClock, 4> = Registry::new(&CLOCK).with_listener(&DefmtListener);

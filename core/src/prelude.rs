@@ -1,9 +1,9 @@
 //! The traits a program needs in scope, and the types it names most:
-//! `use ritmo_core::prelude::*;`.
+//! `use ritmo::prelude::*;`.
 //!
 //! ```
 //! use core::time::Duration;
-//! use ritmo_core::prelude::*;
+//! use ritmo::prelude::*;
 //!
 //! let clock = ManualClock::new();
 //! let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, &clock);

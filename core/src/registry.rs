@@ -31,7 +31,7 @@ use crate::settings::{Overrides, Setting, Settings};
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{const_config, Config, ManualClock, Registry};
+/// use ritmo::{const_config, Config, ManualClock, Registry};
 ///
 /// static CLOCK: ManualClock = ManualClock::new();
 /// static LIMITERS: Registry<&ManualClock, 4> = Registry::new(&CLOCK);
@@ -56,7 +56,7 @@ use crate::settings::{Overrides, Setting, Settings};
 /// A capacity of 0 does not build:
 ///
 /// ```compile_fail
-/// # use ritmo_core::{ManualClock, Registry};
+/// # use ritmo::{ManualClock, Registry};
 /// static CLOCK: ManualClock = ManualClock::new();
 /// static EMPTY: Registry<&ManualClock, 0> = Registry::new(&CLOCK);
 /// ```
@@ -72,7 +72,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// A capacity `N` of 0 fails the build.
     ///
     /// ```
-    /// use ritmo_core::{ManualClock, Registry};
+    /// use ritmo::{ManualClock, Registry};
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static LIMITERS: Registry<&ManualClock, 8> = Registry::new(&CLOCK);
     /// assert!(LIMITERS.is_empty());
@@ -96,7 +96,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// rejections and released reservations (see [`Listener`]).
     ///
     /// ```
-    /// use ritmo_core::{Event, Listener, ManualClock, Registry};
+    /// use ritmo::{Event, Listener, ManualClock, Registry};
     /// struct Log;
     /// impl Listener for Log {
     ///     fn on_event(&self, _event: &Event) {}
@@ -114,7 +114,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// How many limiters it can hold: `N`.
     ///
     /// ```
-    /// # use ritmo_core::{ManualClock, Registry};
+    /// # use ritmo::{ManualClock, Registry};
     /// let registry: Registry<ManualClock, 3> = Registry::new(ManualClock::new());
     /// assert_eq!(registry.capacity(), 3);
     /// ```
@@ -125,7 +125,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// How many limiters it holds now.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, Registry};
+    /// # use ritmo::{Config, ManualClock, Registry};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 3> = Registry::new(&clock);
@@ -141,7 +141,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// Whether it holds no limiter yet.
     ///
     /// ```
-    /// # use ritmo_core::{ManualClock, Registry};
+    /// # use ritmo::{ManualClock, Registry};
     /// let registry: Registry<ManualClock, 3> = Registry::new(ManualClock::new());
     /// assert!(registry.is_empty());
     /// ```
@@ -152,7 +152,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// The limiters it holds, in the order they were created.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, Registry};
+    /// # use ritmo::{Config, ManualClock, Registry};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 3> = Registry::new(&clock);
@@ -170,7 +170,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// The clock its limiters read.
     ///
     /// ```
-    /// # use ritmo_core::{Clock, ManualClock, Registry};
+    /// # use ritmo::{Clock, ManualClock, Registry};
     /// let registry: Registry<ManualClock, 1> = Registry::new(ManualClock::starting_at(7));
     /// assert_eq!(registry.clock().now(), 7);
     /// ```
@@ -182,7 +182,7 @@ impl<C, const N: usize> Registry<C, N> {
     /// section.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ErrorCode, ManualClock, Registry};
+    /// # use ritmo::{Config, ErrorCode, ManualClock, Registry};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 2> = Registry::new(&clock);
@@ -206,7 +206,7 @@ impl<C: Clock, const N: usize> Registry<C, N> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock, Registry};
+    /// use ritmo::{Config, ManualClock, Registry};
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 4> = Registry::new(&clock);
     /// registry.get_or_create("api", Config::new(10, Duration::from_secs(1))?)?.try_acquire_n(3).unwrap();
@@ -231,7 +231,7 @@ impl<C: Clock, const N: usize> Registry<C, N> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ErrorCode, ManualClock, Registry};
+    /// use ritmo::{Config, ErrorCode, ManualClock, Registry};
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 2> = Registry::new(&clock);
     /// let ten = Config::new(10, Duration::from_secs(1))?;
@@ -256,7 +256,7 @@ impl<C: Clock, const N: usize> Registry<C, N> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{ManualClock, Registry, Settings};
+    /// use ritmo::{ManualClock, Registry, Settings};
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 2> = Registry::new(&clock);
     /// let v1 = [("instances.api.permits", "10"), ("instances.api.period", "1s")];
@@ -307,7 +307,7 @@ impl<C: Clock + Clone, const N: usize> Registry<C, N> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ErrorCode, ManualClock, Registry};
+    /// use ritmo::{Config, ErrorCode, ManualClock, Registry};
     ///
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 1> = Registry::new(&clock);
@@ -349,7 +349,7 @@ impl<C: Clock + Clone, const N: usize> Registry<C, N> {
     /// [`RegistryError`] whose [`settings`](RegistryError::settings) error names the key.
     ///
     /// ```
-    /// use ritmo_core::{ErrorCode, ManualClock, Overrides, Registry, Settings};
+    /// use ritmo::{ErrorCode, ManualClock, Overrides, Registry, Settings};
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static LIMITERS: Registry<&ManualClock, 4> = Registry::new(&CLOCK);
     /// let settings = Settings::new(&[
@@ -362,7 +362,7 @@ impl<C: Clock + Clone, const N: usize> Registry<C, N> {
     /// let err = LIMITERS.get_or_create_from("search", &settings, Overrides::new()).unwrap_err();
     /// assert_eq!((err.code(), err.id()), (ErrorCode::UnknownConfig, "search"));
     /// assert_eq!(err.settings().unwrap().key(), "instances.search.config");
-    /// # Ok::<(), ritmo_core::RegistryError>(())
+    /// # Ok::<(), ritmo::RegistryError>(())
     /// ```
     pub fn get_or_create_from<I>(
         &self,

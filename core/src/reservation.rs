@@ -56,7 +56,7 @@ pub trait Holder<T> {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock, RateLimiter};
+/// use ritmo::{Config, ManualClock, RateLimiter};
 /// let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let l = RateLimiter::new("api", config, ManualClock::new());
 /// l.try_acquire().unwrap();
@@ -65,7 +65,7 @@ pub trait Holder<T> {
 /// assert!(!a.cancel()); // b is queued behind a: a's slot stays unused
 /// assert!(b.cancel());  // b was the last: its permit goes back
 /// assert_eq!(l.reserve().unwrap().wait_time(), Duration::from_secs(2));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[must_use = "a reservation returns its permits when dropped: commit it once the work runs"]
 pub struct Held<'a, H: Holder<T> + ?Sized, T> {
@@ -116,7 +116,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// The limiter this reservation is for.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// let r = l.reserve().unwrap();
@@ -130,7 +130,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// How many permits it holds.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(4, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert_eq!(l.reserve_n(3).unwrap().permits(), 3);
@@ -144,7 +144,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// the nanosecond.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert_eq!(l.reserve().unwrap().wait_time(), Duration::ZERO);
@@ -157,7 +157,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// run once the clock reads at least this.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let c = Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_secs(1));
     /// let l = RateLimiter::new("x", c, ManualClock::new());
@@ -172,7 +172,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// once it has arrived.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// let c = Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_secs(1));
@@ -191,7 +191,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// Whether the slot has arrived.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// let r = l.reserve().unwrap();
@@ -205,7 +205,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// Keeps the permits: the work runs (or has run).
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// l.reserve().unwrap().commit();
@@ -219,7 +219,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// (see [`Held`]).
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert!(l.reserve().unwrap().cancel());
@@ -241,7 +241,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// fails with [`Reason::Interrupted`].
     ///
     /// ```
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
+    /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// let c = Config::new(1, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_secs(1));

@@ -37,7 +37,7 @@
 //!
 //! ```
 //! use core::time::Duration;
-//! use ritmo_core::{ErrorCode, Overrides, Settings};
+//! use ritmo::{ErrorCode, Overrides, Settings};
 //!
 //! let settings = Settings::new(&[
 //!     ("configs.default.permits", "10"),
@@ -63,7 +63,7 @@
 //! let err = settings.resolve("broken").unwrap_err();
 //! assert_eq!((err.code(), err.text()), (ErrorCode::UnknownConfig, "fast"));
 //! assert_eq!(err.key(), "instances.broken.config");
-//! # Ok::<(), ritmo_core::SettingsError>(())
+//! # Ok::<(), ritmo::SettingsError>(())
 //! ```
 
 use core::fmt::Write as _;
@@ -78,7 +78,7 @@ use crate::error::{ConfigError, ErrorCode, SettingsError};
 /// `(&String, &String)` a map's iterator gives) and for references to them.
 ///
 /// ```
-/// use ritmo_core::Setting;
+/// use ritmo::Setting;
 /// let pair = ("instances.api.period", "1s");
 /// assert_eq!((pair.key(), pair.value()), ("instances.api.period", "1s"));
 /// ```
@@ -111,12 +111,12 @@ impl<T: Setting + ?Sized> Setting for &T {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Overrides, Settings};
+/// use ritmo::{Overrides, Settings};
 /// let settings = Settings::new(&[("instances.api.permits", "5"), ("instances.api.period", "1s")]);
 /// let code = Overrides::new().permits(2).enabled(false);
 /// let config = settings.resolve_with("api", code)?;
 /// assert_eq!((config.permits(), config.enabled()), (2, false));
-/// # Ok::<(), ritmo_core::SettingsError>(())
+/// # Ok::<(), ritmo::SettingsError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[must_use]
@@ -131,7 +131,7 @@ impl Overrides {
     /// Says nothing: the settings decide everything.
     ///
     /// ```
-    /// # use ritmo_core::Overrides;
+    /// # use ritmo::Overrides;
     /// assert_eq!(Overrides::new(), Overrides::default());
     /// ```
     pub const fn new() -> Self {
@@ -146,10 +146,10 @@ impl Overrides {
     /// Sets `permits`, whatever the settings say.
     ///
     /// ```
-    /// # use ritmo_core::{Overrides, Settings};
+    /// # use ritmo::{Overrides, Settings};
     /// let s = Settings::new(&[("instances.a.permits", "5"), ("instances.a.period", "1s")]);
     /// assert_eq!(s.resolve_with("a", Overrides::new().permits(7))?.permits(), 7);
-    /// # Ok::<(), ritmo_core::SettingsError>(())
+    /// # Ok::<(), ritmo::SettingsError>(())
     /// ```
     pub const fn permits(mut self, permits: u32) -> Self {
         self.permits = Some(permits);
@@ -159,12 +159,12 @@ impl Overrides {
     /// Sets `period`, whatever the settings say.
     ///
     /// ```
-    /// # use ritmo_core::{Overrides, Settings};
+    /// # use ritmo::{Overrides, Settings};
     /// # use core::time::Duration;
     /// let s = Settings::new(&[("instances.a.permits", "5")]);
     /// let c = s.resolve_with("a", Overrides::new().period(Duration::from_secs(2)))?;
     /// assert_eq!(c.period(), Duration::from_secs(2));
-    /// # Ok::<(), ritmo_core::SettingsError>(())
+    /// # Ok::<(), ritmo::SettingsError>(())
     /// ```
     pub const fn period(mut self, period: Duration) -> Self {
         self.period = Some(period);
@@ -174,12 +174,12 @@ impl Overrides {
     /// Sets `max_wait`, whatever the settings say.
     ///
     /// ```
-    /// # use ritmo_core::{Overrides, Settings};
+    /// # use ritmo::{Overrides, Settings};
     /// # use core::time::Duration;
     /// let s = Settings::new(&[("instances.a.permits", "5"), ("instances.a.period", "1s")]);
     /// let c = s.resolve_with("a", Overrides::new().max_wait(Duration::from_millis(20)))?;
     /// assert_eq!(c.max_wait(), Duration::from_millis(20));
-    /// # Ok::<(), ritmo_core::SettingsError>(())
+    /// # Ok::<(), ritmo::SettingsError>(())
     /// ```
     pub const fn max_wait(mut self, max_wait: Duration) -> Self {
         self.max_wait = Some(max_wait);
@@ -189,10 +189,10 @@ impl Overrides {
     /// Sets `enabled`, whatever the settings say.
     ///
     /// ```
-    /// # use ritmo_core::{Overrides, Settings};
+    /// # use ritmo::{Overrides, Settings};
     /// let s = Settings::new(&[("instances.a.permits", "5"), ("instances.a.period", "1s")]);
     /// assert!(!s.resolve_with("a", Overrides::new().enabled(false))?.enabled());
-    /// # Ok::<(), ritmo_core::SettingsError>(())
+    /// # Ok::<(), ritmo::SettingsError>(())
     /// ```
     pub const fn enabled(mut self, enabled: bool) -> Self {
         self.enabled = Some(enabled);
@@ -205,11 +205,11 @@ impl Overrides {
 /// [module docs](crate::settings) for the layers and the errors.
 ///
 /// ```
-/// use ritmo_core::Settings;
+/// use ritmo::Settings;
 /// let pairs = [("instances.radio.permits", "36"), ("instances.radio.period", "1h")];
 /// let radio = Settings::new(&pairs).resolve("radio")?;
 /// assert_eq!(radio.permits(), 36);
-/// # Ok::<(), ritmo_core::SettingsError>(())
+/// # Ok::<(), ritmo::SettingsError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Settings<I> {
@@ -224,7 +224,7 @@ where
     /// Settings read from `pairs`.
     ///
     /// ```
-    /// # use ritmo_core::Settings;
+    /// # use ritmo::Settings;
     /// let owned = vec![("instances.a.permits".to_string(), "1".to_string())];
     /// let settings = Settings::new(&owned);
     /// # let _ = settings;
@@ -236,7 +236,7 @@ where
     /// The config of limiter `id`, from the settings alone.
     ///
     /// ```
-    /// # use ritmo_core::{ErrorCode, Settings};
+    /// # use ritmo::{ErrorCode, Settings};
     /// let s = Settings::new(&[("instances.a.permits", "0"), ("instances.a.period", "1s")]);
     /// let err = s.resolve("a").unwrap_err();
     /// assert_eq!((err.code(), err.cause()), (ErrorCode::InvalidSetting, Some(ErrorCode::InvalidPermits)));
@@ -249,12 +249,12 @@ where
     /// The config of limiter `id`, with what the code says on top of the settings.
     ///
     /// ```
-    /// # use ritmo_core::{Overrides, Settings};
+    /// # use ritmo::{Overrides, Settings};
     /// # use core::time::Duration;
     /// let s = Settings::new(&[("configs.default.period", "1s")]);
     /// let c = s.resolve_with("any", Overrides::new().permits(3))?;
     /// assert_eq!((c.permits(), c.period()), (3, Duration::from_secs(1)));
-    /// # Ok::<(), ritmo_core::SettingsError>(())
+    /// # Ok::<(), ritmo::SettingsError>(())
     /// ```
     pub fn resolve_with(&self, id: &str, code: Overrides) -> Result<Config, SettingsError> {
         self.resolve_layers(id, None, code, Overrides::new())
@@ -270,7 +270,7 @@ where
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, Settings};
+    /// use ritmo::{Config, Settings};
     /// let literal = Config::new(5, Duration::from_secs(1))?;
     /// let settings = Settings::new(&[
     ///     ("configs.geocoding.max-wait", "500ms"),
@@ -416,7 +416,7 @@ where
 /// The two sections of settings: shared configs and per-limiter instances.
 ///
 /// ```
-/// use ritmo_core::settings::Section;
+/// use ritmo::settings::Section;
 /// assert_eq!(Section::from_name("instances"), Some(Section::Instances));
 /// assert_eq!(Section::Configs.name(), "configs");
 /// ```
@@ -450,7 +450,7 @@ impl Section {
 /// The attributes a settings key may end with.
 ///
 /// ```
-/// use ritmo_core::settings::{Attribute, Section};
+/// use ritmo::settings::{Attribute, Section};
 /// assert_eq!(Attribute::from_name("max_wait"), Some(Attribute::MaxWait));
 /// assert_eq!(Attribute::MaxWait.name(), "max-wait");
 /// assert!(!Attribute::Config.allowed_in(Section::Configs));
@@ -509,7 +509,7 @@ impl Attribute {
 /// itself contain dots: the key splits at its first and last dot.
 ///
 /// ```
-/// use ritmo_core::settings::{Attribute, Key, Section};
+/// use ritmo::settings::{Attribute, Key, Section};
 /// let key = Key::parse("instances.api.v2.max-wait").unwrap();
 /// assert_eq!((key.section, key.name, key.attribute), (Section::Instances, "api.v2", Attribute::MaxWait));
 /// assert_eq!(key.to_string(), "instances.api.v2.max-wait");

@@ -10,7 +10,7 @@ use crate::clock::{Clock, ManualTime};
 /// A wait was interrupted before its deadline; the caller's reservation is given back.
 ///
 /// ```
-/// use ritmo_core::Interrupted;
+/// use ritmo::Interrupted;
 /// assert_eq!(format!("{Interrupted}"), "wait interrupted");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,7 +33,7 @@ impl core::error::Error for Interrupted {}
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Clock, Config, Interrupted, ManualClock, ManualTime, RateLimiter, Wait};
+/// use ritmo::{Clock, Config, Interrupted, ManualClock, ManualTime, RateLimiter, Wait};
 ///
 /// /// Counts how often it was asked to wait, then advances the fake clock.
 /// struct CountingWait(u32);
@@ -52,7 +52,7 @@ impl core::error::Error for Interrupted {}
 /// limiter.acquire_with(&mut waiter).unwrap(); // the burst: no wait
 /// limiter.acquire_with(&mut waiter).unwrap(); // waits one second
 /// assert_eq!((waiter.0, clock.now()), (1, 1_000_000_000));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub trait Wait<C: Clock + ?Sized> {
     /// Blocks until `clock.now() >= deadline` (ticks of `clock`), or until interrupted.
@@ -68,7 +68,7 @@ impl<C: Clock + ?Sized, W: Wait<C> + ?Sized> Wait<C> for &mut W {
 /// Waits on a fake clock by advancing it to the deadline: tests stay instant and deterministic.
 ///
 /// ```
-/// use ritmo_core::{AdvanceClock, Clock, ManualClock, Wait};
+/// use ritmo::{AdvanceClock, Clock, ManualClock, Wait};
 /// let clock = ManualClock::new();
 /// AdvanceClock.wait_until(&clock, 42).unwrap();
 /// assert_eq!(clock.now(), 42);
@@ -98,7 +98,7 @@ impl<C: ManualTime + ?Sized> Wait<C> for AdvanceClock {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{BlockingClock, Clock, ManualClock};
+/// use ritmo::{BlockingClock, Clock, ManualClock};
 /// let clock = ManualClock::new();
 /// clock.block_until(1_500).unwrap();
 /// assert_eq!(clock.now(), 1_500);
@@ -135,7 +135,7 @@ impl<C: BlockingClock + ?Sized> BlockingClock for &C {
 /// use core::future::Future;
 /// use core::pin::pin;
 /// use core::task::{Context, Poll, Waker};
-/// use ritmo_core::{AsyncClock, Clock, ManualClock};
+/// use ritmo::{AsyncClock, Clock, ManualClock};
 ///
 /// let clock = ManualClock::new();
 /// let mut sleep = pin!(clock.sleep_until(2_000));
@@ -180,14 +180,14 @@ impl<const HZ: u64> AsyncClock for crate::ManualClock<HZ> {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Clock, ClockWait, Config, ManualClock, RateLimiter};
+/// use ritmo::{Clock, ClockWait, Config, ManualClock, RateLimiter};
 /// let clock = ManualClock::new();
 /// let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
 /// let limiter = RateLimiter::new("api", config, &clock);
 /// limiter.acquire_with(&mut ClockWait).unwrap();
 /// limiter.acquire_with(&mut ClockWait).unwrap(); // the clock advanced to the slot
 /// assert_eq!(clock.now(), 1_000_000_000);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClockWait;

@@ -10,8 +10,8 @@ use ritmo_core::{Clock, FixedRateClock, TickRate};
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{const_config, FixedRateClock, RateLimiter, TickRate};
-/// use ritmo_embassy::EmbassyClock;
+/// use ritmo::{const_config, FixedRateClock, RateLimiter, TickRate};
+/// use ritmo::embassy::EmbassyClock;
 ///
 /// assert_eq!(EmbassyClock::TICK_RATE, TickRate::from_hz(embassy_time::TICK_HZ));
 /// static SENSOR: RateLimiter<EmbassyClock> =
@@ -39,7 +39,7 @@ impl FixedRateClock for EmbassyClock {
 }
 
 /// Spins on embassy-time's counter until the slot, as `embassy_time::block_for` does: for limited
-/// plain (non-async) functions on firmware. Async functions sleep instead ([`AsyncClock`](ritmo_core::AsyncClock)).
+/// plain (non-async) functions on firmware. Async functions sleep instead ([`AsyncClock`](crate::ritmo::AsyncClock)).
 impl ritmo_core::BlockingClock for EmbassyClock {
     fn block_until(&self, deadline: u64) -> Result<(), ritmo_core::Interrupted> {
         while self.now() < deadline {

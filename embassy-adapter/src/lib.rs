@@ -6,7 +6,7 @@
 //!   time, at 1 MHz or 32768 Hz alike.
 //! - [`AsyncExt`] gives such a limiter `acquire_async().await`, `acquire_n_async(k).await`,
 //!   `call_async(future).await` and `try_call_async(future).await` (the names ritmo-std's tokio
-//!   waits use; `use ritmo_embassy::prelude::*;` brings the trait into scope): a rejection is an `Err` at once; a call whose permit arrives within
+//!   waits use; `use ritmo::embassy::prelude::*;` brings the trait into scope): a rejection is an `Err` at once; a call whose permit arrives within
 //!   the config's `max_wait` reserves it and sleeps on `embassy_time::Timer::at` until its slot,
 //!   without blocking the executor. Dropping the future before its slot gives the permit back
 //!   (when no later call queued behind it) and the work never runs; work that started keeps it.
@@ -21,8 +21,8 @@
 //! ```no_run
 //! use core::time::Duration;
 //! use embedded_io_async::Write;
-//! use ritmo_core::{const_config, const_window_config, RateLimiter};
-//! use ritmo_embassy::{AsyncExt, AsyncRateLimitedWrite, EmbassyClock};
+//! use ritmo::{const_config, const_window_config, RateLimiter};
+//! use ritmo::embassy::{AsyncExt, AsyncRateLimitedWrite, EmbassyClock};
 //!
 //! // A 1% duty cycle for 1 s frames: at most 36 in ANY hour (up to 18 at once, then one every
 //! // 200 s), waiting up to a minute for a slot.
@@ -46,7 +46,7 @@
 //! }
 //!
 //! // A task logging through a UART (any `embedded_io_async::Write`).
-//! async fn log_task<W: Write>(uart: W) -> Result<(), ritmo_core::WriteError<W::Error>> {
+//! async fn log_task<W: Write>(uart: W) -> Result<(), ritmo::WriteError<W::Error>> {
 //!     let mut out = AsyncRateLimitedWrite::new(uart, &UART);
 //!     out.write_all(b"a long report, paced to the peer\r\n").await
 //! }
@@ -70,6 +70,15 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// Intra-doc links to the other ritmo crates' items, by the paths the `ritmo` facade gives
+// them (`crate::ritmo::Config`, `crate::ritmo::server::StdClock`): written by
+// scripts/facade-paths, which keeps the docs free of sub-crate paths. Docs builds only.
+#[cfg(doc)]
+#[allow(unused_imports)]
+mod ritmo {
+    pub use ritmo_core::*;
+}
+
 mod clock;
 pub mod prelude;
 mod wait;
@@ -86,8 +95,8 @@ pub use ritmo_core::WriteError;
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::const_config;
-/// use ritmo_embassy::{EmbassyClock, EmbassyRateLimiter};
+/// use ritmo::const_config;
+/// use ritmo::embassy::{EmbassyClock, EmbassyRateLimiter};
 /// static API: EmbassyRateLimiter =
 ///     EmbassyRateLimiter::new("api", const_config!(10, Duration::from_secs(1)), EmbassyClock);
 /// assert_eq!(API.id(), "api");
@@ -97,6 +106,6 @@ pub type EmbassyRateLimiter = ritmo_core::RateLimiter<EmbassyClock>;
 /// The crate's version.
 ///
 /// ```
-/// assert!(!ritmo_embassy::VERSION.is_empty());
+/// assert!(!ritmo::embassy::VERSION.is_empty());
 /// ```
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,5 +1,5 @@
 //! The traits firmware on Embassy needs in scope, and the types it names most:
-//! `use ritmo_embassy::prelude::*;`.
+//! `use ritmo::embassy::prelude::*;`.
 //!
 //! [`AsyncExt`](crate::AsyncExt) is imported anonymously (`as _`): its methods
 //! (`acquire_async()`, `call_async(..)`, ...) are in scope, and its name never clashes with
@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use core::time::Duration;
-//! use ritmo_embassy::prelude::*;
+//! use ritmo::embassy::prelude::*;
 //!
 //! static RADIO: EmbassyRateLimiter =
 //!     RateLimiter::new("radio", const_config!(36, Duration::from_secs(3600)), EmbassyClock);

@@ -20,8 +20,8 @@ use crate::clock::EmbassyClock;
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{const_config, RateLimiter};
-/// use ritmo_embassy::{AsyncExt, EmbassyClock};
+/// use ritmo::{const_config, RateLimiter};
+/// use ritmo::embassy::{AsyncExt, EmbassyClock};
 ///
 /// static GPS: RateLimiter<EmbassyClock> = RateLimiter::new(
 ///     "gps",
@@ -29,7 +29,7 @@ use crate::clock::EmbassyClock;
 ///     EmbassyClock,
 /// );
 ///
-/// async fn poll_gps() -> Result<u32, ritmo_core::RateLimitExceeded> {
+/// async fn poll_gps() -> Result<u32, ritmo::RateLimitExceeded> {
 ///     GPS.acquire_async().await?; // sleeps until this call's slot if the burst is spent
 ///     Ok(42) // read the receiver
 /// }
@@ -40,8 +40,8 @@ pub trait AsyncExt {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// use ritmo::embassy::{AsyncExt, EmbassyClock};
     /// static LED: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("led", const_config!(4, Duration::from_secs(1)), EmbassyClock);
     /// async fn blink() {
@@ -56,11 +56,11 @@ pub trait AsyncExt {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// use ritmo::embassy::{AsyncExt, EmbassyClock};
     /// static RADIO: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("radio", const_config!(255, Duration::from_secs(1)), EmbassyClock);
-    /// async fn send(frame: &[u8]) -> Result<(), ritmo_core::AcquireError> {
+    /// async fn send(frame: &[u8]) -> Result<(), ritmo::AcquireError> {
     ///     RADIO.acquire_n_async(frame.len() as u32).await?;
     ///     Ok(()) // transmit
     /// }
@@ -73,12 +73,12 @@ pub trait AsyncExt {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// use ritmo::embassy::{AsyncExt, EmbassyClock};
     /// static API: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("api", const_config!(10, Duration::from_secs(1)), EmbassyClock);
     /// async fn read_sensor() -> u16 { 512 }
-    /// async fn sample() -> Result<u16, ritmo_core::RateLimitExceeded> {
+    /// async fn sample() -> Result<u16, ritmo::RateLimitExceeded> {
     ///     API.call_async(read_sensor()).await
     /// }
     /// # let _ = sample;
@@ -93,8 +93,8 @@ pub trait AsyncExt {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter, RateLimitExceeded};
-    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter, RateLimitExceeded};
+    /// use ritmo::embassy::{AsyncExt, EmbassyClock};
     /// #[derive(Debug)]
     /// enum SendError { Busy, Nack }
     /// impl From<RateLimitExceeded> for SendError {
@@ -118,12 +118,12 @@ pub trait AsyncExt {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// use ritmo::embassy::{AsyncExt, EmbassyClock};
     /// static RADIO: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("radio", const_config!(255, Duration::from_secs(1)), EmbassyClock);
     /// async fn transmit(frame: &[u8]) -> usize { frame.len() }
-    /// async fn send(frame: &[u8]) -> Result<usize, ritmo_core::AcquireError> {
+    /// async fn send(frame: &[u8]) -> Result<usize, ritmo::AcquireError> {
     ///     RADIO.call_n_async(frame.len() as u32, transmit(frame)).await
     /// }
     /// # let _ = send;
@@ -139,8 +139,8 @@ pub trait AsyncExt {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, AcquireError, RateLimiter};
-    /// use ritmo_embassy::{AsyncExt, EmbassyClock};
+    /// # use ritmo::{const_config, AcquireError, RateLimiter};
+    /// use ritmo::embassy::{AsyncExt, EmbassyClock};
     /// #[derive(Debug)]
     /// enum SendError { Limited(AcquireError), Nack }
     /// impl From<AcquireError> for SendError {

@@ -23,8 +23,8 @@ use crate::clock::EmbassyClock;
 /// ```
 /// use core::time::Duration;
 /// use embedded_io_async::Write;
-/// use ritmo_core::{const_config, RateLimiter, WriteError};
-/// use ritmo_embassy::{AsyncRateLimitedWrite, EmbassyClock};
+/// use ritmo::{const_config, RateLimiter, WriteError};
+/// use ritmo::embassy::{AsyncRateLimitedWrite, EmbassyClock};
 ///
 /// static UART: RateLimiter<EmbassyClock> =
 ///     RateLimiter::new("uart", const_config!(960, Duration::from_secs(1)), EmbassyClock);
@@ -47,8 +47,8 @@ impl<'a, W> AsyncRateLimitedWrite<'a, W> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// # use ritmo_embassy::{AsyncRateLimitedWrite, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// # use ritmo::embassy::{AsyncRateLimitedWrite, EmbassyClock};
     /// static UART: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("uart", const_config!(960, Duration::from_secs(1)), EmbassyClock);
     /// let mut buf = [0u8; 64];
@@ -63,8 +63,8 @@ impl<'a, W> AsyncRateLimitedWrite<'a, W> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// # use ritmo_embassy::{AsyncRateLimitedWrite, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// # use ritmo::embassy::{AsyncRateLimitedWrite, EmbassyClock};
     /// static UART: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("uart", const_config!(960, Duration::from_secs(1)), EmbassyClock);
     /// let mut buf = [0u8; 4];
@@ -79,8 +79,8 @@ impl<'a, W> AsyncRateLimitedWrite<'a, W> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// # use ritmo_embassy::{AsyncRateLimitedWrite, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// # use ritmo::embassy::{AsyncRateLimitedWrite, EmbassyClock};
     /// static UART: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("uart", const_config!(960, Duration::from_secs(1)), EmbassyClock);
     /// let mut buf = [0u8; 4];
@@ -95,8 +95,8 @@ impl<'a, W> AsyncRateLimitedWrite<'a, W> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// # use ritmo_embassy::{AsyncRateLimitedWrite, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// # use ritmo::embassy::{AsyncRateLimitedWrite, EmbassyClock};
     /// static UART: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("uart", const_config!(960, Duration::from_secs(1)), EmbassyClock);
     /// let mut buf = [0u8; 4];
@@ -111,8 +111,8 @@ impl<'a, W> AsyncRateLimitedWrite<'a, W> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{const_config, RateLimiter};
-    /// # use ritmo_embassy::{AsyncRateLimitedWrite, EmbassyClock};
+    /// # use ritmo::{const_config, RateLimiter};
+    /// # use ritmo::embassy::{AsyncRateLimitedWrite, EmbassyClock};
     /// static UART: RateLimiter<EmbassyClock> =
     ///     RateLimiter::new("uart", const_config!(960, Duration::from_secs(1)), EmbassyClock);
     /// let mut buf = [0u8; 4];

@@ -50,15 +50,67 @@ pub fn return_span(sig: &Signature) -> Span {
     }
 }
 
+/// `X` of a return type `impl Future<Output = X> (+ Send ...)`: a function that returns its
+/// future itself rather than being an `async fn`.
+pub fn future_output(sig: &Signature) -> Option<&Type> {
+    let ReturnType::Type(_, ty) = &sig.output else {
+        return None;
+    };
+    let Type::ImplTrait(bounds) = &**ty else {
+        return None;
+    };
+    bounds.bounds.iter().find_map(|bound| {
+        let syn::TypeParamBound::Trait(t) = bound else {
+            return None;
+        };
+        let last = t.path.segments.last()?;
+        if last.ident != "Future" {
+            return None;
+        }
+        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+            return None;
+        };
+        args.args.iter().find_map(|arg| match arg {
+            syn::GenericArgument::AssocType(a) if a.ident == "Output" => Some(&a.ty),
+            _ => None,
+        })
+    })
+}
+
+/// Whether the return type is `impl ... + Send`.
+pub fn returns_send(sig: &Signature) -> bool {
+    let ReturnType::Type(_, ty) = &sig.output else {
+        return false;
+    };
+    let Type::ImplTrait(bounds) = &**ty else {
+        return false;
+    };
+    bounds.bounds.iter().any(|bound| {
+        matches!(bound, syn::TypeParamBound::Trait(t)
+            if t.path.segments.last().is_some_and(|s| s.ident == "Send"))
+    })
+}
+
+/// Whether the limited call waits the async way: an `async fn`, or a function returning
+/// `impl Future<Output = ...>`.
+pub fn is_async(sig: &Signature) -> bool {
+    sig.asyncness.is_some() || future_output(sig).is_some()
+}
+
+/// What the function's call gives once done: its return type, or the future's `Output`.
+pub fn result_type(sig: &Signature) -> Option<&Type> {
+    match &sig.output {
+        ReturnType::Default => None,
+        ReturnType::Type(_, ty) => Some(future_output(sig).unwrap_or(ty)),
+    }
+}
+
 /// A limited function must return a `Result` (any `...::Result<..>`, aliases such as
-/// `io::Result<T>` too) so that a rejection can be returned as its `Err`.
+/// `io::Result<T>` too), or a future of one, so that a rejection can be returned as its `Err`.
 pub fn check_returns_result(sig: &Signature) -> syn::Result<()> {
-    let ok = match &sig.output {
-        ReturnType::Type(_, ty) => match &**ty {
-            Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Result"),
-            _ => false,
-        },
-        ReturnType::Default => false,
+    let ok = match result_type(sig) {
+        Some(Type::Path(p)) => p.path.segments.last().is_some_and(|s| s.ident == "Result"),
+        _ => false,
     };
     if ok {
         return Ok(());
@@ -69,7 +121,7 @@ pub fn check_returns_result(sig: &Signature) -> syn::Result<()> {
     };
     let hint = match &sig.output {
         ReturnType::Type(_, ty) if matches!(&**ty, Type::ImplTrait(_)) => {
-            "; a method returning `impl Future` is limited as an `async fn`: write it as one"
+            "; a function returning `impl Future<Output = Result<_, E>>` is limited too"
         }
         _ => "",
     };
@@ -84,7 +136,7 @@ pub fn check_returns_result(sig: &Signature) -> syn::Result<()> {
 
 /// The statements a limited call starts with: take a permit from `limiter` (an expression of
 /// type `&RateLimiter<C>`), waiting the clock's way within `max_wait`, or return the rejection as
-/// the function's own error.
+/// the function's own error (from the future, for a function returning `impl Future`).
 pub fn acquire_prologue(krate: &TokenStream, limiter: TokenStream, sig: &Signature) -> TokenStream {
     // Spanned at the return type, so that an error type without `From<RateLimitExceeded>` is
     // reported there.
@@ -94,7 +146,7 @@ pub fn acquire_prologue(krate: &TokenStream, limiter: TokenStream, sig: &Signatu
     let rejection = quote_spanned! {span=>
         ::core::result::Result::Err(#krate::__private::rejection(__ritmo_rejected))
     };
-    if sig.asyncness.is_some() {
+    if is_async(sig) {
         quote! {
             if let ::core::result::Result::Err(__ritmo_rejected) = #hooks::__private::acquire_async(#limiter).await {
                 return #rejection;

@@ -7,7 +7,7 @@ use quote::{ToTokens, quote};
 use syn::{Block, Expr, ImplItem, ItemImpl, Signature};
 
 use crate::args::{Limit, Options, krate};
-use crate::common::{acquire_prologue, check_returns_result, take_limit};
+use crate::common::{acquire_prologue, check_returns_result, future_output, take_limit};
 use crate::ids::id_tokens;
 use crate::tokens::tidy;
 
@@ -30,6 +30,27 @@ pub fn limited_block(
     let config = limit.config_tokens(krate);
     let acquire = acquire_prologue(krate, quote!(__ritmo_limiter), sig);
     let stmts = &block.stmts;
+    if future_output(sig).is_some() {
+        // `-> impl Future<Output = Result<..>>`: the returned future takes the permit first, then
+        // runs the body (kept in a closure so that `return` in it keeps its meaning, and so that
+        // nothing of it runs for a refused call).
+        return Ok(quote! {{
+            static __RITMO_SLOT: #krate::__private::LimiterSlot = #krate::__private::LimiterSlot::new();
+            let __ritmo_limiter = match #registry.__cached(&__RITMO_SLOT, #id, || #config) {
+                ::core::result::Result::Ok(limiter) => limiter,
+                ::core::result::Result::Err(error) => #krate::__private::unregistered(error),
+            };
+            // Called once: the closure may move what it captured (an FnOnce by its bound).
+            fn __ritmo_once<F: ::core::ops::FnOnce() -> R, R>(f: F) -> F {
+                f
+            }
+            let __ritmo_body = __ritmo_once(move || { #(#stmts)* });
+            async move {
+                #acquire
+                __ritmo_body().await
+            }
+        }});
+    }
     Ok(quote! {{
         static __RITMO_SLOT: #krate::__private::LimiterSlot = #krate::__private::LimiterSlot::new();
         let __ritmo_limiter = match #registry.__cached(&__RITMO_SLOT, #id, || #config) {

@@ -13,7 +13,10 @@ use syn::{
 };
 
 use crate::args::{Limit, Options, krate};
-use crate::common::{BareSelf, Mentions, acquire_prologue, check_returns_result, take_limit};
+use crate::common::{
+    BareSelf, Mentions, acquire_prologue, check_returns_result, future_output, is_async,
+    result_type, returns_send, take_limit,
+};
 use crate::ids::{id_tokens, parameter_types};
 
 struct Method {
@@ -194,7 +197,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
         };
         let awaiting = sig.asyncness.map(|_| quote!(.await));
         let mut delegate = quote!(<#inner_ty as #trait_path>::#ident(#call_args) #awaiting);
-        if sig.unsafety.is_some() {
+        if matches!(sig.safety, syn::Safety::Unsafe(_)) {
             delegate = quote!(unsafe { #delegate });
         }
         let field = format_ident!("__ritmo_{}", ident);
@@ -210,14 +213,22 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
                     ));
                 }
                 check_returns_result(sig)?;
-                if sig.asyncness.is_some() {
+                if returns_send(sig) {
+                    return Err(syn::Error::new(
+                        return_span_of(sig),
+                        format!(
+                            "#[ritmo::limited] cannot promise `Send` for `{ident}`: the wrapper works over any clock, and a clock's sleep is not known to be `Send`; put #[ritmo::rate_limited(...)] on the method of the implementation instead (its registry's clock is known), or return `impl Future` without `+ Send`"
+                        ),
+                    ));
+                }
+                if is_async(sig) {
                     needs_async = true;
                 } else {
                     needs_blocking = true;
                 }
                 // An error type that depends on the implementation (`Self::Error`) or on the
                 // trait's parameters is checked on the impl.
-                if let ReturnType::Type(_, ty) = &sig.output
+                if let Some(ty) = result_type(sig)
                     && let Some(error) = result_error_type(ty)
                 {
                     let mut mentions = Mentions {
@@ -262,12 +273,27 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
                 let row = format!("| `{ident}` | ");
                 let rest = format!("` | {} |\n", limit.described);
                 doc_rows.push(quote!(#row, "`", #id_doc, #rest));
-                acquire_prologue(&krate, quote!(self.#field), sig)
+                if future_output(sig).is_some() {
+                    // The future takes the permit, then calls the wrapped method and awaits its
+                    // future: the limiter is copied out of `self` first (a `&mut self` goes to
+                    // the call).
+                    let acquire = acquire_prologue(&krate, quote!(__ritmo_limiter), sig);
+                    delegate = quote! {
+                        let __ritmo_limiter = self.#field;
+                        async move {
+                            #acquire
+                            #delegate.await
+                        }
+                    };
+                    quote!()
+                } else {
+                    acquire_prologue(&krate, quote!(self.#field), sig)
+                }
             }
         };
         let constness = &sig.constness;
         let asyncness = &sig.asyncness;
-        let unsafety = &sig.unsafety;
+        let unsafety = &sig.safety;
         let abi = &sig.abi;
         let generics = &sig.generics;
         let where_clause = &sig.generics.where_clause;
@@ -295,14 +321,8 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
     let mut impl_generics = item.generics.clone();
     for param in impl_generics.params.iter_mut() {
         match param {
-            GenericParam::Type(t) => {
-                t.eq_token = None;
-                t.default = None;
-            }
-            GenericParam::Const(c) => {
-                c.eq_token = None;
-                c.default = None;
-            }
+            GenericParam::Type(t) => t.default = None,
+            GenericParam::Const(c) => c.default = None,
             GenericParam::Lifetime(_) => {}
         }
     }
@@ -472,7 +492,7 @@ fn self_error(span: Span, method: &Ident) -> syn::Error {
 
 /// How the wrapper passes its wrapped value for a receiver: `&self`, `&mut self`, `self`.
 fn receiver_access(rcv: &syn::Receiver, method: &Ident) -> syn::Result<TokenStream> {
-    let shape = match &*rcv.ty {
+    let by_type = |ty: &Type| match ty {
         Type::Reference(r) => match &*r.elem {
             Type::Path(p) if p.path.is_ident("Self") => Some(r.mutability.is_some()),
             _ => None,
@@ -487,12 +507,22 @@ fn receiver_access(rcv: &syn::Receiver, method: &Ident) -> syn::Result<TokenStre
         Type::Path(p) if p.path.is_ident("Self") => Some(quote!(self.inner)),
         _ => None,
     };
+    let shape = match &rcv.kind {
+        syn::ReceiverKind::Value => Some(quote!(self.inner)),
+        syn::ReceiverKind::Reference(_, _, Some(_)) => Some(quote!(&mut self.inner)),
+        syn::ReceiverKind::Reference(_, _, None) => Some(quote!(&self.inner)),
+        syn::ReceiverKind::Typed(_, ty) => by_type(ty),
+        _ => None,
+    };
     shape.ok_or_else(|| {
+        let written = match &rcv.kind {
+            syn::ReceiverKind::Typed(_, ty) => crate::tokens::tidy(ty.to_token_stream()),
+            _ => crate::tokens::tidy(rcv.to_token_stream()),
+        };
         syn::Error::new(
             rcv.span(),
             format!(
-                "#[ritmo::limited] delegates methods taking `self`, `&self` or `&mut self`; `{method}` takes `{}`",
-                crate::tokens::tidy(rcv.ty.to_token_stream())
+                "#[ritmo::limited] delegates methods taking `self`, `&self` or `&mut self`; `{method}` takes `{written}`"
             ),
         )
     })
@@ -517,4 +547,9 @@ fn result_error_type(ty: &Type) -> Option<Type> {
         [_, error] => Some((*error).clone()),
         _ => None,
     }
+}
+
+/// The span of a method's return type.
+fn return_span_of(sig: &syn::Signature) -> proc_macro2::Span {
+    crate::common::return_span(sig)
 }

@@ -41,8 +41,8 @@ impl<C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static> AsyncConnect
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_redis::RedisKeyedRateLimiter;
+/// use ritmo::Config;
+/// use ritmo::redis::RedisKeyedRateLimiter;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let per_ip = RedisKeyedRateLimiter::<std::net::IpAddr>::builder("login", Config::new(5, Duration::from_secs(60))?)
@@ -254,7 +254,7 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
     }
 
     /// Takes one permit for `key` if there is one now; otherwise a refusal saying how long until
-    /// there would be (or [`Reason::Unavailable`](ritmo_core::Reason::Unavailable), per the
+    /// there would be (or [`Reason::Unavailable`](crate::ritmo::Reason::Unavailable), per the
     /// failure policy).
     pub async fn try_acquire(&self, key: &K) -> Result<Permit, RateLimitExceeded> {
         match self.decide(self.inner.call_one(key, false, 1)).await {
@@ -593,8 +593,8 @@ impl<C: AsyncConnection> Drop for Reservation<C> {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_redis::{FailurePolicy, RedisRateLimiter};
+/// use ritmo::Config;
+/// use ritmo::redis::{FailurePolicy, RedisRateLimiter};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// // Every instance of the service shares 10 calls per second to the geocoding API.

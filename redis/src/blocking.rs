@@ -244,8 +244,8 @@ fn invoke<T: redis::FromRedisValue>(
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_redis::blocking::RedisKeyedRateLimiter;
+/// use ritmo::Config;
+/// use ritmo::redis::blocking::RedisKeyedRateLimiter;
 ///
 /// let per_user = RedisKeyedRateLimiter::<str>::builder("api", Config::new(10, Duration::from_secs(1))?)
 ///     .connect_blocking_keyed::<str>("redis://127.0.0.1/")?;
@@ -532,8 +532,8 @@ impl Drop for Reservation {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_redis::blocking::RedisRateLimiter;
+/// use ritmo::Config;
+/// use ritmo::redis::blocking::RedisRateLimiter;
 ///
 /// let geocoding = RedisRateLimiter::builder("geocoding", Config::new(10, Duration::from_secs(1))?)
 ///     .connect_blocking("redis://127.0.0.1/")?;

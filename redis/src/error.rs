@@ -9,15 +9,15 @@ use ritmo_core::ErrorCode;
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{Config, ErrorCode};
-/// use ritmo_redis::RedisRateLimiter;
+/// use ritmo::{Config, ErrorCode};
+/// use ritmo::redis::RedisRateLimiter;
 ///
 /// // Redis keeps time in microseconds: two million permits per second is finer than that.
 /// let config = Config::new(2_000_000, Duration::from_secs(1))?;
 /// let err = RedisRateLimiter::builder("api", config).connect_blocking("redis://127.0.0.1:1/").unwrap_err();
 /// assert_eq!(err.code(), Some(ErrorCode::TooFast));
 /// assert!(err.to_string().starts_with("RITMO-REG-001"));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
@@ -42,7 +42,7 @@ impl Error {
     /// The stable ritmo error code, where the mistake has one.
     ///
     /// ```
-    /// # use ritmo_redis::Error;
+    /// # use ritmo::redis::Error;
     /// assert_eq!(Error::NoRuntime.code(), None);
     /// ```
     pub fn code(&self) -> Option<ErrorCode> {
@@ -87,8 +87,8 @@ impl std::error::Error for Error {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_redis::RedisRateLimiter;
+/// use ritmo::Config;
+/// use ritmo::redis::RedisRateLimiter;
 ///
 /// // Nothing listens on port 1: the peek fails with the store's error, at once.
 /// let limiter = RedisRateLimiter::builder("api", Config::new(5, Duration::from_secs(1))?)
@@ -160,7 +160,7 @@ impl std::error::Error for StoreError {
 /// than the limiter's permits), or the store did not answer.
 ///
 /// ```
-/// use ritmo_redis::AcquireOrStoreError;
+/// use ritmo::redis::AcquireOrStoreError;
 /// # fn check(e: AcquireOrStoreError) {
 /// match e {
 ///     AcquireOrStoreError::InvalidPermits(e) => println!("{e}"),

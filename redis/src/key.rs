@@ -13,7 +13,7 @@ use ritmo_std::IpKey;
 /// writing its fields (with a separator that cannot occur inside them).
 ///
 /// ```
-/// use ritmo_redis::StoreKey;
+/// use ritmo::redis::StoreKey;
 /// let mut out = Vec::new();
 /// "alice".write_key(&mut out);
 /// assert_eq!(out, b"alice");

@@ -3,6 +3,22 @@
 // Without `blocking` or `async` the crate has its types and builder, but nothing to connect with.
 #![cfg_attr(not(any(feature = "blocking", feature = "async")), allow(dead_code))]
 
+// Intra-doc links to the other ritmo crates' items, by the paths the `ritmo` facade gives
+// them (`crate::ritmo::Config`, `crate::ritmo::server::StdClock`): written by
+// scripts/facade-paths, which keeps the docs free of sub-crate paths. Docs builds only.
+#[cfg(doc)]
+#[allow(unused_imports)]
+mod ritmo {
+    pub use ritmo_core::*;
+    pub mod server {
+        pub use ritmo_std::*;
+    }
+    #[cfg(feature = "tower")]
+    pub mod tower {
+        pub use ritmo_tower::*;
+    }
+}
+
 #[cfg(feature = "async")]
 mod aio;
 #[cfg(feature = "blocking")]
@@ -61,13 +77,13 @@ pub const DEFAULT_POOL_SIZE: usize = 16;
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_redis::FailurePolicy;
+/// use ritmo::Config;
+/// use ritmo::redis::FailurePolicy;
 ///
 /// // Four instances share 100 per second: each keeps a quarter to itself while Redis is away.
 /// let fallback = FailurePolicy::Local(Config::new(25, Duration::from_secs(1))?);
 /// assert_ne!(fallback, FailurePolicy::Reject);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -106,7 +122,7 @@ pub enum Source {
 ///
 /// ```
 /// # use std::time::Duration;
-/// use ritmo_redis::{Permit, Source};
+/// use ritmo::redis::{Permit, Source};
 /// fn log(p: Permit) {
 ///     if p.source() == Source::Store {
 ///         println!("granted at {} us on the store's clock", p.store_time_micros().unwrap());
@@ -161,7 +177,7 @@ impl Permit {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_redis::KeyStatus;
+/// use ritmo::redis::KeyStatus;
 /// let s = KeyStatus::new(3, Duration::from_millis(100));
 /// assert_eq!((s.remaining(), s.reset()), (3, Duration::from_millis(100)));
 /// ```
@@ -205,8 +221,8 @@ pub struct Refusal {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
-/// use ritmo_redis::{KeyStatus, Refusal};
+/// use ritmo::{AcquireError, Config, ManualClock, RateLimiter};
+/// use ritmo::redis::{KeyStatus, Refusal};
 /// let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
 /// limiter.try_acquire()?;
 /// let error = AcquireError::from(limiter.try_acquire().unwrap_err());
@@ -244,10 +260,10 @@ impl Refusal {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// let builder = ritmo_redis::builder("api", Config::new(10, Duration::from_secs(1))?)
+/// use ritmo::Config;
+/// let builder = ritmo::redis::builder("api", Config::new(10, Duration::from_secs(1))?)
 ///     .timeout(Duration::from_millis(20));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub fn builder(id: &'static str, config: Config) -> Builder {
     Builder::new(id, config)
@@ -258,8 +274,8 @@ pub fn builder(id: &'static str, config: Config) -> Builder {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_redis::{FailurePolicy, RedisKeyedRateLimiter};
+/// use ritmo::Config;
+/// use ritmo::redis::{FailurePolicy, RedisKeyedRateLimiter};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let per_user = RedisKeyedRateLimiter::<str>::builder("api", Config::new(10, Duration::from_secs(1))?)

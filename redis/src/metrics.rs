@@ -1,5 +1,5 @@
 //! Redis faults as metrics, through the [`metrics`](https://docs.rs/metrics) facade (feature
-//! `metrics`), with the names and labels of `ritmo_std::metrics`: the application installs the
+//! `metrics`), with the names and labels of `ritmo::server::metrics`: the application installs the
 //! exporter, ritmo only records.
 //!
 //! | metric | kind | labels | recorded |
@@ -13,8 +13,8 @@
 //! | `ritmo_redis_reconnects_total` | counter | `limiter` | by `record`: connections made after one failed (see [`RECONNECTS`]) |
 //!
 //! Faults (the last four) are recorded as they happen, and again, from the limiter's own counts,
-//! by [`Recordable::record`](ritmo_std::metrics::Recordable::record), which every Redis limiter
-//! implements (call it, or `ritmo_std::metrics::record_all`, before each scrape); the counts of
+//! by [`Recordable::record`](crate::ritmo::server::metrics::Recordable::record), which every Redis limiter
+//! implements (call it, or `ritmo::server::metrics::record_all`, before each scrape); the counts of
 //! calls the store answered and of reconnects are read by `record` only. Labels are the
 //! limiter's id and fixed words, never a client key. A call the store answers costs one relaxed
 //! atomic load and one atomic add more, beside its round trip.
@@ -25,16 +25,16 @@
 //! ```
 //! # #[cfg(feature = "blocking")] {
 //! use std::time::Duration;
-//! use ritmo_core::Config;
-//! use ritmo_redis::FailurePolicy;
+//! use ritmo::Config;
+//! use ritmo::redis::FailurePolicy;
 //!
 //! // Nothing listens on port 1: every call falls back to the policy.
-//! let limiter = ritmo_redis::builder("api", Config::new(10, Duration::from_secs(1))?)
+//! let limiter = ritmo::redis::builder("api", Config::new(10, Duration::from_secs(1))?)
 //!     .on_unavailable(FailurePolicy::Admit)
 //!     .connect_blocking("redis://127.0.0.1:1/")?;
 //! let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
 //! let text = metrics::with_local_recorder(&recorder, || {
-//!     ritmo_redis::metrics::describe();
+//!     ritmo::redis::metrics::describe();
 //!     limiter.try_acquire().unwrap();
 //!     recorder.handle().render()
 //! });

@@ -1,18 +1,25 @@
+// A guide that needs a feature is linked to here with the feature, and to docs.rs (which builds
+// every feature) without it: of a link reference defined twice, the first definition wins.
+#![cfg_attr(feature = "macros", doc = "[annotations]: annotations")]
+#![cfg_attr(feature = "std", doc = "[server]: server")]
+#![cfg_attr(feature = "tower", doc = "[http]: http")]
+#![cfg_attr(feature = "client", doc = "[client]: client")]
+#![cfg_attr(feature = "redis", doc = "[redis]: redis")]
 //! Guides: how to use ritmo, one subject a page, every example a doctest.
 //!
 //! These modules hold documentation only (no items). A guide about an optional part of ritmo
-//! exists with the feature that part needs (its link here goes to docs.rs, which builds every
-//! feature and shows them all).
+//! exists with the feature that part needs (without it, its link here goes to docs.rs, which
+//! builds every feature and shows them all).
 //!
 //! | guide | what it covers |
 //! | --- | --- |
 //! | [`basics`] | a limiter on a fake clock, `reserve`, and how every limiter behaves (GCRA) |
-//! | [`annotations`](https://docs.rs/ritmo/latest/ritmo/guide/annotations/index.html) (feature `macros`) | `#[ritmo::limited]` on a trait, `#[ritmo::rate_limited]` on a function |
-//! | [`server`](https://docs.rs/ritmo/latest/ritmo/guide/server/index.html) (feature `std`) | the server clocks, blocking and tokio waits, interruption, call wrappers, one limiter for many threads |
-//! | [`keyed`] | one quota per client (IP, user, API key): exact eviction, bounded memory, IP keys |
-//! | [`http`](https://docs.rs/ritmo/latest/ritmo/guide/http/index.html) (feature `tower`) | the HTTP layer for axum, hyper and tonic: `429`, `Retry-After`, the `RateLimit` fields |
-//! | [`client`](https://docs.rs/ritmo/latest/ritmo/guide/client/index.html) (feature `client`) | the caller's side: keep a dependency's quota, listen when its server says wait |
-//! | [`redis`](https://docs.rs/ritmo/latest/ritmo/guide/redis/index.html) (feature `redis`) | one quota shared by many processes, in Redis or Valkey |
+//! | [`annotations`][annotations] (feature `macros`) | `#[ritmo::limited]` on a trait, `#[ritmo::rate_limited]` on a function |
+//! | [`server`][server] (feature `std`) | the server clocks, blocking and tokio waits, interruption, call wrappers, one limiter for many threads |
+//! | [`keyed`] | one quota per client (IP, user, API key): exact eviction, bounded memory, IP keys, tiers (each key on its plan's quota) |
+//! | [`http`][http] (feature `tower`) | the HTTP layer for axum, hyper and tonic: `429`, `Retry-After`, the `RateLimit` fields |
+//! | [`client`][client] (feature `client`) | the caller's side: keep a dependency's quota, listen when its server says wait |
+//! | [`redis`][redis] (feature `redis`) | one quota shared by many processes, in Redis or Valkey |
 //! | [`registry`] | named limiters in a `static` registry |
 //! | [`bands`] | several limits on one stream of calls ("10 per second and 1000 per hour") |
 //! | [`reconfigure`] | changing limits live, without a fresh burst |
@@ -24,6 +31,12 @@
 //! | [`performance`] | instructions per call beside governor, and how to measure |
 //! | [`reliability`] | each guarantee with the test that proves it (`RELIABILITY.md`) |
 //! | [`design`] | the behaviour contract: every rule and its arithmetic (`docs/DESIGN.md`) |
+//!
+//! [annotations]: https://docs.rs/ritmo/latest/ritmo/guide/annotations/index.html
+//! [server]: https://docs.rs/ritmo/latest/ritmo/guide/server/index.html
+//! [http]: https://docs.rs/ritmo/latest/ritmo/guide/http/index.html
+//! [client]: https://docs.rs/ritmo/latest/ritmo/guide/client/index.html
+//! [redis]: https://docs.rs/ritmo/latest/ritmo/guide/redis/index.html
 
 #[doc = include_str!("basics.md")]
 pub mod basics {}
@@ -38,6 +51,7 @@ pub mod annotations {}
 #[doc = include_str!("server.md")]
 pub mod server {}
 
+#[cfg_attr(feature = "tower", doc = "[http-guide]: crate::guide::http")]
 #[doc = include_str!("keyed.md")]
 pub mod keyed {}
 

@@ -22,9 +22,9 @@ pub const DEFAULT_REGISTRY_CAPACITY: usize = 128;
 ///
 /// ```
 /// use core::time::Duration;
-/// let registry = ritmo_std::default_registry();
-/// assert_eq!(registry.capacity(), ritmo_std::DEFAULT_REGISTRY_CAPACITY);
-/// let config = ritmo_core::Config::new(3, Duration::from_secs(1))?;
+/// let registry = ritmo::server::default_registry();
+/// assert_eq!(registry.capacity(), ritmo::server::DEFAULT_REGISTRY_CAPACITY);
+/// let config = ritmo::Config::new(3, Duration::from_secs(1))?;
 /// assert_eq!(registry.get_or_create("docs::example", config)?.available_permits(), 3);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

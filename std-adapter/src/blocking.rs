@@ -16,20 +16,20 @@ mod sealed {
 /// rejected at once. While it waits, the thread's own [`Interrupt`](crate::Interrupt) ends the
 /// wait: the permit goes back (unless a later call already reserved one behind it) and the call
 /// fails with
-/// [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
+/// [`Reason::Interrupted`](crate::ritmo::Reason::Interrupted).
 ///
-/// On a [`ManualClock`](ritmo_core::ManualClock) limiter nothing moves the clock while a thread
+/// On a [`ManualClock`](crate::ritmo::ManualClock) limiter nothing moves the clock while a thread
 /// parks: tests call core's
-/// [`acquire_advancing`](ritmo_core::RateLimiter::acquire_advancing) instead, which advances the
+/// [`acquire_advancing`](crate::ritmo::RateLimiter::acquire_advancing) instead, which advances the
 /// fake clock to the slot.
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_std::BlockingExt;
+/// use ritmo::Config;
+/// use ritmo::server::BlockingExt;
 ///
 /// let config = Config::new(2, Duration::from_millis(20))?.with_max_wait(Duration::from_millis(50));
-/// let limiter = ritmo_std::limiter("search", config);
+/// let limiter = ritmo::server::limiter("search", config);
 /// limiter.acquire()?; // the burst of 2
 /// limiter.acquire()?;
 /// limiter.acquire()?; // waits about 10 ms for its slot
@@ -42,13 +42,13 @@ pub trait BlockingExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, Reason};
-    /// use ritmo_std::BlockingExt;
-    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// use ritmo::{Config, Reason};
+    /// use ritmo::server::BlockingExt;
+    /// let limiter = ritmo::server::limiter("api", Config::new(1, Duration::from_secs(60))?);
     /// assert!(limiter.acquire().is_ok());
     /// // max_wait is 0: the next call is rejected at once instead of waiting a minute.
     /// assert_eq!(limiter.acquire().unwrap_err().reason(), Reason::NoPermitInTime);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn acquire(&self) -> Result<(), RateLimitExceeded>;
 
@@ -57,12 +57,12 @@ pub trait BlockingExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{AcquireError, Config};
-    /// use ritmo_std::BlockingExt;
-    /// let limiter = ritmo_std::limiter("uart", Config::new(64, Duration::from_millis(10))?);
+    /// use ritmo::{AcquireError, Config};
+    /// use ritmo::server::BlockingExt;
+    /// let limiter = ritmo::server::limiter("uart", Config::new(64, Duration::from_millis(10))?);
     /// assert!(limiter.acquire_n(64).is_ok());
     /// assert!(matches!(limiter.acquire_n(65), Err(AcquireError::InvalidPermits(_))));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn acquire_n(&self, k: u32) -> Result<(), AcquireError>;
 
@@ -71,14 +71,14 @@ pub trait BlockingExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::BlockingExt;
-    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// use ritmo::Config;
+    /// use ritmo::server::BlockingExt;
+    /// let limiter = ritmo::server::limiter("api", Config::new(1, Duration::from_secs(60))?);
     /// let mut runs = 0;
     /// assert_eq!(limiter.call(|| { runs += 1; "ok" }), Ok("ok"));
     /// assert!(limiter.call(|| runs += 1).is_err());
     /// assert_eq!(runs, 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn call<T>(&self, work: impl FnOnce() -> T) -> Result<T, RateLimitExceeded>;
 
@@ -86,9 +86,9 @@ pub trait BlockingExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::BlockingExt;
-    /// let uart = ritmo_std::limiter("uart", Config::new(64, Duration::from_millis(10))?);
+    /// use ritmo::Config;
+    /// use ritmo::server::BlockingExt;
+    /// let uart = ritmo::server::limiter("uart", Config::new(64, Duration::from_millis(10))?);
     /// let frame = [0u8; 48];
     /// let sent = uart.call_n(frame.len() as u32, || frame.len())?;
     /// assert_eq!(sent, 48);
@@ -101,8 +101,8 @@ pub trait BlockingExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, RateLimitExceeded};
-    /// use ritmo_std::BlockingExt;
+    /// use ritmo::{Config, RateLimitExceeded};
+    /// use ritmo::server::BlockingExt;
     ///
     /// #[derive(Debug)]
     /// enum ApiError { Busy(RateLimitExceeded), NotFound }
@@ -110,12 +110,12 @@ pub trait BlockingExt: sealed::Sealed {
     ///     fn from(e: RateLimitExceeded) -> Self { ApiError::Busy(e) }
     /// }
     ///
-    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// let limiter = ritmo::server::limiter("api", Config::new(1, Duration::from_secs(60))?);
     /// let first: Result<u32, ApiError> = limiter.try_call(|| Err(ApiError::NotFound));
     /// assert!(matches!(first, Err(ApiError::NotFound)));
     /// let second: Result<u32, ApiError> = limiter.try_call(|| Ok(1));
     /// assert!(matches!(second, Err(ApiError::Busy(_))));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn try_call<T, E: From<RateLimitExceeded>>(
         &self,
@@ -127,8 +127,8 @@ pub trait BlockingExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{AcquireError, Config};
-    /// use ritmo_std::BlockingExt;
+    /// use ritmo::{AcquireError, Config};
+    /// use ritmo::server::BlockingExt;
     ///
     /// #[derive(Debug)]
     /// enum SendError { Limited(AcquireError) }
@@ -136,10 +136,10 @@ pub trait BlockingExt: sealed::Sealed {
     ///     fn from(e: AcquireError) -> Self { SendError::Limited(e) }
     /// }
     ///
-    /// let uart = ritmo_std::limiter("uart", Config::new(8, Duration::from_secs(1))?);
+    /// let uart = ritmo::server::limiter("uart", Config::new(8, Duration::from_secs(1))?);
     /// let r: Result<(), SendError> = uart.try_call_n(9, || Ok(()));
     /// assert!(matches!(r, Err(SendError::Limited(AcquireError::InvalidPermits(_)))));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn try_call_n<T, E: From<AcquireError>>(
         &self,

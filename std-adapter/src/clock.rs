@@ -42,7 +42,7 @@ use ritmo_core::{Clock, FixedRateClock, TickRate};
 /// in about 10 ns, with its rate calibrated once against the OS monotonic clock.
 ///
 /// Its tick rate is known only at run time, so limiters on it are built with
-/// [`RateLimiter::with_clock`](ritmo_core::RateLimiter::with_clock), or with this crate's
+/// [`RateLimiter::with_clock`](crate::ritmo::RateLimiter::with_clock), or with this crate's
 /// [`limiter`](crate::limiter) shorthand. Building one costs a CPU-feature check; the
 /// calibration itself runs once per process (a few milliseconds at most) and is shared.
 ///
@@ -50,8 +50,8 @@ use ritmo_core::{Clock, FixedRateClock, TickRate};
 /// clock instead, in nanoseconds, and reports [`TickRate::NANOS`].
 ///
 /// ```
-/// use ritmo_core::Clock;
-/// use ritmo_std::StdClock;
+/// use ritmo::Clock;
+/// use ritmo::server::StdClock;
 ///
 /// let clock = StdClock::new();
 /// let a = clock.now();
@@ -70,8 +70,8 @@ impl StdClock {
     /// The counter clock, calibrated (once per process).
     ///
     /// ```
-    /// let clock = ritmo_std::StdClock::new();
-    /// assert!(ritmo_core::Clock::tick_rate(&clock).hz() >= 1_000_000);
+    /// let clock = ritmo::server::StdClock::new();
+    /// assert!(ritmo::Clock::tick_rate(&clock).hz() >= 1_000_000);
     /// ```
     pub fn new() -> Self {
         let counter = quanta::Clock::new();
@@ -83,9 +83,9 @@ impl StdClock {
     /// nanoseconds (`false`, where the counter cannot be trusted).
     ///
     /// ```
-    /// let clock = ritmo_std::StdClock::new();
+    /// let clock = ritmo::server::StdClock::new();
     /// if !clock.is_counter() {
-    ///     assert_eq!(ritmo_core::Clock::tick_rate(&clock), ritmo_core::TickRate::NANOS);
+    ///     assert_eq!(ritmo::Clock::tick_rate(&clock), ritmo::TickRate::NANOS);
     /// }
     /// ```
     pub fn is_counter(&self) -> bool {
@@ -133,8 +133,8 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{const_config, RateLimiter};
-/// use ritmo_std::InstantClock;
+/// use ritmo::{const_config, RateLimiter};
+/// use ritmo::server::InstantClock;
 ///
 /// static API: RateLimiter<InstantClock> =
 ///     RateLimiter::new("api", const_config!(2, Duration::from_secs(60)), InstantClock);
@@ -150,7 +150,7 @@ impl InstantClock {
     /// for code written as for every other clock, `StdClock::new()` or `CoarseClock::new()`.
     ///
     /// ```
-    /// use ritmo_std::InstantClock;
+    /// use ritmo::server::InstantClock;
     /// static CLOCK: InstantClock = InstantClock::new();
     /// assert_eq!(CLOCK, InstantClock);
     /// ```
@@ -161,8 +161,8 @@ impl InstantClock {
     /// The instant a reading counts from.
     ///
     /// ```
-    /// use ritmo_core::Clock;
-    /// use ritmo_std::InstantClock;
+    /// use ritmo::Clock;
+    /// use ritmo::server::InstantClock;
     /// let reading = InstantClock.now();
     /// assert!(InstantClock::epoch() + std::time::Duration::from_nanos(reading) <= std::time::Instant::now());
     /// ```
@@ -173,8 +173,8 @@ impl InstantClock {
     /// The instant a reading stands for.
     ///
     /// ```
-    /// use ritmo_core::Clock;
-    /// use ritmo_std::InstantClock;
+    /// use ritmo::Clock;
+    /// use ritmo::server::InstantClock;
     /// let reading = InstantClock.now();
     /// assert_eq!(InstantClock::instant_at(reading), InstantClock::epoch() + std::time::Duration::from_nanos(reading));
     /// ```

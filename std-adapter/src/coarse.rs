@@ -60,8 +60,8 @@ use crate::clock::InstantClock;
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{Config, RateLimiter};
-/// use ritmo_std::CoarseClock;
+/// use ritmo::{Config, RateLimiter};
+/// use ritmo::server::CoarseClock;
 ///
 /// let clock = CoarseClock::new(); // one upkeep thread, refreshing every DEFAULT_RESOLUTION
 /// let api = RateLimiter::with_clock("api", Config::new(2, Duration::from_secs(1))?, clock.clone());
@@ -69,14 +69,14 @@ use crate::clock::InstantClock;
 /// assert!(api.try_acquire().is_ok() && api.try_acquire().is_ok());
 /// assert!(api.try_acquire().is_err());
 /// assert!(search.try_acquire().is_ok());
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 ///
 /// Driven by hand, on a fake inner clock, the lag is plain to see:
 ///
 /// ```
-/// use ritmo_core::{Clock, ManualClock};
-/// use ritmo_std::CoarseClock;
+/// use ritmo::{Clock, ManualClock};
+/// use ritmo::server::CoarseClock;
 ///
 /// static INNER: ManualClock = ManualClock::new();
 /// let coarse = CoarseClock::manual(&INNER); // refreshed only by `refresh()`
@@ -148,9 +148,9 @@ impl CoarseClock<InstantClock> {
     /// [`with_upkeep`](CoarseClock::with_upkeep) to get that as an error.
     ///
     /// ```
-    /// use ritmo_core::Clock;
-    /// let clock = ritmo_std::CoarseClock::new();
-    /// assert!(clock.now() <= ritmo_std::InstantClock.now());
+    /// use ritmo::Clock;
+    /// let clock = ritmo::server::CoarseClock::new();
+    /// assert!(clock.now() <= ritmo::server::InstantClock.now());
     /// ```
     pub fn new() -> Self {
         match Self::with_upkeep(InstantClock, Self::DEFAULT_RESOLUTION) {
@@ -165,15 +165,15 @@ impl CoarseClock<InstantClock> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::ErrorCode;
-    /// use ritmo_std::CoarseClock;
+    /// use ritmo::ErrorCode;
+    /// use ritmo::server::CoarseClock;
     ///
     /// let clock = CoarseClock::with_resolution(Duration::from_micros(100))?;
     /// assert_eq!(clock.resolution(), Some(Duration::from_micros(100)));
     /// let err = CoarseClock::with_resolution(Duration::ZERO).unwrap_err();
     /// assert_eq!(err.code(), Some(ErrorCode::ZeroPeriod));
     /// assert_eq!(err.to_string(), "RITMO-ATR-002: the coarse clock's resolution is zero");
-    /// # Ok::<(), ritmo_std::UpkeepError>(())
+    /// # Ok::<(), ritmo::server::UpkeepError>(())
     /// ```
     pub fn with_resolution(resolution: Duration) -> Result<Self, UpkeepError> {
         Self::with_upkeep(InstantClock, resolution)
@@ -188,11 +188,11 @@ impl CoarseClock<InstantClock> {
     /// On first use, if the operating system cannot start a thread.
     ///
     /// ```
-    /// use ritmo_core::Clock;
-    /// let a = ritmo_std::CoarseClock::global();
-    /// let b = ritmo_std::CoarseClock::global();
+    /// use ritmo::Clock;
+    /// let a = ritmo::server::CoarseClock::global();
+    /// let b = ritmo::server::CoarseClock::global();
     /// assert!(a.shares_reading_with(&b)); // one reading, one upkeep thread
-    /// assert!(a.now() <= ritmo_std::InstantClock.now());
+    /// assert!(a.now() <= ritmo::server::InstantClock.now());
     /// ```
     pub fn global() -> Self {
         static GLOBAL: OnceLock<CoarseClock> = OnceLock::new();
@@ -221,8 +221,8 @@ impl UpkeepError {
     /// when the operating system refused the thread.
     ///
     /// ```
-    /// # use ritmo_core::ErrorCode;
-    /// assert_eq!(ritmo_std::UpkeepError::ZeroResolution.code(), Some(ErrorCode::ZeroPeriod));
+    /// # use ritmo::ErrorCode;
+    /// assert_eq!(ritmo::server::UpkeepError::ZeroResolution.code(), Some(ErrorCode::ZeroPeriod));
     /// ```
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
@@ -262,13 +262,13 @@ impl<C: Clock + Send + Sync + 'static> CoarseClock<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Clock;
-    /// use ritmo_std::{CoarseClock, StdClock};
+    /// use ritmo::Clock;
+    /// use ritmo::server::{CoarseClock, StdClock};
     ///
     /// // Cached raw counter ticks instead of nanoseconds.
     /// let clock = CoarseClock::with_upkeep(StdClock::new(), Duration::from_micros(500))?;
     /// assert_eq!(clock.tick_rate(), clock.inner().tick_rate());
-    /// # Ok::<(), ritmo_std::UpkeepError>(())
+    /// # Ok::<(), ritmo::server::UpkeepError>(())
     /// ```
     pub fn with_upkeep(inner: C, resolution: Duration) -> Result<Self, UpkeepError> {
         if resolution.is_zero() {
@@ -314,8 +314,8 @@ impl<C: Clock> CoarseClock<C> {
     /// turn), and for tests that decide exactly when the reading moves.
     ///
     /// ```
-    /// use ritmo_core::{Clock, ManualClock};
-    /// use ritmo_std::CoarseClock;
+    /// use ritmo::{Clock, ManualClock};
+    /// use ritmo::server::CoarseClock;
     ///
     /// let coarse = CoarseClock::manual(ManualClock::new());
     /// coarse.inner().advance_ticks(5);
@@ -341,8 +341,8 @@ impl<C: Clock> CoarseClock<C> {
     /// backwards, even if the inner clock does.
     ///
     /// ```
-    /// use ritmo_core::Clock;
-    /// let clock = ritmo_std::CoarseClock::new();
+    /// use ritmo::Clock;
+    /// let clock = ritmo::server::CoarseClock::new();
     /// let reading = clock.refresh();
     /// assert!(clock.now() >= reading);
     /// ```
@@ -353,8 +353,8 @@ impl<C: Clock> CoarseClock<C> {
     /// The clock it caches readings of.
     ///
     /// ```
-    /// use ritmo_core::Clock;
-    /// let clock = ritmo_std::CoarseClock::new();
+    /// use ritmo::Clock;
+    /// let clock = ritmo::server::CoarseClock::new();
     /// assert!(clock.now() <= clock.inner().now()); // behind, never ahead
     /// ```
     pub fn inner(&self) -> &C {
@@ -365,8 +365,8 @@ impl<C: Clock> CoarseClock<C> {
     /// ([`manual`](Self::manual)).
     ///
     /// ```
-    /// let clock = ritmo_std::CoarseClock::new();
-    /// assert_eq!(clock.resolution(), Some(ritmo_std::CoarseClock::DEFAULT_RESOLUTION));
+    /// let clock = ritmo::server::CoarseClock::new();
+    /// assert_eq!(clock.resolution(), Some(ritmo::server::CoarseClock::DEFAULT_RESOLUTION));
     /// ```
     pub fn resolution(&self) -> Option<Duration> {
         self.shared.resolution
@@ -375,9 +375,9 @@ impl<C: Clock> CoarseClock<C> {
     /// Whether `other` is a clone of this clock (one reading, one upkeep thread).
     ///
     /// ```
-    /// let a = ritmo_std::CoarseClock::new();
+    /// let a = ritmo::server::CoarseClock::new();
     /// assert!(a.shares_reading_with(&a.clone()));
-    /// assert!(!a.shares_reading_with(&ritmo_std::CoarseClock::new()));
+    /// assert!(!a.shares_reading_with(&ritmo::server::CoarseClock::new()));
     /// ```
     pub fn shares_reading_with(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)

@@ -10,21 +10,20 @@
 //! - [`BlockingExt`]: `acquire()` / `acquire_n(k)` park the thread until their slot;
 //!   `call(|| work())`, `call_n`, `try_call` run work only once a permit is had.
 //! - [`Interrupt`] / [`ParkWait`]: interrupt a waiting thread from another one; its permit goes
-//!   back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
+//!   back and the call fails with [`Reason::Interrupted`](crate::ritmo::Reason::Interrupted).
 //! - [`KeyedRateLimiter`]: one quota per client (per IP with [`IpKey`], per user, per API key) in
 //!   a sharded map capped at `max_keys`, reclaiming idle keys exactly, with no background thread.
-//! - `AsyncExt` and `TokioClock` (feature `tokio`): `acquire_async().await`, `call_async(fut)`.
 //! - [`tokio::AsyncExt`] and [`tokio::TokioClock`] (feature `tokio`): `acquire_async().await`,
 //!   `call_async(fut)`.
-//! - [`prelude`]: `use ritmo_std::prelude::*;` brings the traits these methods come from.
+//! - [`prelude`]: `use ritmo::server::prelude::*;` brings the traits these methods come from.
 //!
 //! ```
 //! use std::time::Duration;
-//! use ritmo_core::Config;
-//! use ritmo_std::prelude::*;
+//! use ritmo::Config;
+//! use ritmo::server::prelude::*;
 //!
 //! let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(250));
-//! let search = ritmo_std::limiter("search", config);
+//! let search = ritmo::server::limiter("search", config);
 //! for _ in 0..10 {
 //!     search.acquire()?; // the burst passes at once
 //! }
@@ -33,6 +32,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+// Intra-doc links to the other ritmo crates' items, by the paths the `ritmo` facade gives
+// them (`crate::ritmo::Config`, `crate::ritmo::server::StdClock`): written by
+// scripts/facade-paths, which keeps the docs free of sub-crate paths. Docs builds only.
+#[cfg(doc)]
+#[allow(unused_imports)]
+mod ritmo {
+    pub use ritmo_core::*;
+}
 
 mod annotated;
 mod blocking;
@@ -73,7 +81,7 @@ use ritmo_core::{Config, RateLimiter};
 /// The crate's version.
 ///
 /// ```
-/// assert!(!ritmo_std::VERSION.is_empty());
+/// assert!(!ritmo::server::VERSION.is_empty());
 /// ```
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -81,15 +89,15 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_std::StdRateLimiter;
+/// use ritmo::server::StdRateLimiter;
 /// struct Client {
 ///     limiter: StdRateLimiter,
 /// }
 /// let client = Client {
-///     limiter: ritmo_std::limiter("api", ritmo_core::Config::new(5, Duration::from_secs(1))?),
+///     limiter: ritmo::server::limiter("api", ritmo::Config::new(5, Duration::from_secs(1))?),
 /// };
 /// assert_eq!(client.limiter.available_permits(), 5);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub type StdRateLimiter = RateLimiter<StdClock>;
 
@@ -97,11 +105,11 @@ pub type StdRateLimiter = RateLimiter<StdClock>;
 ///
 /// ```
 /// use std::time::Duration;
-/// let api = ritmo_std::limiter("api", ritmo_core::Config::new(2, Duration::from_secs(1))?);
+/// let api = ritmo::server::limiter("api", ritmo::Config::new(2, Duration::from_secs(1))?);
 /// assert!(api.try_acquire().is_ok());
 /// assert!(api.try_acquire().is_ok());
 /// assert!(api.try_acquire().is_err());
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub fn limiter(id: &'static str, config: Config) -> StdRateLimiter {
     RateLimiter::with_clock(id, config, StdClock::new())

@@ -27,8 +27,8 @@
 //! | [`RateLimiter`] | `ritmo_admitted_total`, `ritmo_available_permits`, `ritmo_permits` |
 //! | [`Bands`] | per band (label `band`: `0`, `1`, ...): `ritmo_admitted_total` (the same for every band: a call passes all of them or none), `ritmo_available_permits`, `ritmo_permits` |
 //! | [`Registry`] | what [`RateLimiter`] writes, for each of its limiters |
-//! | [`KeyedLimiter`] (ritmo-core) and [`KeyedRateLimiter`] | `ritmo_admitted_total`, `ritmo_waited_total`, `ritmo_rejected_total` (`reason`: `no_permit_in_time`, `key_capacity`, `unknown_tier`), `ritmo_keys`, `ritmo_permits` (per key) |
-//! | ritmo-redis's limiters (its feature `metrics`) | see `ritmo_redis::metrics` |
+//! | [`KeyedLimiter`] (ritmo-core) and [`KeyedRateLimiter`] | `ritmo_admitted_total`, `ritmo_waited_total`, `ritmo_rejected_total` (`reason`: `no_permit_in_time`, `key_capacity`, and `unknown_tier` for a tiered one), `ritmo_keys`, `ritmo_permits` (per key) |
+//! | ritmo-redis's limiters (its feature `metrics`) | see `ritmo::redis::metrics` |
 //!
 //! A keyed limiter keeps its own counts of rejections (every key together), so it needs no
 //! [`MetricsListener`]; one installed anyway records the same numbers.
@@ -45,8 +45,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ritmo_core::{Config, ManualClock, RateLimiter};
-//! use ritmo_std::metrics::{self, MetricsListener};
+//! use ritmo::{Config, ManualClock, RateLimiter};
+//! use ritmo::server::metrics::{self, MetricsListener};
 //!
 //! static METRICS: MetricsListener = MetricsListener::new();
 //! let clock = ManualClock::new();
@@ -64,7 +64,7 @@
 //! assert!(text.contains(r#"ritmo_admitted_total{limiter="api"} 2"#));
 //! assert!(text.contains(r#"ritmo_rejected_total{limiter="api",reason="no_permit_in_time"} 1"#));
 //! assert!(text.contains(r#"ritmo_available_permits{limiter="api"} 0"#));
-//! # Ok::<(), ritmo_core::ConfigError>(())
+//! # Ok::<(), ritmo::ConfigError>(())
 //! ```
 
 use std::hash::Hash;
@@ -174,9 +174,9 @@ impl Listener for MetricsListener {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{Bands, Config, ManualClock, RateLimiter};
-/// use ritmo_std::KeyedRateLimiter;
-/// use ritmo_std::metrics;
+/// use ritmo::{Bands, Config, ManualClock, RateLimiter};
+/// use ritmo::server::KeyedRateLimiter;
+/// use ritmo::server::metrics;
 ///
 /// let clock = ManualClock::new();
 /// let global = RateLimiter::new("global", Config::new(100, Duration::from_secs(1))?, &clock);
@@ -200,7 +200,7 @@ impl Listener for MetricsListener {
 /// assert!(text.contains(r#"ritmo_admitted_total{limiter="per_ip"} 2"#));
 /// assert!(text.contains(r#"ritmo_rejected_total{limiter="per_ip",reason="key_capacity"} 1"#));
 /// assert!(text.contains(r#"ritmo_keys{limiter="per_ip"} 2"#));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub trait Recordable {
     /// Records this limiter's counts and gauges, read now, to the installed recorder. Takes
@@ -212,13 +212,13 @@ pub trait Recordable {
 ///
 /// ```
 /// # use std::time::Duration;
-/// # use ritmo_core::{Config, ManualClock, RateLimiter};
-/// # use ritmo_std::metrics;
+/// # use ritmo::{Config, ManualClock, RateLimiter};
+/// # use ritmo::server::metrics;
 /// let clock = ManualClock::new();
 /// let a = RateLimiter::new("a", Config::new(1, Duration::from_secs(1))?, &clock);
 /// let b = RateLimiter::new("b", Config::new(1, Duration::from_secs(1))?, &clock);
 /// metrics::record_all(&[&a, &b]); // no recorder installed: records nowhere
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub fn record_all(limiters: &[&dyn Recordable]) {
     for limiter in limiters {
@@ -268,27 +268,49 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> Recordable
     fn record(&self) {
         let rate = self.rate();
         let snapshot = self.snapshot();
-        record_keyed(rate, snapshot.live_keys, snapshot.permits);
+        record_keyed(rate, snapshot.live_keys, snapshot.permits, tiered::<K, P>());
     }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> Recordable for KeyedRateLimiter<K, C, P> {
     fn record(&self) {
         let snapshot = self.snapshot();
-        record_keyed(self.rate(), snapshot.live_keys, snapshot.permits);
+        record_keyed(
+            self.rate(),
+            snapshot.live_keys,
+            snapshot.permits,
+            tiered::<K, P>(),
+        );
     }
 }
 
-/// The series of a keyed limiter: its counts (every key together) and its live keys.
-fn record_keyed<C>(rate: &ritmo_core::keyed::KeyRate<C>, live_keys: usize, permits: u32) {
+/// Whether a keyed limiter picks among tiers: only then can a call be refused for an unknown
+/// tier. One tier keeps nothing per key (its `TierSet::Index` is `()`), tiers keep an index.
+fn tiered<K, P: TierSet<K>>() -> bool {
+    core::mem::size_of::<P::Index>() != 0
+}
+
+/// The series of a keyed limiter: its counts (every key together) and its live keys. The
+/// `unknown_tier` refusals only of a tiered limiter: an untiered one never has any.
+fn record_keyed<C>(
+    rate: &ritmo_core::keyed::KeyRate<C>,
+    live_keys: usize,
+    permits: u32,
+    tiered: bool,
+) {
     let id = rate.id();
     metrics::counter!(ADMITTED, "limiter" => id).absolute(rate.admitted_count());
     metrics::counter!(WAITED, "limiter" => id).absolute(rate.waited_count());
-    for reason in [
-        Reason::NoPermitInTime,
-        Reason::KeyCapacity,
-        Reason::UnknownTier,
-    ] {
+    let reasons: &[Reason] = if tiered {
+        &[
+            Reason::NoPermitInTime,
+            Reason::KeyCapacity,
+            Reason::UnknownTier,
+        ]
+    } else {
+        &[Reason::NoPermitInTime, Reason::KeyCapacity]
+    };
+    for &reason in reasons {
         metrics::counter!(REJECTED, "limiter" => id, "reason" => reason_label(reason))
             .absolute(rate.rejected_count(reason));
     }

@@ -1,5 +1,5 @@
 //! The traits a program on std needs in scope, and the types it names most:
-//! `use ritmo_std::prelude::*;`.
+//! `use ritmo::server::prelude::*;`.
 //!
 //! [`BlockingExt`] gives a limiter `acquire()`, `acquire_n(k)`, `call(..)`, `call_n(..)` and
 //! `try_call(..)`; with the `tokio` feature, [`tokio::AsyncExt`](crate::tokio::AsyncExt) gives
@@ -8,9 +8,9 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ritmo_std::prelude::*;
+//! use ritmo::server::prelude::*;
 //!
-//! let limiter = ritmo_std::limiter("api", Config::new(2, Duration::from_secs(1))?);
+//! let limiter = ritmo::server::limiter("api", Config::new(2, Duration::from_secs(1))?);
 //! limiter.acquire()?;
 //! assert_eq!(limiter.call(|| "sent")?, "sent");
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -1,9 +1,9 @@
 //! Registry settings from a TOML file or string, or from environment variables (feature
 //! `settings`).
 //!
-//! Both are read straight into the `(key, value)` text pairs that [`ritmo_core::Settings`]
+//! Both are read straight into the `(key, value)` text pairs that [`ritmo::Settings`](crate::ritmo::Settings)
 //! resolves by its layers (defaults < `configs.<name>` < `instances.<id>` < code; see
-//! [`ritmo_core::settings`]), checking each key against ritmo-core's one schema
+//! [`ritmo::settings`](crate::ritmo::settings)), checking each key against ritmo-core's one schema
 //! ([`Key`]): an unknown section or attribute is an error when
 //! loading. Values are checked when a limiter's config is resolved, as
 //! [`SettingsError`]s with the stable codes (`RITMO-ATR-001`,
@@ -30,7 +30,7 @@
 //! `configs.` or `instances.` are read, so passing the whole environment is safe.
 //!
 //! ```
-//! use ritmo_std::settings::OwnedSettings;
+//! use ritmo::server::settings::OwnedSettings;
 //!
 //! let file = OwnedSettings::from_toml_str(
 //!     r#"
@@ -66,14 +66,14 @@ use ritmo_core::{Config, Overrides, Setting, Settings, SettingsError};
 
 /// Settings loaded from files or the environment, owned as `(key, value)` text pairs, ready to
 /// resolve limiter configs ([`resolve`](Self::resolve)) or to hand to
-/// [`ritmo_core::Settings`] ([`settings`](Self::settings)).
+/// [`ritmo::Settings`](crate::ritmo::Settings) ([`settings`](Self::settings)).
 ///
 /// It implements `serde::Deserialize` (the same shape as a file: `configs` and `instances`
 /// tables), so an application can keep it as a section of its own config
 /// (`#[derive(Deserialize)] struct AppConfig { rate_limits: OwnedSettings, .. }`).
 ///
 /// ```
-/// use ritmo_std::settings::OwnedSettings;
+/// use ritmo::server::settings::OwnedSettings;
 /// let settings = OwnedSettings::from_toml_str("[instances.uart]\npermits = 960\nperiod = \"1s\"")?;
 /// assert!(settings.pairs().contains(&("instances.uart.permits".to_string(), "960".to_string())));
 ///
@@ -92,7 +92,7 @@ impl OwnedSettings {
     /// that is not text, a whole number or a boolean is [`LoadError::Value`].
     ///
     /// ```
-    /// use ritmo_std::settings::{LoadError, OwnedSettings};
+    /// use ritmo::server::settings::{LoadError, OwnedSettings};
     /// let err = OwnedSettings::from_toml_str("[instances.api]\npermit = 3").unwrap_err();
     /// assert!(matches!(err, LoadError::Key(ref key) if key == "instances.api.permit"));
     /// ```
@@ -104,7 +104,7 @@ impl OwnedSettings {
     /// Reads a TOML file; a file that cannot be read is [`LoadError::Io`], naming it.
     ///
     /// ```
-    /// use ritmo_std::settings::{LoadError, OwnedSettings};
+    /// use ritmo::server::settings::{LoadError, OwnedSettings};
     /// let err = OwnedSettings::from_toml_file("no/such/ritmo.toml").unwrap_err();
     /// assert!(matches!(err, LoadError::Io { .. }));
     /// assert!(err.to_string().contains("no/such/ritmo.toml"));
@@ -157,7 +157,7 @@ impl OwnedSettings {
     ///
     /// ```
     /// use std::collections::HashMap;
-    /// use ritmo_std::settings::OwnedSettings;
+    /// use ritmo::server::settings::OwnedSettings;
     /// let map = HashMap::from([
     ///     ("RITMO_CONFIGS_DEFAULT_PERIOD".to_string(), "1s".to_string()),
     ///     ("instances.geo-coding.permits".to_string(), "5".to_string()),
@@ -186,10 +186,10 @@ impl OwnedSettings {
     /// ritmo's variables are read, every other one is skipped (whatever its name holds).
     ///
     /// ```
-    /// # use ritmo_std::settings::OwnedSettings;
+    /// # use ritmo::server::settings::OwnedSettings;
     /// let from_env = OwnedSettings::from_env()?;
     /// # let _ = from_env;
-    /// # Ok::<(), ritmo_std::settings::LoadError>(())
+    /// # Ok::<(), ritmo::server::settings::LoadError>(())
     /// ```
     pub fn from_env() -> Result<Self, LoadError> {
         let vars: Vec<(String, String)> = std::env::vars_os()
@@ -202,7 +202,7 @@ impl OwnedSettings {
     /// environment).
     ///
     /// ```
-    /// # use ritmo_std::settings::OwnedSettings;
+    /// # use ritmo::server::settings::OwnedSettings;
     /// let file = OwnedSettings::from_toml_str("[instances.a]\npermits = 1\nperiod = \"1s\"")?;
     /// let env = OwnedSettings::from_env_map([("RITMO_INSTANCES_A_PERMITS", "9")])?;
     /// assert_eq!(file.then(env).resolve("a")?.permits(), 9);
@@ -217,10 +217,10 @@ impl OwnedSettings {
     /// The `(key, value)` pairs, in order (later pairs win).
     ///
     /// ```
-    /// # use ritmo_std::settings::OwnedSettings;
+    /// # use ritmo::server::settings::OwnedSettings;
     /// let s = OwnedSettings::from_toml_str("[configs.default]\nenabled = false")?;
     /// assert_eq!(s.pairs(), [("configs.default.enabled".to_string(), "false".to_string())]);
-    /// # Ok::<(), ritmo_std::settings::LoadError>(())
+    /// # Ok::<(), ritmo::server::settings::LoadError>(())
     /// ```
     pub fn pairs(&self) -> &[(String, String)] {
         &self.pairs
@@ -229,7 +229,7 @@ impl OwnedSettings {
     /// The core view of these pairs.
     ///
     /// ```
-    /// # use ritmo_std::settings::OwnedSettings;
+    /// # use ritmo::server::settings::OwnedSettings;
     /// let s = OwnedSettings::from_toml_str("[instances.a]\npermits = 2\nperiod = \"1s\"")?;
     /// assert_eq!(s.settings().resolve("a")?.permits(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -238,15 +238,15 @@ impl OwnedSettings {
         Settings::new(&self.pairs)
     }
 
-    /// The config of limiter `id` from these settings (see [`ritmo_core::settings`]).
+    /// The config of limiter `id` from these settings (see [`ritmo::settings`](crate::ritmo::settings)).
     ///
     /// ```
-    /// # use ritmo_std::settings::OwnedSettings;
-    /// # use ritmo_core::ErrorCode;
+    /// # use ritmo::server::settings::OwnedSettings;
+    /// # use ritmo::ErrorCode;
     /// let s = OwnedSettings::from_toml_str("[instances.a]\npermits = 0\nperiod = \"1s\"")?;
     /// let err = s.resolve("a").unwrap_err();
     /// assert_eq!((err.code(), err.key()), (ErrorCode::InvalidSetting, "instances.a.permits"));
-    /// # Ok::<(), ritmo_std::settings::LoadError>(())
+    /// # Ok::<(), ritmo::server::settings::LoadError>(())
     /// ```
     pub fn resolve(&self, id: &str) -> Result<Config, SettingsError> {
         self.settings().resolve(id)
@@ -255,8 +255,8 @@ impl OwnedSettings {
     /// The config of limiter `id`, with what the code says on top.
     ///
     /// ```
-    /// # use ritmo_std::settings::OwnedSettings;
-    /// # use ritmo_core::Overrides;
+    /// # use ritmo::server::settings::OwnedSettings;
+    /// # use ritmo::Overrides;
     /// let s = OwnedSettings::from_toml_str("[instances.a]\npermits = 2\nperiod = \"1s\"")?;
     /// assert!(!s.resolve_with("a", Overrides::new().enabled(false))?.enabled());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -321,7 +321,7 @@ fn env_key(var: &str) -> Result<Option<String>, LoadError> {
 /// [`SettingsError`]s.)
 ///
 /// ```
-/// use ritmo_std::settings::{LoadError, OwnedSettings};
+/// use ritmo::server::settings::{LoadError, OwnedSettings};
 /// let err = OwnedSettings::from_env_map([("RITMO_PERMITS", "5")]).unwrap_err();
 /// assert!(matches!(err, LoadError::Key(ref k) if k == "RITMO_PERMITS"));
 /// ```

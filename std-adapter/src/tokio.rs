@@ -11,11 +11,11 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ritmo_core::{Config, RateLimiter};
-//! use ritmo_std::tokio::{AsyncExt, TokioClock};
+//! use ritmo::{Config, RateLimiter};
+//! use ritmo::server::tokio::{AsyncExt, TokioClock};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() -> Result<(), ritmo_core::ConfigError> {
+//! # async fn main() -> Result<(), ritmo::ConfigError> {
 //! let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 //! let limiter = RateLimiter::new("api", config, TokioClock::new());
 //! limiter.acquire_async().await.unwrap(); // the burst of one
@@ -52,13 +52,13 @@ mod sealed {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::Config;
-/// use ritmo_std::tokio::AsyncExt;
+/// use ritmo::Config;
+/// use ritmo::server::tokio::AsyncExt;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let config = Config::new(2, Duration::from_millis(20))?.with_max_wait(Duration::from_millis(50));
-/// let limiter = ritmo_std::limiter("search", config);
+/// let limiter = ritmo::server::limiter("search", config);
 /// limiter.acquire_async().await?; // the burst of 2
 /// limiter.acquire_async().await?;
 /// let hits = limiter.call_async(async { 42 }).await?; // sleeps ~10 ms, then runs
@@ -71,11 +71,11 @@ pub trait AsyncExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, Reason};
-    /// use ritmo_std::tokio::AsyncExt;
+    /// use ritmo::{Config, Reason};
+    /// use ritmo::server::tokio::AsyncExt;
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
-    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
+    /// let limiter = ritmo::server::limiter("api", Config::new(1, Duration::from_secs(60))?);
     /// assert!(limiter.acquire_async().await.is_ok());
     /// let err = limiter.acquire_async().await.unwrap_err(); // max_wait 0: at once
     /// assert_eq!(err.reason(), Reason::NoPermitInTime);
@@ -88,11 +88,11 @@ pub trait AsyncExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::tokio::AsyncExt;
+    /// use ritmo::Config;
+    /// use ritmo::server::tokio::AsyncExt;
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
-    /// let uart = ritmo_std::limiter("uart", Config::new(64, Duration::from_millis(10))?);
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
+    /// let uart = ritmo::server::limiter("uart", Config::new(64, Duration::from_millis(10))?);
     /// assert!(uart.acquire_n_async(64).await.is_ok());
     /// assert!(uart.acquire_n_async(65).await.is_err());
     /// # Ok(())
@@ -105,11 +105,11 @@ pub trait AsyncExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::tokio::AsyncExt;
+    /// use ritmo::Config;
+    /// use ritmo::server::tokio::AsyncExt;
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
-    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
+    /// let limiter = ritmo::server::limiter("api", Config::new(1, Duration::from_secs(60))?);
     /// assert_eq!(limiter.call_async(async { "ok" }).await, Ok("ok"));
     /// assert!(limiter.call_async(async { unreachable!() }).await.is_err());
     /// # Ok(())
@@ -125,8 +125,8 @@ pub trait AsyncExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, RateLimitExceeded};
-    /// use ritmo_std::tokio::AsyncExt;
+    /// use ritmo::{Config, RateLimitExceeded};
+    /// use ritmo::server::tokio::AsyncExt;
     ///
     /// #[derive(Debug)]
     /// struct Busy(RateLimitExceeded);
@@ -134,8 +134,8 @@ pub trait AsyncExt: sealed::Sealed {
     ///     fn from(e: RateLimitExceeded) -> Self { Busy(e) }
     /// }
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
-    /// let limiter = ritmo_std::limiter("api", Config::new(1, Duration::from_secs(60))?);
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
+    /// let limiter = ritmo::server::limiter("api", Config::new(1, Duration::from_secs(60))?);
     /// assert_eq!(limiter.try_call_async(async { Ok::<_, Busy>(1) }).await.unwrap(), 1);
     /// assert!(limiter.try_call_async(async { Ok::<_, Busy>(2) }).await.is_err());
     /// # Ok(())
@@ -151,11 +151,11 @@ pub trait AsyncExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::tokio::AsyncExt;
+    /// use ritmo::Config;
+    /// use ritmo::server::tokio::AsyncExt;
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
-    /// let uart = ritmo_std::limiter("uart", Config::new(64, Duration::from_secs(60))?);
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
+    /// let uart = ritmo::server::limiter("uart", Config::new(64, Duration::from_secs(60))?);
     /// assert_eq!(uart.call_n_async(60, async { 60 }).await, Ok(60));
     /// assert!(uart.call_n_async(5, async { 5 }).await.is_err()); // only 4 left
     /// # Ok(())
@@ -172,8 +172,8 @@ pub trait AsyncExt: sealed::Sealed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{AcquireError, Config};
-    /// use ritmo_std::tokio::AsyncExt;
+    /// use ritmo::{AcquireError, Config};
+    /// use ritmo::server::tokio::AsyncExt;
     ///
     /// #[derive(Debug)]
     /// struct SendError(AcquireError);
@@ -181,8 +181,8 @@ pub trait AsyncExt: sealed::Sealed {
     ///     fn from(e: AcquireError) -> Self { SendError(e) }
     /// }
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
-    /// let uart = ritmo_std::limiter("uart", Config::new(8, Duration::from_secs(60))?);
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
+    /// let uart = ritmo::server::limiter("uart", Config::new(8, Duration::from_secs(60))?);
     /// assert!(uart.try_call_n_async(8, async { Ok::<_, SendError>(()) }).await.is_ok());
     /// assert!(uart.try_call_n_async(9, async { Ok::<_, SendError>(()) }).await.is_err());
     /// # Ok(())
@@ -282,11 +282,11 @@ impl<C: Clock> AsyncExt for RateLimiter<C> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{Clock, Config, RateLimiter};
-/// use ritmo_std::tokio::{AsyncExt, TokioClock};
+/// use ritmo::{Clock, Config, RateLimiter};
+/// use ritmo::server::tokio::{AsyncExt, TokioClock};
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+/// # async fn main() -> Result<(), ritmo::ConfigError> {
 /// let clock = TokioClock::new();
 /// let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let limiter = RateLimiter::new("api", config, clock);
@@ -305,8 +305,8 @@ impl TokioClock {
     /// A clock reading 0 now.
     ///
     /// ```
-    /// use ritmo_core::Clock;
-    /// assert!(ritmo_std::tokio::TokioClock::new().now() < 1_000_000_000);
+    /// use ritmo::Clock;
+    /// assert!(ritmo::server::tokio::TokioClock::new().now() < 1_000_000_000);
     /// ```
     pub fn new() -> Self {
         TokioClock {
@@ -317,8 +317,8 @@ impl TokioClock {
     /// The instant a reading stands for.
     ///
     /// ```
-    /// use ritmo_core::Clock;
-    /// let clock = ritmo_std::tokio::TokioClock::new();
+    /// use ritmo::Clock;
+    /// let clock = ritmo::server::tokio::TokioClock::new();
     /// assert!(clock.instant_at(clock.now()) <= tokio::time::Instant::now());
     /// ```
     pub fn instant_at(&self, reading: u64) -> tokio::time::Instant {

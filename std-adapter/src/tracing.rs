@@ -12,15 +12,15 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ritmo_core::{Config, ManualClock, RateLimiter};
-//! use ritmo_std::tracing::TracingListener;
+//! use ritmo::{Config, ManualClock, RateLimiter};
+//! use ritmo::server::tracing::TracingListener;
 //!
 //! static LOG: TracingListener = TracingListener::new();
 //! let api = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new())
 //!     .with_listener(&LOG);
 //! api.try_acquire().unwrap();
 //! assert!(api.try_acquire().is_err()); // emits "rate limited" with id = "api"
-//! # Ok::<(), ritmo_core::ConfigError>(())
+//! # Ok::<(), ritmo::ConfigError>(())
 //! ```
 
 use ritmo_core::{Event, Listener};

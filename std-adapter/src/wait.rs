@@ -11,7 +11,7 @@
 //! observes, and a program can make shared ones ([`Interrupt::new`], one per shutdown, say) and
 //! wait with [`ParkWait::with_interrupt`]. `interrupt()` sets the flag and unparks every thread
 //! waiting on it; a waiter that sees the flag gives its permit back (if no later call reserved one behind it) and fails
-//! with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted). The flag stays set until the
+//! with [`Reason::Interrupted`](crate::ritmo::Reason::Interrupted). The flag stays set until the
 //! caller [`clear`](Interrupt::clear)s it, so the interruption stays observable afterwards, and
 //! later waits on the same token fail at once until then.
 
@@ -33,11 +33,11 @@ struct Inner {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{Config, Reason};
-/// use ritmo_std::{BlockingExt, Interrupt};
+/// use ritmo::{Config, Reason};
+/// use ritmo::server::{BlockingExt, Interrupt};
 ///
 /// let config = Config::new(1, Duration::from_secs(60))?.with_max_wait(Duration::from_secs(120));
-/// let limiter = &ritmo_std::limiter("api", config);
+/// let limiter = &ritmo::server::limiter("api", config);
 /// limiter.try_acquire().unwrap(); // the next permit is a minute away
 ///
 /// std::thread::scope(|s| {
@@ -56,7 +56,7 @@ struct Inner {
 ///     assert_eq!(result.unwrap_err().reason(), Reason::Interrupted);
 ///     assert!(still_flagged);
 /// });
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Clone)]
 pub struct Interrupt {
@@ -86,7 +86,7 @@ impl Interrupt {
     /// ([`ParkWait::with_interrupt`]).
     ///
     /// ```
-    /// let shutdown = ritmo_std::Interrupt::new();
+    /// let shutdown = ritmo::server::Interrupt::new();
     /// assert!(!shutdown.is_interrupted());
     /// ```
     pub fn new() -> Self {
@@ -102,7 +102,7 @@ impl Interrupt {
     /// and the call wrappers observe. Hand a clone to another thread to let it interrupt this one.
     ///
     /// ```
-    /// use ritmo_std::Interrupt;
+    /// use ritmo::server::Interrupt;
     /// let mine = Interrupt::current();
     /// mine.interrupt();
     /// assert!(Interrupt::current().is_interrupted()); // the same flag
@@ -121,7 +121,7 @@ impl Interrupt {
     /// afterwards fails at once, until the flag is [`clear`](Interrupt::clear)ed.
     ///
     /// ```
-    /// let token = ritmo_std::Interrupt::new();
+    /// let token = ritmo::server::Interrupt::new();
     /// token.interrupt();
     /// assert!(token.is_interrupted());
     /// ```
@@ -140,7 +140,7 @@ impl Interrupt {
     /// Whether the flag is set. It stays set after a wait it ended, until cleared.
     ///
     /// ```
-    /// assert!(!ritmo_std::Interrupt::new().is_interrupted());
+    /// assert!(!ritmo::server::Interrupt::new().is_interrupted());
     /// ```
     pub fn is_interrupted(&self) -> bool {
         self.inner.interrupted.load(Ordering::SeqCst)
@@ -149,7 +149,7 @@ impl Interrupt {
     /// Clears the flag; returns whether it was set.
     ///
     /// ```
-    /// let token = ritmo_std::Interrupt::new();
+    /// let token = ritmo::server::Interrupt::new();
     /// token.interrupt();
     /// assert!(token.clear());
     /// assert!(!token.clear());
@@ -192,27 +192,27 @@ impl Drop for Registration<'_> {
 
 /// Waits by parking the calling thread until the clock reaches the deadline; an [`Interrupt`]
 /// ends the wait early. Implements core's [`Wait`], so it works with
-/// [`RateLimiter::acquire_with`](ritmo_core::RateLimiter::acquire_with) and
-/// [`Reservation::wait_with`](ritmo_core::Reservation::wait_with) on any clock.
+/// [`RateLimiter::acquire_with`](crate::ritmo::RateLimiter::acquire_with) and
+/// [`Reservation::wait_with`](crate::ritmo::Reservation::wait_with) on any clock.
 ///
-/// The time left is converted with the clock's [`TickRate`](ritmo_core::TickRate) and parked
+/// The time left is converted with the clock's [`TickRate`](crate::ritmo::TickRate) and parked
 /// for in one go; after each wake-up (the timeout, an `unpark` from elsewhere, or a spurious one)
 /// the clock is read again, so the wait never ends before the deadline and never busy-spins.
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{Clock, Config};
-/// use ritmo_std::{Interrupt, ParkWait};
+/// use ritmo::{Clock, Config};
+/// use ritmo::server::{Interrupt, ParkWait};
 ///
 /// let config = Config::new(1, Duration::from_millis(20))?.with_max_wait(Duration::from_secs(1));
-/// let limiter = ritmo_std::limiter("api", config);
+/// let limiter = ritmo::server::limiter("api", config);
 /// let shutdown = Interrupt::new();
 /// limiter.try_acquire().unwrap();
 /// let reservation = limiter.reserve().unwrap();
 /// let slot = reservation.slot();
 /// reservation.wait_with(&mut ParkWait::with_interrupt(&shutdown)).unwrap();
 /// assert!(limiter.clock().now() >= slot);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ParkWait {
@@ -223,7 +223,7 @@ impl ParkWait {
     /// A wait that observes the waiting thread's own token ([`Interrupt::current`]).
     ///
     /// ```
-    /// let _wait = ritmo_std::ParkWait::new();
+    /// let _wait = ritmo::server::ParkWait::new();
     /// ```
     pub fn new() -> Self {
         ParkWait { interrupt: None }
@@ -232,8 +232,8 @@ impl ParkWait {
     /// A wait that observes `interrupt` instead of the thread's own token.
     ///
     /// ```
-    /// let shutdown = ritmo_std::Interrupt::new();
-    /// let _wait = ritmo_std::ParkWait::with_interrupt(&shutdown);
+    /// let shutdown = ritmo::server::Interrupt::new();
+    /// let _wait = ritmo::server::ParkWait::with_interrupt(&shutdown);
     /// ```
     pub fn with_interrupt(interrupt: &Interrupt) -> Self {
         ParkWait {

@@ -357,3 +357,76 @@ fn tracing_events_for_rejections_waits_and_refunds_with_the_id() {
         r#"ritmo DEBUG message=reservation given up id="api" permits=1 reason="cancelled" returned=true"#
     );
 }
+
+/// An untiered keyed limiter can never refuse a call for an unknown tier: it exports no
+/// `unknown_tier` series (an always-zero series would only add noise to a dashboard); a tiered
+/// one does, counting each such refusal (core's table and std's map alike).
+#[test]
+fn unknown_tier_is_a_series_of_tiered_keyed_limiters_only() {
+    use ritmo_core::keyed::{Tier, Tiers};
+    let config = Config::new(1, Duration::from_secs(1)).unwrap();
+    let clock = ManualClock::new();
+    let plain_map = KeyedRateLimiter::with_clock("plain_map", config, 4, &clock);
+    let plain_table: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("plain_table", config, &clock, 0);
+    let by_key = |key: &u8| if *key == 0 { "only" } else { "none" };
+    let tiered_map = KeyedRateLimiter::tiered_with_clock(
+        "tiered_map",
+        Tiers::new([Tier::new("only", config)], by_key),
+        4,
+        &clock,
+    );
+    let tiered_table: KeyedLimiter<u8, _, 4, _> = KeyedLimiter::tiered_with_clock(
+        "tiered_table",
+        Tiers::new([Tier::new("only", config)], by_key),
+        &clock,
+        0,
+    );
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let text = metrics::with_recorder(&recorder, || {
+        plain_map.try_acquire(&1u8).unwrap();
+        plain_table.try_acquire(&1).unwrap();
+        assert_eq!(
+            tiered_map.try_acquire(&1).unwrap_err().reason(),
+            Reason::UnknownTier
+        );
+        assert_eq!(
+            tiered_table.try_acquire(&1).unwrap_err().reason(),
+            Reason::UnknownTier
+        );
+        assert!(tiered_table.try_acquire(&0).is_ok());
+        metrics::record_all(&[&plain_map, &plain_table, &tiered_map, &tiered_table]);
+        recorder.handle().render()
+    });
+    for plain in ["plain_map", "plain_table"] {
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"ritmo_admitted_total{{limiter="{plain}"}}"#)
+            ),
+            Some(1.0),
+            "{text}"
+        );
+        assert!(
+            !text.contains(&format!(r#"{{limiter="{plain}",reason="unknown_tier"}}"#)),
+            "{text}"
+        );
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"ritmo_rejected_total{{limiter="{plain}",reason="no_permit_in_time"}}"#)
+            ),
+            Some(0.0)
+        );
+    }
+    for tiered in ["tiered_map", "tiered_table"] {
+        assert_eq!(
+            sample(
+                &text,
+                &format!(r#"ritmo_rejected_total{{limiter="{tiered}",reason="unknown_tier"}}"#)
+            ),
+            Some(1.0),
+            "{text}"
+        );
+    }
+}

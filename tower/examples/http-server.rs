@@ -1,16 +1,18 @@
 //! An axum server limited by ritmo-tower: 5 requests per 10 s per client IP (a keyed limiter of at
 //! most 100 000 live clients), the IETF fields on every response, `429` with `Retry-After` past
-//! the quota, and `304`/`5xx` not charged. `GET /metrics` serves the limiter's metrics in
-//! Prometheus text (admitted and rejected calls, live keys: ritmo's own counts, read at each
-//! scrape); that route is not rate limited, so a scraper is never refused.
+//! the quota, and `304`/`5xx` not charged. `GET /metrics` serves the limiter's metrics and the
+//! layer's in Prometheus text (the limiter's admitted and rejected calls and live keys, the
+//! layer's admitted and refused requests: ritmo's own counts, read at each scrape); that route is
+//! not rate limited, so a scraper is never refused.
 //!
 //! ```sh
-//! cargo run -p ritmo-tower --features axum --example http-server        # port 3000
-//! PORT=0 cargo run -p ritmo-tower --features axum --example http-server # any free port
-//! cargo run -p ritmo-tower --features axum --example http-server -- 8080
+//! cargo run -p ritmo-tower --features axum,metrics --example http-server        # port 3000
+//! PORT=0 cargo run -p ritmo-tower --features axum,metrics --example http-server # any free port
+//! cargo run -p ritmo-tower --features axum,metrics --example http-server -- 8080
 //! curl -i http://127.0.0.1:3000/          # 200, RateLimit: "api";r=4;t=2
 //! curl -i http://127.0.0.1:3000/status/304 # not charged
-//! curl http://127.0.0.1:3000/metrics      # ritmo_admitted_total{limiter="api"} 1 ...
+//! curl http://127.0.0.1:3000/metrics      # ritmo_admitted_total{limiter="api"} 1,
+//!                                         # ritmo_http_requests_admitted_total{layer="api"} 1 ...
 //! ```
 //!
 //! It binds 127.0.0.1 only and prints its address on the first line.
@@ -26,11 +28,11 @@ use axum::http::{StatusCode, header};
 use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use ritmo_core::Config;
-use ritmo_std::{IpKey, KeyedRateLimiter};
-use ritmo_tower::RateLimitLayer;
-use ritmo_tower::charge::not_304_or_5xx;
-use ritmo_tower::key::PeerIp;
+use ritmo::Config;
+use ritmo::server::{IpKey, KeyedRateLimiter};
+use ritmo::tower::charge::not_304_or_5xx;
+use ritmo::tower::key::PeerIp;
+use ritmo::tower::{RateLimitLayer, metrics};
 
 /// The quota of each client IP: 5 requests per 10 s (a burst of 5, then one every 2 s).
 static API: LazyLock<KeyedRateLimiter<IpKey>> = LazyLock::new(|| {
@@ -38,10 +40,14 @@ static API: LazyLock<KeyedRateLimiter<IpKey>> = LazyLock::new(|| {
     KeyedRateLimiter::new("api", config, 100_000)
 });
 
-/// `GET /metrics`: records the limiters (ritmo's counts and gauges, read now), then renders
-/// everything the recorder holds in Prometheus' text format.
-fn scrape(prometheus: &PrometheusHandle) -> ([(header::HeaderName, &'static str); 1], String) {
-    ritmo_std::metrics::record_all(&[&*API]);
+/// `GET /metrics`: records the limiter and the layer (ritmo's counts and gauges, read now), then
+/// renders everything the recorder holds in Prometheus' text format.
+fn scrape<St, X, M, Cl>(
+    prometheus: &PrometheusHandle,
+    layer: &RateLimitLayer<St, X, M, Cl>,
+) -> ([(header::HeaderName, &'static str); 1], String) {
+    ritmo::server::metrics::record_all(&[&*API]);
+    metrics::record(layer);
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         prometheus.render(),
@@ -74,7 +80,10 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    ritmo_std::metrics::describe();
+    ritmo::server::metrics::describe();
+    metrics::describe();
+    let layer = RateLimitLayer::new(&*API, PeerIp::new()).charge(not_304_or_5xx());
+    let counted = layer.clone(); // for `/metrics`: clones share the counts
     let app = Router::new()
         .route("/", get(|| async { "hello from ritmo\n" }))
         .route(
@@ -83,9 +92,12 @@ async fn main() {
                 StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST)
             }),
         )
-        .layer(RateLimitLayer::new(&*API, PeerIp::new()).charge(not_304_or_5xx()))
+        .layer(layer)
         // Added after the layer, so outside it: a scrape is never limited nor counted.
-        .route("/metrics", get(move || async move { scrape(&prometheus) }));
+        .route(
+            "/metrics",
+            get(move || async move { scrape(&prometheus, &counted) }),
+        );
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
         Ok(listener) => listener,
         Err(e) => {

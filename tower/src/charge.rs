@@ -31,7 +31,7 @@ pub trait Classify<Resp, E>: Send + Sync + 'static {
 /// Keeps every permit, whatever the outcome: the default.
 ///
 /// ```
-/// use ritmo_tower::charge::{Charge, ChargeAll, Classify};
+/// use ritmo::tower::charge::{Charge, ChargeAll, Classify};
 /// let outcome: Result<&u16, &()> = Ok(&500);
 /// assert_eq!(ChargeAll.classify(outcome), Charge::Keep);
 /// ```
@@ -57,7 +57,7 @@ pub struct ByStatus<F>(F);
 ///
 /// ```
 /// use http::{Response, StatusCode};
-/// use ritmo_tower::charge::{by_status, Charge, Classify};
+/// use ritmo::tower::charge::{by_status, Charge, Classify};
 /// // Do not charge `304 Not Modified` or server errors.
 /// let c = by_status(|s: StatusCode| {
 ///     if s == StatusCode::NOT_MODIFIED || s.is_server_error() { Charge::Refund } else { Charge::Keep }
@@ -79,7 +79,7 @@ where
 ///
 /// ```
 /// use http::Response;
-/// use ritmo_tower::charge::{not_304_or_5xx, Charge, Classify};
+/// use ritmo::tower::charge::{not_304_or_5xx, Charge, Classify};
 /// let c = not_304_or_5xx();
 /// let failed = Response::builder().status(503).body(()).unwrap();
 /// assert_eq!(Classify::<_, ()>::classify(&c, Ok(&failed)), Charge::Refund);
@@ -113,7 +113,7 @@ pub struct FromFn<F>(F);
 /// Classifies by `f(outcome)`: for non-HTTP services, or to look at more than the status.
 ///
 /// ```
-/// use ritmo_tower::charge::{from_fn, Charge, Classify};
+/// use ritmo::tower::charge::{from_fn, Charge, Classify};
 /// // A service answering `Result<u32, String>`: charge only what succeeded.
 /// let c = from_fn(|outcome: Result<&u32, &String>| if outcome.is_ok() { Charge::Keep } else { Charge::Refund });
 /// assert_eq!(c.classify(Err(&"down".to_string())), Charge::Refund);

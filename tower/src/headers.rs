@@ -23,7 +23,7 @@ pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::headers::seconds_ceil;
+/// use ritmo::tower::headers::seconds_ceil;
 /// assert_eq!(seconds_ceil(Duration::from_millis(1)), 1);
 /// assert_eq!(seconds_ceil(Duration::from_secs(2)), 2);
 /// assert_eq!(seconds_ceil(Duration::from_nanos(2_000_000_001)), 3);
@@ -37,7 +37,7 @@ pub fn seconds_ceil(d: Duration) -> u64 {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::headers::retry_after_secs;
+/// use ritmo::tower::headers::retry_after_secs;
 /// assert_eq!(retry_after_secs(Duration::from_millis(100)), 1);
 /// assert_eq!(retry_after_secs(Duration::ZERO), 1);
 /// assert_eq!(retry_after_secs(Duration::from_millis(1500)), 2);
@@ -53,7 +53,7 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::{headers::policy_window, Policy};
+/// use ritmo::tower::{headers::policy_window, Policy};
 /// assert_eq!(policy_window(&Policy::new("a", 10, Duration::from_secs(60))), (10, 60));
 /// assert_eq!(policy_window(&Policy::new("a", 5, Duration::from_millis(500))), (10, 1));
 /// assert_eq!(policy_window(&Policy::new("a", 7, Duration::from_millis(1500))), (9, 2));
@@ -99,7 +99,7 @@ fn push_sf_string(out: &mut String, name: &str) {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::{headers::policy_value, Policy};
+/// use ritmo::tower::{headers::policy_value, Policy};
 /// let v = policy_value(&Policy::new("api", 10, Duration::from_secs(1)));
 /// assert_eq!(v, "\"api\";q=10;w=1");
 /// ```
@@ -120,7 +120,7 @@ pub fn policy_value(policy: &Policy) -> HeaderValue {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::{headers::effective_window_secs, Policy, Status};
+/// use ritmo::tower::{headers::effective_window_secs, Policy, Status};
 /// let p = Policy::new("api", 10, Duration::from_secs(60)); // one permit back every 6 s
 /// assert_eq!(effective_window_secs(&p, &Status::new(0, Duration::from_millis(100))), 1);
 /// assert_eq!(effective_window_secs(&p, &Status::new(3, Duration::from_millis(4500))), 5);
@@ -138,7 +138,7 @@ pub fn effective_window_secs(policy: &Policy, status: &Status) -> u64 {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::{headers::status_value, Policy, Status};
+/// use ritmo::tower::{headers::status_value, Policy, Status};
 /// let p = Policy::new("api", 10, Duration::from_secs(1));
 /// assert_eq!(status_value(&p, &Status::new(0, Duration::from_millis(100))), "\"api\";r=0;t=1");
 /// assert_eq!(status_value(&p, &Status::new(10, Duration::ZERO)), "\"api\";r=10;t=0");

@@ -4,6 +4,8 @@
 //! An extractor that finds no key returns `None`; the layer then does what
 //! [`MissingKey`](crate::MissingKey) says (reject, or pass unlimited).
 
+use core::fmt;
+use core::marker::PhantomData;
 use core::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -71,7 +73,7 @@ the app with `into_make_service_with_connect_info::<SocketAddr>()`; on hyper, in
 /// One quota for every request: the key is `()`.
 ///
 /// ```
-/// use ritmo_tower::key::{Global, KeyExtractor};
+/// use ritmo::tower::key::{Global, KeyExtractor};
 /// assert_eq!(Global.extract(&http::Request::new(())), Some(()));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,38 +92,90 @@ impl<Req> KeyExtractor<Req> for Global {
 /// Read from the request's extensions: axum's `ConnectInfo<SocketAddr>` (feature `axum`, inserted
 /// by `into_make_service_with_connect_info::<SocketAddr>()`), tonic's `TcpConnectInfo` (feature
 /// `tonic`: tonic 0.14 records it for every TCP connection it serves), or a plain `SocketAddr`
-/// that a hyper server inserted itself. The key is an [`IpKey`], the keyed limiter's own IP key: IPv6 clients
-/// are grouped by their /64 prefix by default (one host usually holds a whole /64, so
-/// per-address keys would let it rotate through 2^64 fresh quotas); IPv4-mapped IPv6 addresses
-/// count as the IPv4 address.
+/// that a hyper server inserted itself. The key is an [`IpKey`] (the keyed limiter's own IP key)
+/// by default, or an [`IpAddr`] for a `KeyedRateLimiter<IpAddr>` (any [`FromPeerIp`] type: the
+/// key type follows the store's). Either way IPv6 clients are grouped by their /64 prefix by
+/// default (one host usually holds a whole /64, so per-address keys would let it rotate through
+/// 2^64 fresh quotas; an `IpAddr` key is then the prefix's first address); IPv4-mapped IPv6
+/// addresses count as the IPv4 address.
 ///
 /// ```
 /// use std::net::{IpAddr, SocketAddr};
-/// use ritmo_tower::key::{IpKey, KeyExtractor, PeerIp};
+/// use ritmo::tower::key::{IpKey, KeyExtractor, PeerIp};
 /// let mut request = http::Request::new(());
 /// request.extensions_mut().insert(SocketAddr::from(([0x2001, 0xdb8, 0, 7, 1, 2, 3, 4], 443)));
 /// let key: IpKey = PeerIp::new().extract(&request).unwrap();
 /// assert_eq!(key.ip(), "2001:db8:0:7::".parse::<IpAddr>().unwrap());
+/// let key: IpAddr = PeerIp::new().extract(&request).unwrap(); // the same /64, as an address
+/// assert_eq!(key, "2001:db8:0:7::".parse::<IpAddr>().unwrap());
 /// ```
 ///
 /// Without the `axum` feature (of ritmo-tower, or of the `ritmo` facade) axum's `ConnectInfo` is
-/// not read, and on an axum router no request has a key: the layer then logs an error once (see
-/// [`RateLimitLayer`](crate::RateLimitLayer)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerIp {
+/// not read, and on an axum router no request has a key: the layer then answers `400` saying how
+/// to fix it, and logs an error once (see [`RateLimitLayer`](crate::RateLimitLayer)).
+pub struct PeerIp<K = IpKey> {
     ipv6_prefix: u8,
+    key: PhantomData<fn() -> K>,
 }
 
-impl Default for PeerIp {
+/// A key [`PeerIp`] can make of a client's address: [`IpKey`] (the default) or [`IpAddr`].
+pub trait FromPeerIp: Clone + Send + 'static {
+    /// The key of a client at `ip`, an IPv6 address grouped by its first `ipv6_prefix` bits
+    /// (IPv4-mapped IPv6 addresses count as the IPv4 address).
+    fn from_peer_ip(ip: IpAddr, ipv6_prefix: u8) -> Self;
+}
+
+impl FromPeerIp for IpKey {
+    fn from_peer_ip(ip: IpAddr, ipv6_prefix: u8) -> Self {
+        IpKey::with_ipv6_prefix(ip, ipv6_prefix)
+    }
+}
+
+/// The grouped address: an IPv6 client's prefix as its first address.
+impl FromPeerIp for IpAddr {
+    fn from_peer_ip(ip: IpAddr, ipv6_prefix: u8) -> Self {
+        IpKey::with_ipv6_prefix(ip, ipv6_prefix).ip()
+    }
+}
+
+impl<K> fmt::Debug for PeerIp<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PeerIp")
+            .field("ipv6_prefix", &self.ipv6_prefix)
+            .finish()
+    }
+}
+
+impl<K> Clone for PeerIp<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for PeerIp<K> {}
+
+impl<K> PartialEq for PeerIp<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ipv6_prefix == other.ipv6_prefix
+    }
+}
+
+impl<K> Eq for PeerIp<K> {}
+
+impl<K: FromPeerIp> Default for PeerIp<K> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl PeerIp {
-    /// The peer's address, IPv6 grouped by /64.
+impl<K: FromPeerIp> PeerIp<K> {
+    /// The peer's address, IPv6 grouped by /64; the key type ([`IpKey`] or [`IpAddr`]) is the
+    /// store's.
     pub const fn new() -> Self {
-        PeerIp { ipv6_prefix: 64 }
+        PeerIp {
+            ipv6_prefix: 64,
+            key: PhantomData,
+        }
     }
 
     /// Groups IPv6 clients by a prefix of `bits` (clamped to 128; 128 = one key per address).
@@ -131,8 +185,8 @@ impl PeerIp {
         self
     }
 
-    fn key(&self, ip: IpAddr) -> IpKey {
-        IpKey::with_ipv6_prefix(ip, self.ipv6_prefix)
+    fn key(&self, ip: IpAddr) -> K {
+        K::from_peer_ip(ip, self.ipv6_prefix)
     }
 }
 
@@ -159,10 +213,10 @@ pub(crate) fn peer_addr<B>(request: &Request<B>) -> Option<IpAddr> {
         .map(|addr| addr.ip())
 }
 
-impl<B> KeyExtractor<Request<B>> for PeerIp {
-    type Key = IpKey;
+impl<B, K: FromPeerIp> KeyExtractor<Request<B>> for PeerIp<K> {
+    type Key = K;
 
-    fn extract(&self, request: &Request<B>) -> Option<IpKey> {
+    fn extract(&self, request: &Request<B>) -> Option<K> {
         peer_addr(request).map(|ip| self.key(ip))
     }
 
@@ -198,7 +252,7 @@ pub enum ForwardedHeader {
 ///
 /// ```
 /// use std::net::{IpAddr, SocketAddr};
-/// use ritmo_tower::key::{ForwardedIp, KeyExtractor};
+/// use ritmo::tower::key::{ForwardedIp, KeyExtractor};
 /// let behind_lb = ForwardedIp::trusting(["10.0.0.0/8".parse().unwrap()]);
 /// let mut request = http::Request::builder()
 ///     .header("x-forwarded-for", "6.6.6.6, 203.0.113.9, 10.0.0.7")
@@ -330,7 +384,7 @@ impl<B> KeyExtractor<Request<B>> for ForwardedIp {
 /// The value of one request header, e.g. an API key; no header, no key.
 ///
 /// ```
-/// use ritmo_tower::key::{Header, KeyExtractor};
+/// use ritmo::tower::key::{Header, KeyExtractor};
 /// let by_key = Header::new(http::HeaderName::from_static("x-api-key"));
 /// let request = http::Request::builder().header("x-api-key", "k-42").body(()).unwrap();
 /// assert_eq!(by_key.extract(&request).unwrap(), "k-42");
@@ -363,7 +417,7 @@ pub struct FromFn<F>(F);
 /// Keys requests by `f`: return `None` for a request that has no key.
 ///
 /// ```
-/// use ritmo_tower::key::{from_fn, KeyExtractor};
+/// use ritmo::tower::key::{from_fn, KeyExtractor};
 /// let by_tenant = from_fn(|r: &http::Request<()>| {
 ///     r.uri().path().strip_prefix("/t/")?.split('/').next().map(str::to_owned)
 /// });
@@ -507,7 +561,10 @@ mod tests {
             let mut r = Request::new(());
             r.extensions_mut()
                 .insert(SocketAddr::new(addr.parse().unwrap(), 1));
-            PeerIp::new().ipv6_prefix(bits).extract(&r).unwrap()
+            PeerIp::<IpKey>::new()
+                .ipv6_prefix(bits)
+                .extract(&r)
+                .unwrap()
         };
         assert_eq!(key("::ffff:1.2.3.4", 64), ip("1.2.3.4"));
         assert_eq!(

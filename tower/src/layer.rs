@@ -137,14 +137,22 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
 ///
 /// A request without a key is refused with `400` (see [`missing_key`](Self::missing_key)). When
 /// the extractor says that can only be a setup error ([`KeyExtractor::why_missing`]: `PeerIp` on
-/// a server that records no connection address, an axum app without feature `axum`), the layer
-/// logs it once as a `tracing` error with the fix.
+/// a server that records no connection address, an axum app without feature `axum`), the `400`'s
+/// body says how to fix it, and the layer logs it once as a `tracing` error too. For the per-IP
+/// keys (`PeerIp`, `ForwardedIp`) the server must record each connection's address:
+///
+/// - axum: serve the app with `app.into_make_service_with_connect_info::<SocketAddr>()` (and turn
+///   on feature `axum`, of ritmo or ritmo-tower);
+/// - hyper: insert the peer's `SocketAddr` into each request's extensions (in the
+///   `service_fn` that hyper's connection calls, where the accepted stream's address is known);
+/// - tonic: copy `TcpConnectInfo::remote_addr()` (which tonic's server inserts) into the
+///   request's extensions as a `SocketAddr`, in a layer before this one.
 ///
 /// ```
 /// use std::time::Duration;
-/// use ritmo_core::{Config, RateLimiter};
-/// use ritmo_std::StdClock;
-/// use ritmo_tower::{key::Global, RateLimitLayer};
+/// use ritmo::{Config, RateLimiter};
+/// use ritmo::server::StdClock;
+/// use ritmo::tower::{key::Global, RateLimitLayer};
 ///
 /// static API: std::sync::LazyLock<RateLimiter<StdClock>> = std::sync::LazyLock::new(|| {
 ///     RateLimiter::with_clock("api", Config::new(100, Duration::from_secs(1)).unwrap(), StdClock::new())
@@ -669,7 +677,8 @@ where
     {
         let shared = Arc::clone(&self.shared);
         let Some(key) = key else {
-            if let Some(why) = shared.extractor.why_missing(&request) {
+            let why = shared.extractor.why_missing(&request);
+            if let Some(why) = why {
                 shared.tell_missing(why);
             }
             let served = shared.missing_key == MissingKey::Pass;
@@ -679,7 +688,10 @@ where
                     #[cfg(feature = "metrics")]
                     shared.counts.rejected(crate::metrics::Refused::MissingKey);
                     let protocol = shared.mode.protocol(&request);
-                    let output = shared.mode.missing_key(status, protocol);
+                    let output = match why {
+                        Some(why) => shared.mode.missing_key_because(status, why, protocol),
+                        None => shared.mode.missing_key(status, protocol),
+                    };
                     ResponseFuture::done(output, shared)
                 }
                 MissingKey::Pass => {

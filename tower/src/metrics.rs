@@ -3,18 +3,19 @@
 //!
 //! | metric | kind | labels | what |
 //! | --- | --- | --- | --- |
-//! | `ritmo_admitted_total` | counter | `layer` | requests given their permits (at once, or after a wait) |
-//! | `ritmo_rejected_total` | counter | `layer`, `reason` | requests refused: `no_permit_in_time` (rate limited), `missing_key` (no key, [`MissingKey::Reject`](crate::MissingKey::Reject)), `other` |
-//! | `ritmo_shadow_rejected_total` | counter | `layer` | shadow mode: requests that would have been refused, served anyway |
+//! | `ritmo_http_requests_admitted_total` | counter | `layer` | requests given their permits (at once, or after a wait) |
+//! | `ritmo_http_requests_rejected_total` | counter | `layer`, `reason` | requests refused: `no_permit_in_time` (`429`), `missing_key` (`400`, no key: [`MissingKey::Reject`](crate::MissingKey::Reject)), `other` |
+//! | `ritmo_http_requests_shadow_rejected_total` | counter | `layer` | shadow mode: requests that would have been refused, served anyway |
 //!
-//! The series names are ritmo-std's (`ritmo_std::metrics`), so a dashboard reads a layer and a
-//! limiter alike; the `layer` label is the layer's policy name (the limiter's id unless
-//! [`policy_name`](crate::RateLimitLayer::policy_name) renames it), never a client key. The label
-//! is `layer`, not `limiter`, so that the layer's counts and those of the limiter behind it (which
-//! ritmo-std records under `limiter` with the same id) are two series, never one overwritten by
-//! the other: a layer also counts requests refused before they reach the limiter (no key). Shadow
-//! mode's would-be rejections have a counter of their own: summed with the real ones they would
-//! make `ritmo_rejected_total` count requests that were served.
+//! The names are the layer's own, apart from the limiter's (`ritmo_admitted_total`,
+//! `ritmo_rejected_total`, ... labelled `limiter`, recorded by `ritmo::server::metrics`): an
+//! application that records both its layer and the limiter behind it counts each request once
+//! under each name, so the sum over every series of one name means one thing (every `429` once in
+//! `sum(ritmo_rejected_total)`, every refusal of the layer, `400`s included, once in
+//! `sum(ritmo_http_requests_rejected_total)`). The `layer` label is the layer's policy name (the
+//! limiter's id unless [`policy_name`](crate::RateLimitLayer::policy_name) renames it), never a
+//! client key. Shadow mode's would-be rejections have a counter of their own: summed with the
+//! real ones they would count requests that were served.
 //!
 //! The layer keeps the counts itself, in relaxed atomics shared by its clones: a request pays one
 //! relaxed add (and without the feature, nothing). [`record`] hands them to the recorder: call it
@@ -22,9 +23,9 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ritmo_core::{Config, RateLimiter};
-//! use ritmo_std::StdClock;
-//! use ritmo_tower::{key::Global, metrics, RateLimitLayer};
+//! use ritmo::{Config, RateLimiter};
+//! use ritmo::server::StdClock;
+//! use ritmo::tower::{key::Global, metrics, RateLimitLayer};
 //!
 //! static API: std::sync::LazyLock<RateLimiter<StdClock>> = std::sync::LazyLock::new(|| {
 //!     RateLimiter::with_clock("api", Config::new(100, Duration::from_secs(1)).unwrap(), StdClock::new())
@@ -35,19 +36,19 @@
 //!     metrics::record(&layer); // before a scrape
 //!     recorder.handle().render()
 //! });
-//! assert!(text.contains(r#"ritmo_admitted_total{layer="api"} 0"#));
+//! assert!(text.contains(r#"ritmo_http_requests_admitted_total{layer="api"} 0"#));
 //! ```
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::RateLimitLayer;
 
-/// Requests given their permits, per layer (counter); ritmo-std's name.
-pub const ADMITTED: &str = "ritmo_admitted_total";
-/// Requests refused, per layer and reason (counter); ritmo-std's name.
-pub const REJECTED: &str = "ritmo_rejected_total";
+/// Requests given their permits, per layer (counter).
+pub const ADMITTED: &str = "ritmo_http_requests_admitted_total";
+/// Requests refused, per layer and reason (counter).
+pub const REJECTED: &str = "ritmo_http_requests_rejected_total";
 /// Shadow mode: requests that would have been refused and were served, per layer (counter).
-pub const SHADOW_REJECTED: &str = "ritmo_shadow_rejected_total";
+pub const SHADOW_REJECTED: &str = "ritmo_http_requests_shadow_rejected_total";
 
 /// The `reason` labels of [`REJECTED`], in the order of [`Counts::rejected`].
 const REASONS: [&str; 3] = ["no_permit_in_time", "missing_key", "other"];
@@ -87,11 +88,20 @@ impl Counts {
 }
 
 /// Describes the layer's metrics (unit and help text) to the installed recorder; call it once at
-/// start-up, after installing the recorder.
+/// start-up, after installing the recorder (beside `ritmo::server::metrics::describe()` for the
+/// limiters).
 pub fn describe() {
     use metrics::{Unit, describe_counter};
-    describe_counter!(ADMITTED, Unit::Count, "Calls admitted at once");
-    describe_counter!(REJECTED, Unit::Count, "Calls refused");
+    describe_counter!(
+        ADMITTED,
+        Unit::Count,
+        "Requests the HTTP layer gave their permits"
+    );
+    describe_counter!(
+        REJECTED,
+        Unit::Count,
+        "Requests the HTTP layer refused (429 rate limited, 400 no key)"
+    );
     describe_counter!(
         SHADOW_REJECTED,
         Unit::Count,

@@ -70,13 +70,13 @@ pub trait OnReject<B>: Send + Sync + 'static {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::{DefaultResponse, OnReject};
-/// # use ritmo_core::{Config, ManualClock, RateLimiter};
+/// use ritmo::tower::{DefaultResponse, OnReject};
+/// # use ritmo::{Config, ManualClock, RateLimiter};
 /// # let limiter = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
 /// # limiter.try_acquire().unwrap();
 /// # let error = limiter.try_acquire().unwrap_err();
-/// let policy = ritmo_tower::Policy::new("x", 1, Duration::from_secs(1));
-/// let rejection = ritmo_tower::Rejection::new(error, policy, ritmo_tower::Status::new(0, error.retry_after()));
+/// let policy = ritmo::tower::Policy::new("x", 1, Duration::from_secs(1));
+/// let rejection = ritmo::tower::Rejection::new(error, policy, ritmo::tower::Status::new(0, error.retry_after()));
 /// let response: http::Response<String> = DefaultResponse.respond(&rejection);
 /// assert_eq!(response.status(), 429);
 /// assert_eq!(response.body(), "Too Many Requests: retry after 1 s\n");
@@ -108,7 +108,7 @@ pub struct RespondWith<F>(F);
 ///
 /// ```
 /// use http::{Response, StatusCode};
-/// use ritmo_tower::{respond_with, OnReject, Rejection};
+/// use ritmo::tower::{respond_with, OnReject, Rejection};
 /// let json = respond_with(|r: &Rejection| {
 ///     Response::builder()
 ///         .status(StatusCode::TOO_MANY_REQUESTS)

@@ -18,7 +18,7 @@ use ritmo_std::{KeyedRateLimiter, KeyedReservation};
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::Policy;
+/// use ritmo::tower::Policy;
 /// let p = Policy::new("api", 10, Duration::from_secs(1));
 /// assert_eq!((p.quota(), p.window()), (10, Duration::from_secs(1)));
 /// ```
@@ -71,7 +71,7 @@ impl Policy {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_tower::Status;
+/// use ritmo::tower::Status;
 /// let s = Status::new(3, Duration::from_millis(250));
 /// assert_eq!((s.remaining(), s.reset()), (3, Duration::from_millis(250)));
 /// ```
@@ -156,8 +156,8 @@ impl Denial {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
-/// use ritmo_tower::{Denial, Status};
+/// use ritmo::{AcquireError, Config, ManualClock, RateLimiter};
+/// use ritmo::tower::{Denial, Status};
 /// let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
 /// limiter.try_acquire()?;
 /// let error = AcquireError::from(limiter.try_acquire().unwrap_err());

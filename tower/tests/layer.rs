@@ -14,7 +14,7 @@ use http::{Request, Response, StatusCode};
 use ritmo_core::{Config, ManualClock, RateLimitExceeded, Reason};
 use ritmo_std::TokioClock;
 use ritmo_tower::charge::not_304_or_5xx;
-use ritmo_tower::key::{Global, Header, PeerIp, from_fn};
+use ritmo_tower::key::{Global, Header, IpKey, PeerIp, from_fn};
 use ritmo_tower::{
     BoxError, LayerEvent, MissingKey, MissingKeyError, RateLimitLayer, RefundCause, Rejection,
     Store, respond_with,
@@ -273,7 +273,7 @@ async fn shadow_mode_never_rejects_but_reports() {
 
 #[tokio::test]
 async fn missing_key_rejects_or_passes_as_chosen() {
-    let limiter_store = MapStore::new(
+    let limiter_store = MapStore::<IpKey, _>::new(
         "by-ip",
         Config::new(1, Duration::from_secs(1)).unwrap(),
         clock(),
@@ -303,7 +303,7 @@ async fn missing_key_rejects_or_passes_as_chosen() {
 
 #[tokio::test]
 async fn keys_are_independent() {
-    let store = MapStore::new(
+    let store = MapStore::<IpKey, _>::new(
         "per-key",
         Config::new(2, Duration::from_secs(1)).unwrap(),
         clock(),

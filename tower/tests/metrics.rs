@@ -40,12 +40,16 @@ fn rendered<St, X, M, Cl>(layer: &RateLimitLayer<St, X, M, Cl>) -> String {
     })
 }
 
-/// The series names are ritmo-std's (`ritmo_std::metrics::{ADMITTED, REJECTED}`; not compared
-/// here: its feature `metrics` would turn on the core's counters in this crate's bench too).
+/// The layer's series have names of their own, apart from the limiter's (`ritmo_admitted_total`,
+/// `ritmo_rejected_total`): summed over every series of one name, each request counts once.
 #[test]
-fn the_series_are_ritmo_std_s() {
-    assert_eq!(metrics::ADMITTED, "ritmo_admitted_total");
-    assert_eq!(metrics::REJECTED, "ritmo_rejected_total");
+fn the_series_are_the_layer_s_own() {
+    assert_eq!(metrics::ADMITTED, "ritmo_http_requests_admitted_total");
+    assert_eq!(metrics::REJECTED, "ritmo_http_requests_rejected_total");
+    assert_eq!(
+        metrics::SHADOW_REJECTED,
+        "ritmo_http_requests_shadow_rejected_total"
+    );
 }
 
 #[tokio::test]
@@ -68,19 +72,21 @@ async fn admitted_rejected_and_missing_keys_are_counted_per_layer() {
     );
     let text = rendered(&layer);
     assert!(
-        text.contains(r#"ritmo_admitted_total{layer="api"} 2"#),
+        text.contains(r#"ritmo_http_requests_admitted_total{layer="api"} 2"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_rejected_total{layer="api",reason="no_permit_in_time"} 2"#),
+        text.contains(
+            r#"ritmo_http_requests_rejected_total{layer="api",reason="no_permit_in_time"} 2"#
+        ),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_rejected_total{layer="api",reason="missing_key"} 1"#),
+        text.contains(r#"ritmo_http_requests_rejected_total{layer="api",reason="missing_key"} 1"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_shadow_rejected_total{layer="api"} 0"#),
+        text.contains(r#"ritmo_http_requests_shadow_rejected_total{layer="api"} 0"#),
         "{text}"
     );
 }
@@ -103,15 +109,17 @@ async fn shadow_mode_counts_would_be_rejections_apart() {
     }
     let text = rendered(&layer);
     assert!(
-        text.contains(r#"ritmo_admitted_total{layer="trial"} 1"#),
+        text.contains(r#"ritmo_http_requests_admitted_total{layer="trial"} 1"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_shadow_rejected_total{layer="trial"} 2"#),
+        text.contains(r#"ritmo_http_requests_shadow_rejected_total{layer="trial"} 2"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"ritmo_rejected_total{layer="trial",reason="no_permit_in_time"} 0"#),
+        text.contains(
+            r#"ritmo_http_requests_rejected_total{layer="trial",reason="no_permit_in_time"} 0"#
+        ),
         "{text}"
     );
 }

@@ -117,3 +117,40 @@ fn a_request_without_an_optional_header_is_no_setup_error() {
     assert_eq!(statuses, vec![StatusCode::BAD_REQUEST; 2]);
     assert!(log.is_empty(), "{log}");
 }
+
+/// The `400` itself names the fix (nobody reads a log nobody subscribed to): the axum call, the
+/// hyper and the tonic ways; a request that may lack its key (an optional header) gets the plain
+/// answer.
+#[test]
+fn the_400_body_says_how_to_record_the_connection_address() {
+    let handler: Handler = |_| ready(Ok(Response::new("ok".to_owned())));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let by_ip = RateLimitLayer::new(keyed(), PeerIp::new()).layer(service_fn(handler));
+    let response = runtime.block_on(by_ip.oneshot(Request::new(()))).unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body = response.into_body();
+    assert!(
+        body.starts_with("Bad Request: no rate-limit key: "),
+        "{body}"
+    );
+    for fix in [
+        "into_make_service_with_connect_info::<SocketAddr>()",
+        "insert the peer's `SocketAddr` into each request's extensions (hyper)",
+        "on tonic, ",
+    ] {
+        assert!(body.contains(fix), "{body}");
+    }
+
+    let config = Config::new(5, Duration::from_secs(1)).unwrap();
+    let by_key: &'static KeyedRateLimiter<http::HeaderValue, ManualClock> = Box::leak(Box::new(
+        KeyedRateLimiter::with_clock("by-key", config, 100, ManualClock::new()),
+    ));
+    let header = Header::new(HeaderName::from_static("x-api-key"));
+    let by_key = RateLimitLayer::new(by_key, header).layer(service_fn(handler));
+    let response = runtime.block_on(by_key.oneshot(Request::new(()))).unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(response.into_body(), "Bad Request: no rate-limit key\n");
+}

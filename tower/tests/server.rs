@@ -220,3 +220,25 @@ async fn behind_a_trusted_proxy_the_rightmost_untrusted_forwarded_address_is_the
     assert_eq!(keyed.available_permits(&"1.1.1.1".parse().unwrap()), 1);
     assert_eq!(keyed.len(), 2);
 }
+
+/// What a user writes first: a `KeyedRateLimiter<IpAddr>` (not `IpKey`) behind `PeerIp`, whose
+/// key type follows the store's. Over real HTTP: 200 while the client's quota lasts, then 429;
+/// another client has its own quota, and the key is the client's address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_ip_server_keyed_by_ip_addr_answers_200_then_429() {
+    use std::sync::LazyLock;
+    static PER_IP: LazyLock<KeyedRateLimiter<IpAddr>> = LazyLock::new(|| {
+        let config = Config::new(2, Duration::from_secs(3600)).expect("a valid config");
+        KeyedRateLimiter::new("per-ip-addr", config, 1000)
+    });
+    let addr = serve(app().layer(RateLimitLayer::new(&*PER_IP, PeerIp::new()))).await;
+    let (a, b) = (client(loopback(21)), client(loopback(22)));
+    assert_eq!(fetch(&a, addr, "/").await.status(), 200);
+    assert_eq!(fetch(&a, addr, "/").await.status(), 200);
+    let refused = fetch(&a, addr, "/").await;
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(fetch(&b, addr, "/").await.status(), 200);
+    assert_eq!(PER_IP.available_permits(&loopback(21)), 0);
+    assert_eq!(PER_IP.available_permits(&loopback(22)), 1);
+}

@@ -147,7 +147,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let clock = ManualClock::new();
     /// let per_second = Config::new(10, Duration::from_secs(1))?;
     /// let per_hour = Config::new(100, Duration::from_secs(3600))?;
@@ -161,7 +161,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// // hour (idle), starts afresh under 100 per hour.
     /// api.reconfigure([Config::new(100, Duration::from_secs(1))?, per_hour]);
     /// assert_eq!(api.available_permits_per_band(), [6, 100]);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn reconfigure(&self, configs: [Config; B]) {

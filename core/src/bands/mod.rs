@@ -62,7 +62,7 @@ pub use reservation::BandsReservation;
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Bands, Config, ManualClock};
+/// use ritmo::{Bands, Config, ManualClock};
 ///
 /// let clock = ManualClock::new();
 /// let api = Bands::new(
@@ -85,7 +85,7 @@ pub use reservation::BandsReservation;
 /// // Its next permit comes 4 minutes (one hour / 15) after the first call: 239 s from now.
 /// let err = api.try_acquire().unwrap_err();
 /// assert_eq!(err.retry_after(), Duration::from_secs(239));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub struct Bands<C, const B: usize> {
     states: [State; B],
@@ -138,7 +138,7 @@ impl<C: FixedRateClock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{const_config, Bands, ManualClock};
+    /// use ritmo::{const_config, Bands, ManualClock};
     ///
     /// static CLOCK: ManualClock = ManualClock::new();
     /// // A radio: 1 frame per second, and a 1% duty cycle of 36 frames per hour.
@@ -152,7 +152,7 @@ impl<C: FixedRateClock, const B: usize> Bands<C, B> {
     /// ```
     ///
     /// ```compile_fail
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let none: Bands<ManualClock, 0> = Bands::new("x", [], ManualClock::new());
     /// ```
     pub fn new(id: &'static str, configs: [Config; B], clock: C) -> Self {
@@ -166,10 +166,10 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let b = Bands::with_clock("x", [Config::new(2, Duration::from_secs(1))?; 2], ManualClock::new());
     /// assert_eq!(b.available_permits(), 2);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, configs: [Config; B], clock: C) -> Self {
         let tick = clock.tick_rate();
@@ -252,12 +252,12 @@ impl<C, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?; 2], ManualClock::new())
     ///     .with_max_wait(Duration::from_secs(1));
     /// b.try_acquire().unwrap();
     /// assert_eq!(b.reserve().unwrap().wait_time(), Duration::from_secs(1));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[must_use]
     pub const fn with_max_wait(mut self, max_wait: Duration) -> Self {
@@ -273,14 +273,14 @@ impl<C, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, Event, Listener, ManualClock};
+    /// use ritmo::{Bands, Config, Event, Listener, ManualClock};
     /// struct Quiet;
     /// impl Listener for Quiet { fn on_event(&self, _: &Event) {} }
     /// static QUIET: Quiet = Quiet;
     /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?; 2], ManualClock::new())
     ///     .with_listener(&QUIET);
     /// # b.try_acquire().unwrap();
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
@@ -312,12 +312,12 @@ impl<C, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let fast = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(300));
     /// let slow = Config::new(100, Duration::from_secs(60))?;
     /// let b = Bands::new("x", [fast, slow], ManualClock::new());
     /// assert_eq!(b.max_wait(), Duration::from_millis(300));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn max_wait(&self) -> Duration {
         self.rates[0].wait_duration(self.numbers().max_wait)
@@ -528,12 +528,12 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let b = Bands::new("x", [Config::new(2, Duration::from_secs(1))?, Config::new(3, Duration::from_secs(60))?], ManualClock::new());
     /// assert!(b.try_acquire().is_ok());
     /// assert!(b.try_acquire().is_ok());
     /// assert!(b.try_acquire().is_err());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn try_acquire(&self) -> Result<(), RateLimitExceeded> {
         match self.try_acquire_n(1) {
@@ -548,11 +548,11 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{AcquireError, Bands, Config, ManualClock};
+    /// use ritmo::{AcquireError, Bands, Config, ManualClock};
     /// let b = Bands::new("x", [Config::new(8, Duration::from_secs(1))?, Config::new(4, Duration::from_secs(60))?], ManualClock::new());
     /// assert!(matches!(b.try_acquire_n(5), Err(AcquireError::InvalidPermits(_))));
     /// assert!(b.try_acquire_n(4).is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn try_acquire_n(&self, k: u32) -> Result<(), AcquireError> {
         match self.charge(k, Some(0)) {
@@ -571,7 +571,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let per_second = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(10));
     /// let per_minute = Config::new(3, Duration::from_secs(60))?;
     /// let b = Bands::new("x", [per_second, per_minute], ManualClock::new());
@@ -581,7 +581,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// first.commit();
     /// // The per-minute band is spent now: its next permit is 20 s away, beyond max_wait.
     /// assert_eq!(b.reserve().unwrap_err().retry_after(), Duration::from_secs(20));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve(&self) -> Result<BandsReservation<'_, C, B>, RateLimitExceeded> {
         match self.reserve_units(1, None) {
@@ -600,12 +600,12 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?; 2], ManualClock::new());
     /// b.try_acquire().unwrap();
     /// assert!(b.reserve_n_within(1, Duration::from_millis(999)).is_err());
     /// assert!(b.reserve_n_within(1, Duration::from_secs(1)).is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve_n_within(
         &self,
@@ -656,7 +656,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{AdvanceClock, Bands, Clock, Config, ManualClock};
+    /// use ritmo::{AdvanceClock, Bands, Clock, Config, ManualClock};
     /// let clock = ManualClock::new();
     /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?, Config::new(2, Duration::from_secs(10))?], &clock)
     ///     .with_max_wait(Duration::from_secs(10));
@@ -665,7 +665,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// }
     /// // 1 at 0 s, 1 at 1 s (per second), then the 10 s band's next permit: 5 s after the first.
     /// assert_eq!(clock.now(), 5_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_with<W: Wait<C> + ?Sized>(
         &self,
@@ -689,12 +689,12 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let b = Bands::new("x", [Config::new(10, Duration::from_secs(1))?, Config::new(4, Duration::from_secs(60))?], ManualClock::new());
     /// assert_eq!(b.available_permits(), 4);
     /// b.try_acquire().unwrap();
     /// assert_eq!(b.available_permits_per_band(), [9, 3]);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn available_permits(&self) -> u32 {
         let (numbers, per_band) = self.available(self.now_units());
@@ -751,7 +751,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Config, ManualClock};
+    /// use ritmo::{Bands, Config, ManualClock};
     /// let b = Bands::new("x", [Config::new(10, Duration::from_secs(1))?, Config::new(10, Duration::from_secs(60))?], ManualClock::new());
     /// b.try_acquire_n(10).unwrap();
     /// assert_eq!(b.retry_after_n(2)?, Duration::from_secs(12)); // the per-minute band's wait
@@ -775,13 +775,13 @@ impl<C: ManualTime, const B: usize> Bands<C, B> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Bands, Clock, Config, ManualClock};
+    /// use ritmo::{Bands, Clock, Config, ManualClock};
     /// let clock = ManualClock::new();
     /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1)); 2], &clock);
     /// b.acquire_advancing().unwrap();
     /// b.acquire_advancing().unwrap();
     /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_advancing(&self) -> Result<(), RateLimitExceeded> {
         self.acquire_with(&mut AdvanceClock)

@@ -19,11 +19,11 @@ use crate::reservation::{Held, Holder};
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Bands, Config, ManualClock};
+/// use ritmo::{Bands, Config, ManualClock};
 /// let b = Bands::new("x", [Config::new(1, Duration::from_secs(1))?; 2], ManualClock::new());
 /// assert!(b.reserve().unwrap().cancel()); // the last charge of both bands: it goes back
 /// assert_eq!(b.available_permits(), 1);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub type BandsReservation<'a, C, const B: usize> = Held<'a, Bands<C, B>, BandsCharge<B>>;
 

@@ -9,7 +9,7 @@ use crate::clock::TickRate;
 /// Why a call did not get its permit.
 ///
 /// ```
-/// use ritmo_core::Reason;
+/// use ritmo::Reason;
 /// assert_eq!(Reason::Interrupted.as_str(), "interrupted");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,7 +40,7 @@ impl Reason {
     /// A short lowercase description.
     ///
     /// ```
-    /// # use ritmo_core::Reason;
+    /// # use ritmo::Reason;
     /// assert_eq!(Reason::NoPermitInTime.as_str(), "no permit in time");
     /// ```
     pub const fn as_str(self) -> &'static str {
@@ -68,7 +68,7 @@ impl fmt::Display for Reason {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock, RateLimiter, Reason};
+/// use ritmo::{Config, ManualClock, RateLimiter, Reason};
 ///
 /// let clock = ManualClock::new();
 /// let limiter = RateLimiter::new("api", Config::new(1, Duration::from_secs(1)).unwrap(), &clock);
@@ -130,7 +130,7 @@ impl RateLimitExceeded {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{RateLimitExceeded, Reason};
+    /// use ritmo::{RateLimitExceeded, Reason};
     /// let err = RateLimitExceeded::from_parts("api", Reason::Unavailable, Duration::from_millis(50));
     /// assert_eq!(err.reason(), Reason::Unavailable);
     /// assert_eq!(err.retry_after(), Duration::from_millis(50));
@@ -149,7 +149,7 @@ impl RateLimitExceeded {
     /// The id of the limiter that refused the call.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("uart", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// l.try_acquire().unwrap();
@@ -162,7 +162,7 @@ impl RateLimitExceeded {
     /// Why the call was refused.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter, Reason};
+    /// # use ritmo::{Config, ManualClock, RateLimiter, Reason};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("uart", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// l.try_acquire().unwrap();
@@ -179,7 +179,7 @@ impl RateLimitExceeded {
     /// [`Duration::MAX`] mean it never would (the clock is at the end of its range).
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// let l = RateLimiter::new("x", Config::new(3, Duration::from_secs(1)).unwrap(), &clock);
@@ -198,11 +198,58 @@ impl fmt::Display for RateLimitExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "rate limiter '{}': {}; retry after {:?}",
+            "rate limiter '{}': {}; retry after {}",
             self.id,
             self.reason,
-            self.retry_after()
+            HumanDuration(self.retry_after())
         )
+    }
+}
+
+/// A duration as a person reads it, rounded up to the millisecond (a wait printed is never short
+/// of the real one) and written in the largest units that fit: `0s`, `250ms`, `1.5s`, `30s`,
+/// `2m5.5s`, `1h`, `1h0m1s`. How [`RateLimitExceeded`] prints its `retry_after`.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo::HumanDuration;
+/// assert_eq!(HumanDuration(Duration::from_nanos(29_999_943_846)).to_string(), "30s");
+/// assert_eq!(HumanDuration(Duration::from_micros(1_500_001)).to_string(), "1.501s");
+/// assert_eq!(HumanDuration(Duration::from_secs(125)).to_string(), "2m5s");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl fmt::Display for HumanDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        let millis = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
+        if millis == 0 {
+            return f.write_str("0s");
+        }
+        if millis < 1000 {
+            return write!(f, "{millis}ms");
+        }
+        let (secs, ms) = (millis / 1000, millis % 1000);
+        let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+        if h > 0 {
+            write!(f, "{h}h")?;
+        }
+        if h > 0 && (m > 0 || s > 0 || ms > 0) || m > 0 {
+            write!(f, "{m}m")?;
+        }
+        if s > 0 || ms > 0 || (h == 0 && m == 0) {
+            write!(f, "{s}")?;
+            // The fraction without trailing zeros: .5, .25, .125.
+            match ms {
+                0 => {}
+                _ if ms % 100 == 0 => write!(f, ".{}", ms / 100)?,
+                _ if ms % 10 == 0 => write!(f, ".{:02}", ms / 10)?,
+                _ => write!(f, ".{ms:03}")?,
+            }
+            f.write_str("s")?;
+        }
+        Ok(())
     }
 }
 
@@ -228,7 +275,7 @@ impl defmt::Format for RateLimitExceeded {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+/// use ritmo::{AcquireError, Config, ManualClock, RateLimiter};
 /// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
 /// let AcquireError::InvalidPermits(err) = l.try_acquire_n(9).unwrap_err() else { unreachable!() };
 /// assert_eq!((err.requested(), err.permits()), (9, 8));
@@ -246,7 +293,7 @@ impl InvalidPermits {
     /// adapters that check a request before it reaches a limiter.
     ///
     /// ```
-    /// # use ritmo_core::InvalidPermits;
+    /// # use ritmo::InvalidPermits;
     /// let err = InvalidPermits::new("uart", 0, 8);
     /// assert_eq!((err.requested(), err.permits()), (0, 8));
     /// ```
@@ -261,7 +308,7 @@ impl InvalidPermits {
     /// The id of the limiter asked.
     ///
     /// ```
-    /// # use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+    /// # use ritmo::{AcquireError, Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
     /// let AcquireError::InvalidPermits(e) = l.try_acquire_n(0).unwrap_err() else { unreachable!() };
@@ -274,7 +321,7 @@ impl InvalidPermits {
     /// How many permits the call asked for.
     ///
     /// ```
-    /// # use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+    /// # use ritmo::{AcquireError, Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
     /// let AcquireError::InvalidPermits(e) = l.try_acquire_n(0).unwrap_err() else { unreachable!() };
@@ -287,7 +334,7 @@ impl InvalidPermits {
     /// The limiter's `permits`: the most one call can take.
     ///
     /// ```
-    /// # use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+    /// # use ritmo::{AcquireError, Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("uart", Config::new(8, Duration::from_millis(1)).unwrap(), ManualClock::new());
     /// let AcquireError::InvalidPermits(e) = l.try_acquire_n(100).unwrap_err() else { unreachable!() };
@@ -314,7 +361,7 @@ impl core::error::Error for InvalidPermits {}
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{AcquireError, Config, ManualClock, RateLimiter};
+/// use ritmo::{AcquireError, Config, ManualClock, RateLimiter};
 /// let l = RateLimiter::new("frames", Config::new(4, Duration::from_secs(1)).unwrap(), ManualClock::new());
 /// assert!(l.try_acquire_n(4).is_ok());
 /// assert!(matches!(l.try_acquire_n(1), Err(AcquireError::RateLimited(_))));
@@ -334,7 +381,7 @@ impl AcquireError {
     /// The rejection, if this is one.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert!(l.try_acquire_n(2).unwrap_err().rate_limited().is_none());

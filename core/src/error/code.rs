@@ -7,7 +7,7 @@ use core::fmt;
 /// between versions (`RITMO-REG-009`); the variant's name says what it means.
 ///
 /// ```
-/// use ritmo_core::ErrorCode;
+/// use ritmo::ErrorCode;
 /// assert_eq!(ErrorCode::InvalidDuration.as_str(), "RITMO-ATR-001");
 /// assert_eq!(ErrorCode::UnknownId.as_str(), "RITMO-REG-009");
 /// ```
@@ -43,7 +43,7 @@ impl ErrorCode {
     /// The stable code, e.g. `"RITMO-REG-008"`.
     ///
     /// ```
-    /// # use ritmo_core::ErrorCode;
+    /// # use ritmo::ErrorCode;
     /// assert_eq!(ErrorCode::RegistryFull.as_str(), "RITMO-REG-010");
     /// ```
     pub const fn as_str(self) -> &'static str {
@@ -65,7 +65,7 @@ impl ErrorCode {
     /// What the code means, in a few words.
     ///
     /// ```
-    /// # use ritmo_core::ErrorCode;
+    /// # use ritmo::ErrorCode;
     /// assert_eq!(ErrorCode::ZeroPeriod.description(), "period is zero");
     /// ```
     pub const fn description(self) -> &'static str {

@@ -12,7 +12,7 @@ use super::{ErrorCode, InlineText};
 /// with `…`.
 ///
 /// ```
-/// use ritmo_core::{parse_duration, ErrorCode};
+/// use ritmo::{parse_duration, ErrorCode};
 /// let err = parse_duration("5 sec").unwrap_err();
 /// assert_eq!(err.code(), ErrorCode::InvalidDuration);
 /// assert_eq!(err.to_string(), "RITMO-ATR-001: duration text is not valid: \"5 sec\"");
@@ -36,7 +36,7 @@ impl ConfigError {
     /// The stable code.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ErrorCode};
+    /// # use ritmo::{Config, ErrorCode};
     /// # use core::time::Duration;
     /// assert_eq!(Config::new(0, Duration::from_secs(1)).unwrap_err().code(), ErrorCode::InvalidPermits);
     /// ```
@@ -47,7 +47,7 @@ impl ConfigError {
     /// The offending text, or `""` for a config given in code.
     ///
     /// ```
-    /// # use ritmo_core::parse_duration;
+    /// # use ritmo::parse_duration;
     /// assert_eq!(parse_duration("1 s").unwrap_err().text(), "1 s");
     /// ```
     pub fn text(&self) -> &str {

@@ -17,7 +17,7 @@ mod settings;
 mod text;
 
 pub(crate) use acquire::wait_duration;
-pub use acquire::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
+pub use acquire::{AcquireError, HumanDuration, InvalidPermits, RateLimitExceeded, Reason};
 pub use code::ErrorCode;
 pub use config::ConfigError;
 pub use registry::RegistryError;

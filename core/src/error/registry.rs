@@ -17,7 +17,7 @@ use super::{ConfigError, ErrorCode, InlineText, SettingsError};
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ErrorCode, ManualClock, Registry};
+/// use ritmo::{Config, ErrorCode, ManualClock, Registry};
 /// static REGISTRY: Registry<ManualClock, 1> = Registry::new(ManualClock::new());
 /// let err = REGISTRY.get("geocoding").unwrap_err();
 /// assert_eq!((err.code(), err.id()), (ErrorCode::UnknownId, "geocoding"));
@@ -78,7 +78,7 @@ impl RegistryError {
     /// The stable code.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ErrorCode, ManualClock, Registry};
+    /// # use ritmo::{Config, ErrorCode, ManualClock, Registry};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// let registry: Registry<&ManualClock, 1> = Registry::new(&clock);
@@ -100,7 +100,7 @@ impl RegistryError {
     /// past 64 bytes).
     ///
     /// ```
-    /// # use ritmo_core::{ManualClock, Registry};
+    /// # use ritmo::{ManualClock, Registry};
     /// let registry: Registry<ManualClock, 1> = Registry::new(ManualClock::new());
     /// assert_eq!(registry.get("radio").unwrap_err().id(), "radio");
     /// ```
@@ -116,7 +116,7 @@ impl RegistryError {
     /// The config error behind this one, when the config given for the id was invalid.
     ///
     /// ```
-    /// # use ritmo_core::{ManualClock, Registry};
+    /// # use ritmo::{ManualClock, Registry};
     /// let registry: Registry<ManualClock, 1> = Registry::new(ManualClock::new());
     /// assert!(registry.get("radio").unwrap_err().config().is_none());
     /// ```
@@ -130,7 +130,7 @@ impl RegistryError {
     /// The settings error behind this one, when the config came from settings.
     ///
     /// ```
-    /// # use ritmo_core::{ManualClock, Registry};
+    /// # use ritmo::{ManualClock, Registry};
     /// let registry: Registry<ManualClock, 1> = Registry::new(ManualClock::new());
     /// assert!(registry.get("radio").unwrap_err().settings().is_none());
     /// ```

@@ -18,7 +18,7 @@ use super::{ConfigError, ErrorCode, InlineText};
 ///   [`Config::new`](crate::Config::new) gives (`ATR-003`, `ATR-002` or `REG-001`).
 ///
 /// ```
-/// use ritmo_core::{ErrorCode, Settings};
+/// use ritmo::{ErrorCode, Settings};
 /// let settings = Settings::new(&[("instances.api.permits", "0"), ("instances.api.period", "1s")]);
 /// let err = settings.resolve("api").unwrap_err();
 /// assert_eq!(err.code(), ErrorCode::InvalidSetting);
@@ -70,7 +70,7 @@ impl SettingsError {
     /// The stable code.
     ///
     /// ```
-    /// # use ritmo_core::{ErrorCode, Settings};
+    /// # use ritmo::{ErrorCode, Settings};
     /// let s = Settings::new(&[("instances.a.config", "nope")]);
     /// assert_eq!(s.resolve("a").unwrap_err().code(), ErrorCode::UnknownConfig);
     /// ```
@@ -81,7 +81,7 @@ impl SettingsError {
     /// The more specific code behind an [`InvalidSetting`](ErrorCode::InvalidSetting) error.
     ///
     /// ```
-    /// # use ritmo_core::{ErrorCode, Settings};
+    /// # use ritmo::{ErrorCode, Settings};
     /// let s = Settings::new(&[("instances.a.permits", "1"), ("instances.a.period", "0")]);
     /// assert_eq!(s.resolve("a").unwrap_err().cause(), Some(ErrorCode::ZeroPeriod));
     /// ```
@@ -92,7 +92,7 @@ impl SettingsError {
     /// The offending text (a value, a base config's name), or `""`.
     ///
     /// ```
-    /// # use ritmo_core::Settings;
+    /// # use ritmo::Settings;
     /// let s = Settings::new(&[("instances.a.permits", "1"), ("instances.a.period", "soon")]);
     /// assert_eq!(s.resolve("a").unwrap_err().text(), "soon");
     /// ```
@@ -106,7 +106,7 @@ impl SettingsError {
     /// The settings key to fix, e.g. `instances.api.period` (cut with `…` if very long).
     ///
     /// ```
-    /// # use ritmo_core::Settings;
+    /// # use ritmo::Settings;
     /// let s = Settings::new(&[("instances.a.permits", "1"), ("instances.a.period", "soon")]);
     /// assert_eq!(s.resolve("a").unwrap_err().key(), "instances.a.period");
     /// ```

@@ -38,13 +38,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<&str, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert!(l.try_acquire(&"a").is_ok());
     /// assert!(l.try_acquire(&"a").is_err());
     /// assert!(l.try_acquire(&"b").is_ok()); // its own quota
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
@@ -56,13 +56,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{AcquireError, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{AcquireError, Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert!(l.try_acquire_n(&1, 3).is_ok());
     /// assert!(matches!(l.try_acquire_n(&1, 2), Err(AcquireError::RateLimited(_))));
     /// assert!(matches!(l.try_acquire_n(&1, 5), Err(AcquireError::InvalidPermits(_))));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
         front::try_acquire_n(self, key, k)
@@ -74,8 +74,8 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 2).unwrap();
@@ -83,7 +83,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     /// assert_eq!(r.wait_time(), Duration::from_millis(500));
     /// assert!(l.reserve(&1).is_err()); // would wait a second
     /// assert!(r.cancel()); // the permit goes back
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, N, P>, RateLimitExceeded> {
         front::reserve(self, key)
@@ -93,13 +93,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 4).unwrap();
     /// assert_eq!(l.reserve_n(&1, 2).unwrap().wait_time(), Duration::from_millis(500));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve_n(
         &self,
@@ -113,13 +113,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
     /// assert!(l.reserve_n_within(&1, 1, Duration::from_millis(999)).is_err());
     /// assert!(l.reserve_n_within(&1, 1, Duration::from_secs(1)).is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve_n_within(
         &self,
@@ -136,15 +136,15 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
     /// l.acquire_with(&1, &mut AdvanceClock).unwrap();
     /// l.acquire_with(&1, &mut AdvanceClock).unwrap();
     /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_with<W: Wait<C> + ?Sized>(
         &self,
@@ -159,15 +159,15 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
     /// l.acquire_n_with(&1, 4, &mut AdvanceClock).unwrap();
     /// l.acquire_n_with(&1, 2, &mut AdvanceClock).unwrap();
     /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_n_with<W: Wait<C> + ?Sized>(
         &self,
@@ -286,14 +286,14 @@ impl<K: Hash + Eq + Clone, C: ManualTime, const N: usize, P: TierSet<K>> KeyedLi
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Clock, Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
     /// for _ in 0..3 { l.acquire_advancing(&1).unwrap(); }
     /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded> {
         self.acquire_with(key, &mut AdvanceClock)
@@ -303,15 +303,15 @@ impl<K: Hash + Eq + Clone, C: ManualTime, const N: usize, P: TierSet<K>> KeyedLi
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Clock, Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
     /// l.acquire_n_advancing(&1, 4).unwrap();
     /// l.acquire_n_advancing(&1, 4).unwrap();
     /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError> {
         self.acquire_n_with(key, k, &mut AdvanceClock)

@@ -24,8 +24,8 @@
 //!
 //! ```
 //! use core::time::Duration;
-//! use ritmo_core::{const_config, ManualClock, Reason};
-//! use ritmo_core::keyed::KeyedLimiter;
+//! use ritmo::{const_config, ManualClock, Reason};
+//! use ritmo::keyed::KeyedLimiter;
 //!
 //! static CLOCK: ManualClock = ManualClock::new();
 //! // 2 requests per second per peer, for up to 4 peers limited at once.
@@ -113,8 +113,8 @@ use table::Table;
 /// ```
 /// use core::time::Duration;
 /// use portable_atomic::{AtomicU32, Ordering};
-/// use ritmo_core::{const_config, Event, ManualClock};
-/// use ritmo_core::keyed::{KeyListener, KeyedLimiter};
+/// use ritmo::{const_config, Event, ManualClock};
+/// use ritmo::keyed::{KeyListener, KeyedLimiter};
 ///
 /// struct LastRejected(AtomicU32);
 /// impl KeyListener<u32> for LastRejected {
@@ -143,13 +143,13 @@ pub trait KeyListener<K: ?Sized>: Sync {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock};
-/// use ritmo_core::keyed::{KeySnapshot, KeyedLimiter};
+/// use ritmo::{Config, ManualClock};
+/// use ritmo::keyed::{KeySnapshot, KeyedLimiter};
 /// let peers: KeyedLimiter<u8, _, 4> =
 ///     KeyedLimiter::with_clock("peers", Config::new(3, Duration::from_secs(1))?, ManualClock::new(), 9);
 /// peers.try_acquire(&1).unwrap();
 /// assert_eq!(peers.live_keys().as_slice(), &[KeySnapshot::new(1, 2)]);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -165,7 +165,7 @@ impl<K> KeySnapshot<K> {
     /// so other crates build it with this, not with a struct literal).
     ///
     /// ```compile_fail
-    /// let _ = ritmo_core::keyed::KeySnapshot { key: 1u8, available_permits: 2 };
+    /// let _ = ritmo::keyed::KeySnapshot { key: 1u8, available_permits: 2 };
     /// ```
     pub const fn new(key: K, available_permits: u32) -> Self {
         KeySnapshot {
@@ -181,14 +181,14 @@ impl<K> KeySnapshot<K> {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock};
-/// use ritmo_core::keyed::{KeyedLimiter, KeyedSnapshot};
+/// use ritmo::{Config, ManualClock};
+/// use ritmo::keyed::{KeyedLimiter, KeyedSnapshot};
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("peers", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
 /// l.try_acquire(&1).unwrap();
 /// assert_eq!(l.snapshot(), KeyedSnapshot::new("peers", 1, 1, 8, 2));
 /// let s = l.snapshot();
 /// assert_eq!((s.id, s.live_keys, s.keys_held, s.capacity, s.permits), ("peers", 1, 1, 8, 2));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -211,7 +211,7 @@ impl KeyedSnapshot {
     /// other crates build it with this, not with a struct literal).
     ///
     /// ```compile_fail
-    /// let _ = ritmo_core::keyed::KeyedSnapshot { id: "x", live_keys: 0, keys_held: 0, capacity: 1, permits: 1 };
+    /// let _ = ritmo::keyed::KeyedSnapshot { id: "x", live_keys: 0, keys_held: 0, capacity: 1, permits: 1 };
     /// ```
     pub const fn new(
         id: &'static str,
@@ -238,8 +238,8 @@ impl KeyedSnapshot {
 ///
 /// ```compile_fail
 /// use core::time::Duration;
-/// use ritmo_core::{const_config, ManualClock};
-/// use ritmo_core::keyed::KeyedLimiter;
+/// use ritmo::{const_config, ManualClock};
+/// use ritmo::keyed::KeyedLimiter;
 /// static CLOCK: ManualClock = ManualClock::new();
 /// static EMPTY: KeyedLimiter<u32, &ManualClock, 0> =
 ///     KeyedLimiter::new("none", const_config!(1, Duration::from_secs(1)), &CLOCK, 0);
@@ -271,8 +271,8 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{const_config, ManualClock};
-    /// use ritmo_core::keyed::KeyedLimiter;
+    /// use ritmo::{const_config, ManualClock};
+    /// use ritmo::keyed::KeyedLimiter;
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static NODES: KeyedLimiter<u16, &ManualClock, 32> =
     ///     KeyedLimiter::new("nodes", const_config!(10, Duration::from_secs(60)), &CLOCK, 0xC0FFEE);
@@ -317,12 +317,12 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock};
-    /// use ritmo_core::keyed::KeyedLimiter;
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::KeyedLimiter;
     /// let users: KeyedLimiter<&str, _, 16> =
     ///     KeyedLimiter::with_clock("users", Config::new(5, Duration::from_secs(1))?, ManualClock::new(), 42);
     /// assert!(users.try_acquire(&"ada").is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
         const {
@@ -346,8 +346,8 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{const_config, Event, Listener, ManualClock};
-    /// use ritmo_core::keyed::KeyedLimiter;
+    /// use ritmo::{const_config, Event, Listener, ManualClock};
+    /// use ritmo::keyed::KeyedLimiter;
     /// struct Log;
     /// impl Listener for Log {
     ///     fn on_event(&self, event: &Event) { assert_eq!(event.id(), "peers"); }
@@ -369,14 +369,14 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, Event, ManualClock};
-    /// # use ritmo_core::keyed::{KeyListener, KeyedLimiter};
+    /// # use ritmo::{Config, Event, ManualClock};
+    /// # use ritmo::keyed::{KeyListener, KeyedLimiter};
     /// struct Audit;
     /// impl KeyListener<u32> for Audit { fn on_event(&self, _key: &u32, _event: &Event) {} }
     /// let peers: KeyedLimiter<u32, _, 4> =
     ///     KeyedLimiter::with_clock("peers", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0)
     ///         .with_key_listener(&Audit);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[must_use]
     pub const fn with_key_listener(mut self, listener: &'static dyn KeyListener<K>) -> Self {
@@ -388,11 +388,11 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(l.id(), "x");
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn id(&self) -> &'static str {
         self.rate.id()
@@ -403,12 +403,12 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let c = Config::new(1, Duration::from_secs(1))?;
     /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// assert_eq!(l.config(), c);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn config(&self) -> Config {
         self.rate.config()
@@ -418,11 +418,11 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Clock, Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::starting_at(5), 0);
     /// assert_eq!(l.clock().now(), 5);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn clock(&self) -> &C {
         self.rate.clock()
@@ -432,11 +432,11 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 64> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(l.capacity(), 64);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn capacity(&self) -> usize {
         N
@@ -454,15 +454,15 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 4> =
     ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
     /// l.try_acquire(&2).unwrap();
     /// assert!(l.try_acquire(&1).is_err());
     /// assert_eq!(l.admitted_count(), 2);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
@@ -474,15 +474,15 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
     /// let r = l.reserve(&1).unwrap(); // waits a second
     /// assert_eq!((l.admitted_count(), l.waited_count()), (1, 1));
     /// # drop(r);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
@@ -497,8 +497,8 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock, Reason};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 1> =
     ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
@@ -506,7 +506,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
     /// assert_eq!(l.rejected_count(Reason::NoPermitInTime), 1);
     /// assert_eq!(l.rejected_count(Reason::KeyCapacity), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     ///
     /// [`Reason::NoPermitInTime`]: crate::Reason::NoPermitInTime
@@ -526,13 +526,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u32, _, 8> = KeyedLimiter::with_clock("x", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 2).unwrap();
     /// l.set_seed(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
     /// assert!(l.try_acquire(&1).is_err()); // its state moved with it
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn set_seed(&self, seed: u128) {
         let reading = self.rate.now();
@@ -553,15 +553,15 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock};
-    /// use ritmo_core::keyed::KeyedLimiter;
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 4> =
     ///     KeyedLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, &clock, 0);
     /// l.try_acquire_n(&1, 4).unwrap(); // key 1: 6 left
     /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
     /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (5, 5));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg(feature = "reconfigure")]
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]

@@ -16,12 +16,12 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 3).unwrap();
     /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (1, 4));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn available_permits(&self, key: &K) -> u32 {
         front::available_permits(self, key)
@@ -32,13 +32,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 4).unwrap();
     /// assert_eq!(l.retry_after(&1), Duration::from_millis(250));
     /// assert_eq!(l.retry_after(&2), Duration::ZERO);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn retry_after(&self, key: &K) -> Duration {
         self.retry_after_n(key, 1).unwrap_or(Duration::ZERO)
@@ -48,13 +48,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 4).unwrap();
     /// assert_eq!(l.retry_after_n(&1, 2).unwrap(), Duration::from_millis(500));
     /// assert!(l.retry_after_n(&1, 5).is_err());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     ///
     /// For a key whose tier function answers no tier, as long as a wait can be (never).
@@ -67,8 +67,8 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, &clock, 0);
     /// l.try_acquire(&1).unwrap();
@@ -76,7 +76,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     /// assert_eq!(l.len(), 2);
     /// clock.advance(Duration::from_millis(250));
     /// assert_eq!(l.len(), 0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn len(&self) -> usize {
         let reading = self.rate.now();
@@ -94,11 +94,11 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(l.snapshot().capacity, 8);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn snapshot(&self) -> KeyedSnapshot {
         KeyedSnapshot {
@@ -114,11 +114,11 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert!(l.is_empty());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -129,14 +129,14 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, &clock, 0);
     /// l.try_acquire(&1).unwrap();
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!((l.len(), l.keys_held()), (0, 1)); // idle, reclaimed when a probe passes it
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn keys_held(&self) -> usize {
         self.table.with(|t| t.held)
@@ -148,15 +148,15 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, &clock, 0);
     /// l.try_acquire(&1).unwrap();
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!(l.reclaim_idle(), 0);
     /// assert_eq!(l.keys_held(), 0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reclaim_idle(&self) -> usize {
         let reading = self.rate.now();
@@ -171,13 +171,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&7, 3).unwrap();
     /// let live = l.live_keys();
     /// assert_eq!((live[0].key, live[0].available_permits), (7, 1));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn live_keys(&self) -> heapless::Vec<KeySnapshot<K>, N> {
         let reading = self.rate.now();

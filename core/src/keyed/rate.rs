@@ -23,13 +23,13 @@ use crate::sync::Tally;
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock};
-/// use ritmo_core::keyed::{Decision, KeyRate};
+/// use ritmo::{Config, ManualClock};
+/// use ritmo::keyed::{Decision, KeyRate};
 /// let rate = KeyRate::new("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
 /// // A key never seen (or idle again) has state 0: its full burst.
 /// assert_eq!(rate.decide(0, 0, 1, 0), Decision::Now { new_tat: 1_000_000_000 });
 /// assert_eq!(rate.decide(2_000_000_000, 0, 1, 0), Decision::Reject { wait: 1_000_000_000 });
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -120,8 +120,8 @@ impl<C: FixedRateClock> KeyRate<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{const_config, ManualClock};
-    /// use ritmo_core::keyed::KeyRate;
+    /// use ritmo::{const_config, ManualClock};
+    /// use ritmo::keyed::KeyRate;
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static RATE: KeyRate<&ManualClock> = KeyRate::new("peers", const_config!(4, Duration::from_secs(1)), &CLOCK);
     /// assert_eq!(RATE.id(), "peers");
@@ -227,11 +227,11 @@ impl<C: Clock> KeyRate<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock};
-    /// use ritmo_core::keyed::KeyRate;
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.config().permits(), 4);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, clock: C) -> Self {
         let tick = clock.tick_rate();
@@ -262,11 +262,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
     /// rate.count_granted(0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline(always)]
     pub fn count_granted(&self, wait: u64) {
@@ -285,11 +285,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock, Reason};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
     /// rate.count_rejected(Reason::KeyCapacity);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline(always)]
     pub fn count_rejected(&self, reason: Reason) {
@@ -308,15 +308,15 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 4> =
     ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
     /// l.try_acquire(&2).unwrap();
     /// assert!(l.try_acquire(&1).is_err());
     /// assert_eq!(l.rate().admitted_count(), 2);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
@@ -328,15 +328,15 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
     /// let r = l.reserve(&1).unwrap(); // waits a second
     /// assert_eq!((l.rate().admitted_count(), l.rate().waited_count()), (1, 1));
     /// # drop(r);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
@@ -351,8 +351,8 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock, Reason};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 1> =
     ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
@@ -360,7 +360,7 @@ impl<C> KeyRate<C> {
     /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
     /// assert_eq!(l.rate().rejected_count(Reason::NoPermitInTime), 1);
     /// assert_eq!(l.rate().rejected_count(Reason::KeyCapacity), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
@@ -377,14 +377,14 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, Event, Listener, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, Event, Listener, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// struct Quiet;
     /// impl Listener for Quiet { fn on_event(&self, _: &Event) {} }
     /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new())
     ///     .with_listener(&Quiet);
     /// assert!(rate.listener().is_some());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
@@ -400,11 +400,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.id(), "api");
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn id(&self) -> &'static str {
         self.id
@@ -414,11 +414,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let c = Config::new(3, Duration::from_secs(1))?;
     /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).config(), c);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn config(&self) -> Config {
         #[cfg(feature = "reconfigure")]
@@ -482,11 +482,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Clock, Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::starting_at(7));
     /// assert_eq!(rate.clock().now(), 7);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn clock(&self) -> &C {
         &self.clock
@@ -497,11 +497,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
     /// assert!(rate.listener().is_none());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn listener(&self) -> Option<&'static dyn Listener> {
         self.listener
@@ -511,11 +511,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let c = Config::new(1, Duration::from_secs(1))?.with_enabled(false);
     /// assert!(!KeyRate::with_clock("api", c, ManualClock::new()).enabled());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn enabled(&self) -> bool {
         self.current().enabled()
@@ -525,12 +525,12 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert!(rate.check_permits(4).is_ok());
     /// assert_eq!(rate.check_permits(5).unwrap_err().requested(), 5);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
         TierRules(self.current()).check_permits(self.id, k)
@@ -540,11 +540,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(5));
     /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).max_wait(), 5_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn max_wait(&self) -> u64 {
         self.current().max_wait
@@ -554,11 +554,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.units(Duration::from_micros(3)), 3_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn units(&self, d: Duration) -> u64 {
         self.rate.units_floor(d)
@@ -569,11 +569,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.duration(250), Duration::from_nanos(250));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn duration(&self, units: u64) -> Duration {
         self.rate.wait_duration(units)
@@ -584,11 +584,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.reading(42), 42); // a 1 GHz clock: units are ticks
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn reading(&self, units: u64) -> u64 {
         self.rate.reading_ceil(units)
@@ -598,11 +598,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.increment(2), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn increment(&self, k: u32) -> u64 {
         self.current().increment(k)
@@ -613,12 +613,12 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert!(rate.is_idle(100, 100));
     /// assert!(!rate.is_idle(101, 100));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn is_idle(&self, tat: u64, now: u64) -> bool {
         tat <= now
@@ -630,14 +630,14 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{Decision, KeyRate};
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::{Decision, KeyRate};
     /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(
     ///     rate.decide(1_000_000_000, 0, 1, 2_000_000_000),
     ///     Decision::Wait { new_tat: 2_000_000_000, wait: 1_000_000_000 }
     /// );
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline]
     pub fn decide(&self, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
@@ -648,12 +648,12 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.available(0, 0), 4);
     /// assert_eq!(rate.available(750_000_000, 0), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn available(&self, tat: u64, now: u64) -> u32 {
         TierRules(self.current()).available(tat, now)
@@ -664,11 +664,11 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.wait(1_000_000_000, 0, 1), 250_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
         TierRules(self.current()).wait(tat, now, k)
@@ -680,12 +680,12 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// assert_eq!(rate.refund(500, 500, 250), Some(250));
     /// assert_eq!(rate.refund(750, 500, 250), None);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn refund(&self, tat: u64, written: u64, increment: u64) -> Option<u64> {
         gcra::refund(tat, written, increment)
@@ -696,12 +696,12 @@ impl<C> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock, Reason};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
     /// let e = rate.rejected(Reason::KeyCapacity, 1_000);
     /// assert_eq!((e.reason(), e.retry_after()), (Reason::KeyCapacity, Duration::from_micros(1)));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn rejected(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
         RateLimitExceeded::new(self.id, reason, wait, self.rate.unit_hz, self.rate.shift)
@@ -713,11 +713,11 @@ impl<C: Clock> KeyRate<C> {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
     /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::starting_at(9));
     /// assert_eq!(rate.now(), 9);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline]
     pub fn now(&self) -> u64 {

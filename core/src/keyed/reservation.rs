@@ -57,15 +57,15 @@ impl Taken {
 ///
 /// ```
 /// # use core::time::Duration;
-/// # use ritmo_core::{Config, ManualClock};
-/// # use ritmo_core::keyed::KeyedLimiter;
+/// # use ritmo::{Config, ManualClock};
+/// # use ritmo::keyed::KeyedLimiter;
 /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
 /// let a = l.reserve(&1).unwrap();
 /// let b = l.reserve(&1).unwrap();
 /// assert!(!a.cancel()); // b is queued behind it
 /// assert!(b.cancel());
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub type KeyReservation<'a, K, L> = Held<'a, L, KeyCharge<K>>;
 
@@ -110,11 +110,11 @@ impl<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyReservation<'a, K,
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(*l.reserve(&3).unwrap().key(), 3);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn key(&self) -> &K {
         &self.charge().key

@@ -14,13 +14,13 @@ use super::rate::{Decision, KeyRate, Settled};
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock};
-/// use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+/// use ritmo::{Config, ManualClock};
+/// use ritmo::keyed::{Decision, KeyRate, KeyState};
 /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
 /// let state = KeyState::new();
 /// assert!(matches!(state.apply(&rate, 0, 1, 0), Decision::Now { .. }));
 /// assert!(matches!(state.apply(&rate, 0, 1, 0), Decision::Reject { .. }));
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 #[derive(Debug)]
 pub struct KeyState(U64Cell);
@@ -35,7 +35,7 @@ impl KeyState {
     /// The state of a key never seen: its full burst.
     ///
     /// ```
-    /// # use ritmo_core::keyed::KeyState;
+    /// # use ritmo::keyed::KeyState;
     /// assert_eq!(KeyState::new().tat(), 0);
     /// ```
     #[cfg(not(all(test, loom)))]
@@ -53,7 +53,7 @@ impl KeyState {
     /// idle from then on.
     ///
     /// ```
-    /// # use ritmo_core::keyed::KeyState;
+    /// # use ritmo::keyed::KeyState;
     /// assert_eq!(KeyState::new().tat(), 0);
     /// ```
     #[inline]
@@ -67,13 +67,13 @@ impl KeyState {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::{Decision, KeyRate, KeyState};
     /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
     /// let state = KeyState::new();
     /// assert_eq!(state.apply(&rate, 0, 2, 0), Decision::Now { new_tat: 2_000_000_000 });
     /// assert_eq!(state.tat(), 2_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline]
     pub fn apply<C>(&self, rate: &KeyRate<C>, now: u64, k: u32, max_wait: u64) -> Decision {
@@ -154,14 +154,14 @@ impl KeyState {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{KeyRate, KeyState};
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::{KeyRate, KeyState};
     /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
     /// let state = KeyState::new();
     /// assert_eq!(state.try_take(&rate, 0), Ok(()));
     /// assert_eq!(state.try_take(&rate, 0), Ok(()));
     /// assert_eq!(state.try_take(&rate, 0), Err(1_000_000_000));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline]
     pub fn try_take<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
@@ -202,14 +202,14 @@ impl KeyState {
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{Decision, KeyRate, KeyState};
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::{Decision, KeyRate, KeyState};
     /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
     /// let state = KeyState::new();
     /// let Decision::Now { new_tat } = state.apply(&rate, 0, 1, 0) else { unreachable!() };
     /// assert!(state.refund(&rate, new_tat, rate.increment(1)));
     /// assert_eq!(state.tat(), 0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn refund<C>(&self, rate: &KeyRate<C>, written: u64, increment: u64) -> bool {
         let tat = self.0.load();

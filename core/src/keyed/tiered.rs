@@ -19,8 +19,8 @@ where
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{const_config, ManualClock, Reason};
-    /// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// use ritmo::{const_config, ManualClock, Reason};
+    /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
     /// fn plan(key: &u16) -> &'static str { if *key >= 100 { "paid" } else { "free" } }
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static API: KeyedLimiter<u16, &ManualClock, 16, Tiers<u16, 2>> = KeyedLimiter::tiered(
@@ -65,8 +65,8 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock};
-    /// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
     /// let tiers = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
@@ -76,7 +76,7 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// );
     /// let api: KeyedLimiter<&str, _, 8, _> = KeyedLimiter::tiered_with_clock("api", tiers, ManualClock::new(), 1);
     /// assert_eq!((api.available_permits(&"ada"), api.available_permits(&"paid-bob")), (1, 5));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tiered_with_clock(
         id: &'static str,
@@ -105,13 +105,13 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     ///
     /// ```
     /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
     /// let tiers = Tiers::new([Tier::of(0, "all", Config::new(1, Duration::from_secs(1))?)], |k: &u8| *k);
     /// let l: KeyedLimiter<u8, _, 8, _> = KeyedLimiter::tiered_with_clock("x", tiers, ManualClock::new(), 0);
     /// assert_eq!(l.tier(&0).map(|t| t.name()), Some("all"));
     /// assert!(l.tier(&1).is_none());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tier(&self, key: &K) -> Option<&Tier<P>> {
         self.tiers.tier_of(key)

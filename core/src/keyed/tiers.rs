@@ -18,8 +18,8 @@ use super::rate::Decision;
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{const_config};
-/// use ritmo_core::keyed::Tier;
+/// use ritmo::{const_config};
+/// use ritmo::keyed::Tier;
 /// // Named by its name alone: the tier function answers "free".
 /// const FREE: Tier = Tier::new("free", const_config!(10, Duration::from_secs(60)));
 /// assert_eq!((FREE.name(), FREE.config().permits()), ("free", 10));
@@ -101,8 +101,8 @@ impl<P> Tier<P> {
 /// ```
 /// use std::collections::HashMap;
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock, Reason};
-/// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+/// use ritmo::{Config, ManualClock, Reason};
+/// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
 ///
 /// #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 /// enum Plan { Free, Paid }
@@ -125,15 +125,15 @@ impl<P> Tier<P> {
 /// assert_eq!(api.tier(&ada).map(|t| t.name()), Some("paid"));
 /// api.try_acquire_n(&bob, 2).unwrap();
 /// assert_eq!(api.try_acquire(&bob).unwrap_err().reason(), Reason::NoPermitInTime);
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 ///
 /// In a `static`, with a plain `fn` and the tiers' names as plans:
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{const_config, ManualClock};
-/// use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
+/// use ritmo::{const_config, ManualClock};
+/// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
 ///
 /// /// Customers below 1000 are on the free plan; the others pay.
 /// fn plan(customer: &u32) -> &'static str {
@@ -163,7 +163,7 @@ impl<P> Tier<P> {
 /// `T = 0` does not compile:
 ///
 /// ```compile_fail
-/// use ritmo_core::keyed::Tiers;
+/// use ritmo::keyed::Tiers;
 /// fn none(_: &u8) -> &'static str { "none" }
 /// const NONE: Tiers<u8, 0> = Tiers::new([], none);
 /// let _ = NONE;
@@ -203,8 +203,8 @@ impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_core::keyed::{Tier, Tiers};
+    /// use ritmo::Config;
+    /// use ritmo::keyed::{Tier, Tiers};
     /// let tiers: Tiers<str, 2, _, _> = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(10, Duration::from_secs(60))?),
@@ -213,7 +213,7 @@ impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
     ///     |key: &str| if key.starts_with("sk_paid_") { "paid" } else { "free" },
     /// );
     /// assert_eq!(tiers.tier_of("sk_paid_42").map(|t| t.name()), Some("paid"));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn new(tiers: [Tier<P>; T], pick: F) -> Self {
         const { assert!(T > 0 && T <= 255, "a tier set holds 1 to 255 tiers") };

@@ -74,7 +74,7 @@ impl<C> RateLimiter<C> {
     /// admitted).
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(2, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// l.try_acquire().unwrap();
@@ -194,7 +194,7 @@ impl<C: Clock> RateLimiter<C> {
     /// Takes one permit if it is there now; never waits.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(1, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert!(l.try_acquire().is_ok());
@@ -226,7 +226,7 @@ impl<C: Clock> RateLimiter<C> {
     /// `k > permits` are [`AcquireError::InvalidPermits`].
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("uart", Config::new(64, Duration::from_millis(10)).unwrap(), ManualClock::new());
     /// assert!(l.try_acquire_n(60).is_ok());
@@ -318,7 +318,7 @@ impl<C: Clock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// use ritmo::{Config, ManualClock, RateLimiter};
     /// let clock = ManualClock::new();
     /// let config = Config::new(5, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
     /// let l = RateLimiter::new("geocoding", config, &clock);
@@ -330,7 +330,7 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.reserve().is_err()); // would wait 600 ms
     /// first.commit();
     /// second.commit();
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve(&self) -> Result<Reservation<'_, C>, RateLimitExceeded> {
         self.reserve_units(1, None)
@@ -345,14 +345,14 @@ impl<C: Clock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// use ritmo::{Config, ManualClock, RateLimiter};
     /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = RateLimiter::new("frames", config, ManualClock::new());
     /// l.try_acquire_n(10).unwrap();
     /// let r = l.reserve_n(3).unwrap();
     /// assert_eq!(r.wait_time(), Duration::from_millis(300));
     /// # r.commit();
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve_n(&self, k: u32) -> Result<Reservation<'_, C>, AcquireError> {
         self.reserve_units(k, None)
@@ -363,14 +363,14 @@ impl<C: Clock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// use ritmo::{Config, ManualClock, RateLimiter};
     /// let l = RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
     /// l.try_acquire().unwrap();
     /// assert!(l.reserve_n_within(1, Duration::from_millis(999)).is_err());
     /// let r = l.reserve_n_within(1, Duration::from_secs(1)).unwrap();
     /// assert_eq!(r.wait_time(), Duration::from_secs(1));
     /// # r.commit();
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve_n_within(
         &self,
@@ -435,7 +435,7 @@ impl<C: Clock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
+    /// use ritmo::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
     /// let clock = ManualClock::new();
     /// let config = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = RateLimiter::new("api", config, &clock);
@@ -443,7 +443,7 @@ impl<C: Clock> RateLimiter<C> {
     ///     l.acquire_with(&mut AdvanceClock).unwrap();
     /// }
     /// assert_eq!(clock.now(), 500_000_000); // the third waited for its slot
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_with<W: Wait<C> + ?Sized>(
         &self,
@@ -457,14 +457,14 @@ impl<C: Clock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
+    /// use ritmo::{AdvanceClock, Clock, Config, ManualClock, RateLimiter};
     /// let clock = ManualClock::new();
     /// let config = Config::new(8, Duration::from_millis(8))?.with_max_wait(Duration::from_millis(8));
     /// let uart = RateLimiter::new("uart", config, &clock);
     /// uart.acquire_n_with(8, &mut AdvanceClock).unwrap();
     /// uart.acquire_n_with(4, &mut AdvanceClock).unwrap();
     /// assert_eq!(clock.now(), 4_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_n_with<W: Wait<C> + ?Sized>(
         &self,
@@ -483,13 +483,13 @@ impl<C: ManualTime> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+    /// use ritmo::{Clock, Config, ManualClock, RateLimiter};
     /// let clock = ManualClock::new();
     /// let config = Config::new(5, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
     /// let l = RateLimiter::new("geocoding", config, &clock);
     /// for _ in 0..6 { l.acquire_advancing().unwrap(); }
     /// assert_eq!(clock.now(), 200_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_advancing(&self) -> Result<(), RateLimitExceeded> {
         self.acquire_with(&mut AdvanceClock)
@@ -499,14 +499,14 @@ impl<C: ManualTime> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+    /// use ritmo::{Clock, Config, ManualClock, RateLimiter};
     /// let clock = ManualClock::new();
     /// let config = Config::new(10, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = RateLimiter::new("frames", config, &clock);
     /// l.acquire_n_advancing(10).unwrap();
     /// l.acquire_n_advancing(5).unwrap();
     /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_n_advancing(&self, k: u32) -> Result<(), AcquireError> {
         self.acquire_n_with(k, &mut AdvanceClock)

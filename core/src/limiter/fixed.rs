@@ -15,7 +15,7 @@ impl<C> RateLimiter<C> {
     /// permit.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let c = Config::new(5, Duration::from_secs(1)).unwrap().with_max_wait(Duration::from_millis(20));
     /// assert_eq!(RateLimiter::new("x", c, ManualClock::new()).config(), c);
@@ -31,7 +31,7 @@ impl<C> RateLimiter<C> {
     /// Permits per period: the burst, and the most one call can take.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(5, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert_eq!(l.permits(), 5);

@@ -175,7 +175,7 @@ impl<C> RateLimiter<C> {
     /// [`reconfigure`](Self::reconfigure).
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let c = Config::new(5, Duration::from_secs(1)).unwrap();
     /// let l = RateLimiter::new("x", c, ManualClock::new());
@@ -239,7 +239,7 @@ impl<C: Clock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// use ritmo::{Config, ManualClock, RateLimiter};
     /// let clock = ManualClock::new();
     /// let api = RateLimiter::new("api", Config::new(10, Duration::from_secs(1))?, &clock);
     /// api.try_acquire_n(4).unwrap(); // 6 left
@@ -253,7 +253,7 @@ impl<C: Clock> RateLimiter<C> {
     /// clock.advance(Duration::from_secs(1)); // its burst full again: idle
     /// api.reconfigure(Config::new(200, Duration::from_secs(1))?);
     /// assert_eq!(api.available_permits(), 200); // idle is new: afresh
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn reconfigure(&self, config: Config) {

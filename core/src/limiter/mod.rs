@@ -31,7 +31,7 @@ pub use reservation::Reservation;
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock, RateLimiter, Snapshot};
+/// use ritmo::{Config, ManualClock, RateLimiter, Snapshot};
 /// let limiter = RateLimiter::new("api", Config::new(10, Duration::from_secs(1))?, ManualClock::new());
 /// limiter.try_acquire_n(3).unwrap();
 /// let snapshot: Snapshot = limiter.snapshot();
@@ -39,7 +39,7 @@ pub use reservation::Reservation;
 ///     (snapshot.id, snapshot.available_permits, snapshot.permits),
 ///     ("api", 7, 10)
 /// );
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 ///
 /// With the `serde` feature it is `Serialize` (a metrics endpoint, a status page) and
@@ -67,7 +67,7 @@ pub struct Snapshot {
 ///
 /// ```
 /// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock, RateLimiter};
+/// use ritmo::{Config, ManualClock, RateLimiter};
 ///
 /// let clock = ManualClock::new();
 /// let search = RateLimiter::new("search", Config::new(10, Duration::from_secs(1))?, &clock);
@@ -78,7 +78,7 @@ pub struct Snapshot {
 /// clock.advance(Duration::from_millis(100)); // one permit every 100 ms
 /// assert!(search.try_acquire().is_ok());
 /// assert!(search.try_acquire().is_err());
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub struct RateLimiter<C> {
     state: State,
@@ -119,7 +119,7 @@ impl<C: FixedRateClock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{const_config, ManualClock, RateLimiter};
+    /// use ritmo::{const_config, ManualClock, RateLimiter};
     ///
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static RADIO: RateLimiter<&ManualClock> =
@@ -138,7 +138,7 @@ impl<C: Clock> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{Clock, Config, RateLimiter, TickRate};
+    /// use ritmo::{Clock, Config, RateLimiter, TickRate};
     ///
     /// struct Calibrated { hz: u64 }
     /// impl Clock for Calibrated {
@@ -147,7 +147,7 @@ impl<C: Clock> RateLimiter<C> {
     /// }
     /// let limiter = RateLimiter::with_clock("api", Config::new(2, Duration::from_secs(1))?, Calibrated { hz: 2_900_000_000 });
     /// assert_eq!(limiter.available_permits(), 2);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, clock: C) -> Self {
         let tick = clock.tick_rate();
@@ -200,7 +200,7 @@ impl<C> RateLimiter<C> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use ritmo_core::{const_config, Event, Listener, ManualClock, RateLimiter};
+    /// use ritmo::{const_config, Event, Listener, ManualClock, RateLimiter};
     /// struct Log;
     /// impl Listener for Log {
     ///     fn on_event(&self, _event: &Event) {}
@@ -227,7 +227,7 @@ impl<C> RateLimiter<C> {
     /// The limiter's id.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("geocoding", Config::new(5, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert_eq!(l.id(), "geocoding");
@@ -239,7 +239,7 @@ impl<C> RateLimiter<C> {
     /// The clock it reads.
     ///
     /// ```
-    /// # use ritmo_core::{Clock, Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Clock, Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(5, Duration::from_secs(1)).unwrap(), ManualClock::starting_at(9));
     /// assert_eq!(l.clock().now(), 9);

@@ -14,7 +14,7 @@ impl<C: Clock> RateLimiter<C> {
     /// nothing.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let clock = ManualClock::new();
     /// let l = RateLimiter::new("x", Config::new(10, Duration::from_secs(1)).unwrap(), &clock);
@@ -44,7 +44,7 @@ impl<C: Clock> RateLimiter<C> {
     /// nothing.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(10, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert_eq!(l.retry_after(), Duration::ZERO);
@@ -61,7 +61,7 @@ impl<C: Clock> RateLimiter<C> {
     /// How long until `k` permits would pass at once without waiting. Takes nothing.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(10, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// l.try_acquire_n(10).unwrap();
@@ -93,7 +93,7 @@ impl<C: Clock> RateLimiter<C> {
     /// Its id, available permits and permits per period. Takes nothing.
     ///
     /// ```
-    /// # use ritmo_core::{Config, ManualClock, RateLimiter};
+    /// # use ritmo::{Config, ManualClock, RateLimiter};
     /// # use core::time::Duration;
     /// let l = RateLimiter::new("x", Config::new(4, Duration::from_secs(1)).unwrap(), ManualClock::new());
     /// assert_eq!(l.snapshot().available_permits, 4);

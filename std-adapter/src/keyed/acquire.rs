@@ -188,13 +188,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
     /// assert!(l.try_acquire(&"a").is_ok());
     /// assert!(l.try_acquire(&"a").is_err());
     /// assert!(l.try_acquire(&"b").is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
@@ -244,13 +244,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{AcquireError, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{AcquireError, Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// assert!(l.try_acquire_n(&1u8, 3).is_ok());
     /// assert!(matches!(l.try_acquire_n(&1, 2), Err(AcquireError::RateLimited(_))));
     /// assert!(matches!(l.try_acquire_n(&1, 5), Err(AcquireError::InvalidPermits(_))));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
         front::try_acquire_n(self, key, k)
@@ -261,8 +261,8 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
     /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
     /// l.try_acquire_n(&1u8, 2).unwrap();
@@ -270,7 +270,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// assert_eq!(r.wait_time(), Duration::from_millis(500));
     /// assert!(l.reserve(&1).is_err());
     /// assert!(r.cancel());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, P>, RateLimitExceeded> {
         front::reserve(self, key)
@@ -280,13 +280,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
     /// l.try_acquire_n(&1u8, 4).unwrap();
     /// assert_eq!(l.reserve_n(&1, 2).unwrap().wait_time(), Duration::from_millis(500));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve_n(
         &self,
@@ -300,13 +300,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire(&1u8).unwrap();
     /// assert!(l.reserve_n_within(&1, 1, Duration::from_millis(999)).is_err());
     /// assert!(l.reserve_n_within(&1, 1, Duration::from_secs(1)).is_ok());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reserve_n_within(
         &self,
@@ -321,15 +321,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
     /// l.acquire_with(&1u8, &mut AdvanceClock).unwrap();
     /// l.acquire_with(&1u8, &mut AdvanceClock).unwrap();
     /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_with<W: Wait<C> + ?Sized>(
         &self,
@@ -343,15 +343,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
     /// l.acquire_n_with(&1u8, 4, &mut AdvanceClock).unwrap();
     /// l.acquire_n_with(&1u8, 2, &mut AdvanceClock).unwrap();
     /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_n_with<W: Wait<C> + ?Sized>(
         &self,
@@ -389,14 +389,14 @@ impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime, P: TierSet<K>> KeyedRateLi
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Clock, Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
     /// for _ in 0..3 { l.acquire_advancing(&1u8).unwrap(); }
     /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded> {
         self.acquire_with(key, &mut ritmo_core::AdvanceClock)
@@ -406,15 +406,15 @@ impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime, P: TierSet<K>> KeyedRateLi
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Clock, Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
     /// l.acquire_n_advancing(&1u8, 4).unwrap();
     /// l.acquire_n_advancing(&1u8, 4).unwrap();
     /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError> {
         self.acquire_n_with(key, k, &mut ritmo_core::AdvanceClock)

@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 ///
 /// ```
 /// use std::net::IpAddr;
-/// use ritmo_std::IpKey;
+/// use ritmo::server::IpKey;
 ///
 /// let a: IpAddr = "2001:db8:1:2::10".parse()?;
 /// let b: IpAddr = "2001:db8:1:2:ffff::1".parse()?; // the same /64
@@ -44,7 +44,7 @@ impl IpKey {
     ///
     /// ```
     /// use std::net::{IpAddr, Ipv6Addr};
-    /// use ritmo_std::IpKey;
+    /// use ritmo::server::IpKey;
     /// let k = IpKey::new("2001:db8::1234".parse::<IpAddr>()?);
     /// assert_eq!(k.ip(), IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0)));
     /// # Ok::<(), std::net::AddrParseError>(())
@@ -59,7 +59,7 @@ impl IpKey {
     ///
     /// ```
     /// use std::net::IpAddr;
-    /// use ritmo_std::IpKey;
+    /// use ritmo::server::IpKey;
     /// let a: IpAddr = "2001:db8:1:2::1".parse()?;
     /// let b: IpAddr = "2001:db8:1:3::1".parse()?;
     /// assert_eq!(IpKey::with_ipv6_prefix(a, 48), IpKey::with_ipv6_prefix(b, 48));
@@ -96,7 +96,7 @@ impl IpKey {
     ///
     /// ```
     /// use std::net::IpAddr;
-    /// use ritmo_std::IpKey;
+    /// use ritmo::server::IpKey;
     /// let k = IpKey::new("::ffff:192.0.2.1".parse::<IpAddr>()?);
     /// assert_eq!(k.ip(), "192.0.2.1".parse::<IpAddr>()?);
     /// # Ok::<(), std::net::AddrParseError>(())
@@ -113,7 +113,7 @@ impl IpKey {
     ///
     /// ```
     /// use std::net::Ipv4Addr;
-    /// use ritmo_std::IpKey;
+    /// use ritmo::server::IpKey;
     /// assert!(IpKey::from(Ipv4Addr::LOCALHOST).is_ipv4());
     /// ```
     pub fn is_ipv4(&self) -> bool {
@@ -149,7 +149,7 @@ impl From<SocketAddr> for IpKey {
 /// Parses an address (`203.0.113.7`, `2001:db8::1`) into its key, IPv6 by its `/64`.
 ///
 /// ```
-/// use ritmo_std::IpKey;
+/// use ritmo::server::IpKey;
 /// let k: IpKey = "2001:db8:1:2::7".parse()?;
 /// assert_eq!(k.to_string(), "2001:db8:1:2::");
 /// assert!("not an address".parse::<IpKey>().is_err());

@@ -2,7 +2,7 @@
 //! size a flood of new keys cannot push past `max_keys`.
 //!
 //! It applies ritmo-core's keyed rules, through the one keyed front, with the same exact
-//! eviction as the fixed [`KeyedLimiter`](ritmo_core::KeyedLimiter): a key whose burst is full
+//! eviction as the fixed [`KeyedLimiter`](crate::ritmo::KeyedLimiter): a key whose burst is full
 //! again (`tat <= now`) decides every call like a key never seen, so dropping it changes nothing,
 //! and a key still being limited is never dropped. There is no background thread and nothing to call: when the
 //! map holds `max_keys` keys and a new one arrives, the map drops its idle keys on the spot and
@@ -22,8 +22,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ritmo_core::{Config, ManualClock, Reason};
-//! use ritmo_std::KeyedRateLimiter;
+//! use ritmo::{Config, ManualClock, Reason};
+//! use ritmo::server::KeyedRateLimiter;
 //!
 //! let clock = ManualClock::new();
 //! let config = Config::new(2, Duration::from_secs(1))?;
@@ -32,10 +32,10 @@
 //! assert!(per_user.try_acquire(&"ada").is_ok());
 //! assert!(per_user.try_acquire(&"ada").is_err()); // ada's burst is spent...
 //! assert!(per_user.try_acquire(&"bob").is_ok()); // ...bob's is not
-//! # Ok::<(), ritmo_core::ConfigError>(())
+//! # Ok::<(), ritmo::ConfigError>(())
 //! ```
 //!
-//! [`Reason::KeyCapacity`]: ritmo_core::Reason::KeyCapacity
+//! [`Reason::KeyCapacity`]: crate::ritmo::Reason::KeyCapacity
 
 mod acquire;
 mod entry;
@@ -68,11 +68,11 @@ use crate::clock::StdClock;
 /// A keyed limiter for servers: [`Config`] applied to each key separately, in a sharded map of
 /// at most `max_keys` keys. See the [module docs](self).
 ///
-/// With `P` = [`Tiers`](ritmo_core::keyed::Tiers), each key gets the config of its own tier, picked by a function of the
+/// With `P` = [`Tiers`](crate::ritmo::keyed::Tiers), each key gets the config of its own tier, picked by a function of the
 /// key (see [`tiered`](Self::tiered)): the tier is kept beside each key's state, and a key that
 /// changes tier is carried over with the single limiter's `reconfigure` rule.
 ///
-/// The method names are those of [`KeyedLimiter`](ritmo_core::KeyedLimiter); on top of them,
+/// The method names are those of [`KeyedLimiter`](crate::ritmo::KeyedLimiter); on top of them,
 /// [`acquire`](Self::acquire) / [`acquire_n`](Self::acquire_n) park the thread until the key's
 /// slot, and (feature `tokio`) `acquire_async` / `acquire_n_async` wait without a thread.
 pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
@@ -108,32 +108,32 @@ impl<K: Hash + Eq + Clone> KeyedRateLimiter<K, StdClock> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::{IpKey, KeyedRateLimiter};
+    /// use ritmo::Config;
+    /// use ritmo::server::{IpKey, KeyedRateLimiter};
     /// let per_ip = KeyedRateLimiter::new("login", Config::new(5, Duration::from_secs(60))?, 100_000);
     /// let client = IpKey::from("198.51.100.4".parse::<std::net::IpAddr>().unwrap());
     /// assert!(per_ip.try_acquire(&client).is_ok());
     /// assert_eq!(per_ip.available_permits(&client), 4);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     ///
-    /// [`Reason::KeyCapacity`]: ritmo_core::Reason::KeyCapacity
+    /// [`Reason::KeyCapacity`]: crate::ritmo::Reason::KeyCapacity
     pub fn new(id: &'static str, config: Config, max_keys: usize) -> Self {
         Self::with_clock(id, config, max_keys, StdClock::new())
     }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
-    /// A keyed limiter on any clock (a [`ManualClock`](ritmo_core::ManualClock) in tests).
+    /// A keyed limiter on any clock (a [`ManualClock`](crate::ritmo::ManualClock) in tests).
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, ManualClock};
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
     /// assert_eq!(l.capacity(), 10);
     /// l.try_acquire(&1u64).unwrap();
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, max_keys: usize, clock: C) -> Self {
         KeyedRateLimiter::build(KeyRate::with_clock(id, config, clock), OneTier, max_keys)
@@ -165,8 +165,8 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, Event, Listener, ManualClock};
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::{Config, Event, Listener, ManualClock};
+    /// use ritmo::server::KeyedRateLimiter;
     /// struct Count(std::sync::atomic::AtomicU32);
     /// impl Listener for Count {
     ///     fn on_event(&self, _: &Event) { self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed); }
@@ -177,7 +177,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// l.try_acquire(&1u8).unwrap();
     /// assert!(l.try_acquire(&1u8).is_err());
     /// assert_eq!(REJECTED.0.load(std::sync::atomic::Ordering::Relaxed), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[must_use]
     pub fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
@@ -189,8 +189,8 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, Event, KeyListener, ManualClock};
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::{Config, Event, KeyListener, ManualClock};
+    /// use ritmo::server::KeyedRateLimiter;
     /// struct Audit;
     /// impl KeyListener<u8> for Audit {
     ///     fn on_event(&self, key: &u8, _: &Event) { assert_eq!(*key, 1); }
@@ -199,7 +199,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///     .with_key_listener(&Audit);
     /// l.try_acquire(&1u8).unwrap();
     /// assert!(l.try_acquire(&1u8).is_err());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[must_use]
     pub fn with_key_listener(mut self, listener: &'static dyn KeyListener<K>) -> Self {
@@ -211,11 +211,11 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
     /// assert_eq!(l.id(), "api");
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn id(&self) -> &'static str {
         self.rate.id()
@@ -226,11 +226,11 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let c = Config::new(1, Duration::from_secs(1))?;
     /// assert_eq!(KeyedRateLimiter::<u8, _>::with_clock("api", c, 10, ManualClock::new()).config(), c);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn config(&self) -> Config {
         self.rate.config()
@@ -240,11 +240,11 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Clock, Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::starting_at(3));
     /// assert_eq!(l.clock().now(), 3);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn clock(&self) -> &C {
         self.rate.clock()
@@ -254,11 +254,11 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
     /// assert_eq!(l.capacity(), 10);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn capacity(&self) -> usize {
         self.max_keys
@@ -269,12 +269,12 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire(&1u8).unwrap();
     /// assert_eq!(l.keys_held(), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn keys_held(&self) -> usize {
         self.held.load(Ordering::Acquire)
@@ -292,14 +292,14 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 4, ManualClock::new());
     /// l.try_acquire(&1u8).unwrap();
     /// l.try_acquire(&2).unwrap();
     /// assert!(l.try_acquire(&1).is_err());
     /// assert_eq!(l.admitted_count(), 2);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
@@ -311,15 +311,15 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = KeyedRateLimiter::with_clock("x", c, 4, ManualClock::new());
     /// l.try_acquire(&1).unwrap();
     /// let r = l.reserve(&1).unwrap(); // waits a second
     /// assert_eq!((l.admitted_count(), l.waited_count()), (1, 1));
     /// # drop(r);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
@@ -334,20 +334,20 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock, Reason};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 1, ManualClock::new());
     /// l.try_acquire(&1).unwrap();
     /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
     /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
     /// assert_eq!(l.rejected_count(Reason::NoPermitInTime), 1);
     /// assert_eq!(l.rejected_count(Reason::KeyCapacity), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     ///
-    /// [`Reason::NoPermitInTime`]: ritmo_core::Reason::NoPermitInTime
-    /// [`Reason::KeyCapacity`]: ritmo_core::Reason::KeyCapacity
-    /// [`Reason::UnknownTier`]: ritmo_core::Reason::UnknownTier
+    /// [`Reason::NoPermitInTime`]: crate::ritmo::Reason::NoPermitInTime
+    /// [`Reason::KeyCapacity`]: crate::ritmo::Reason::KeyCapacity
+    /// [`Reason::UnknownTier`]: crate::ritmo::Reason::UnknownTier
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn rejected_count(&self, reason: ritmo_core::Reason) -> u64 {
@@ -360,16 +360,16 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{Tier, Tiers};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::{Tier, Tiers};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let tiers = Tiers::new(
     ///     [Tier::new("free", Config::new(1, Duration::from_secs(1))?), Tier::new("paid", Config::new(9, Duration::from_secs(1))?)],
     ///     |key: &u8| ["free", "paid", "gold"][usize::from(*key)],
     /// );
     /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
     /// assert_eq!((l.tier_index(&1), l.tier_index(&2)), (Some(1), None));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tier_index(&self, key: &K) -> Option<usize> {
         self.tiers
@@ -382,12 +382,12 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let c = Config::new(1, Duration::from_secs(1))?;
     /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", c, 10, ManualClock::new());
     /// assert_eq!(l.tier_configs(), vec![("api", c)]);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tier_configs(&self) -> Vec<(&'static str, Config)> {
         (0..self.tiers.count())
@@ -412,7 +412,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
 
 impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// Applies `config` to every key from now on, each with the single limiter's rule
-    /// ([`RateLimiter::reconfigure`](ritmo_core::RateLimiter::reconfigure)): a key's available
+    /// ([`RateLimiter::reconfigure`](crate::ritmo::RateLimiter::reconfigure)): a key's available
     /// permits become `min(available, new permits)`, permits owed stay owed, and a key never seen
     /// (or idle, or any key when a disabled config is enabled) gets the new config's full burst.
     /// Reconfiguring to the config in force changes
@@ -425,13 +425,13 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, ManualClock};
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, 100, ManualClock::new());
     /// l.try_acquire_n(&1u8, 4).unwrap(); // key 1: 6 left
     /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
     /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (5, 5));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reconfigure(&self, config: Config) {
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -450,20 +450,20 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
 }
 
 /// Permits for one key of a [`KeyedRateLimiter`], taken now or reserved for a slot: commit it
-/// when the work runs, or let it go. Dropping or [`cancel`](ritmo_core::keyed::KeyReservation::cancel)ling it
+/// when the work runs, or let it go. Dropping or [`cancel`](crate::ritmo::keyed::KeyReservation::cancel)ling it
 /// before it is committed returns the permits if no later call for the key was made since.
 ///
 /// ```
 /// # use std::time::Duration;
-/// # use ritmo_core::{Config, ManualClock};
-/// # use ritmo_std::KeyedRateLimiter;
+/// # use ritmo::{Config, ManualClock};
+/// # use ritmo::server::KeyedRateLimiter;
 /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
 /// let a = l.reserve(&1u8).unwrap();
 /// let b = l.reserve(&1u8).unwrap();
 /// assert!(!a.cancel()); // b is queued behind it
 /// assert!(b.cancel());
-/// # Ok::<(), ritmo_core::ConfigError>(())
+/// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub type KeyedReservation<'a, K, C, P = OneTier> = KeyReservation<'a, K, KeyedRateLimiter<K, C, P>>;
 

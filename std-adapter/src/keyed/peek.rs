@@ -16,7 +16,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// What the map holds for `key` on `tier` now ([`KeyedStore::peek`]): a key not held has
     /// room if the map is below `max_keys` or idle keys can be dropped for it.
     ///
-    /// [`KeyedStore::peek`]: ritmo_core::keyed::KeyedStore::peek
+    /// [`KeyedStore::peek`]: crate::ritmo::keyed::KeyedStore::peek
     pub(super) fn peek_key(&self, key: &K, tier: P::Index) -> Peek {
         let now = self.rate.now();
         let rules = self.rules(tier);
@@ -46,12 +46,12 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire_n(&1u8, 3).unwrap();
     /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (1, 4));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn available_permits(&self, key: &K) -> u32 {
         front::available_permits(self, key)
@@ -63,13 +63,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire_n(&1u8, 4).unwrap();
     /// assert_eq!(l.retry_after(&1), Duration::from_millis(250));
     /// assert_eq!(l.retry_after(&2), Duration::ZERO);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn retry_after(&self, key: &K) -> Duration {
         self.retry_after_n(key, 1).unwrap_or(Duration::ZERO)
@@ -79,13 +79,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire_n(&1u8, 4).unwrap();
     /// assert_eq!(l.retry_after_n(&1, 2).unwrap(), Duration::from_millis(500));
     /// assert!(l.retry_after_n(&1, 5).is_err());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     ///
     /// For a key whose tier function answers no tier, as long as a wait can be (never).
@@ -97,8 +97,8 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let clock = ManualClock::new();
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, &clock);
     /// l.try_acquire(&1u8).unwrap();
@@ -106,7 +106,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// assert_eq!(l.len(), 2);
     /// clock.advance(Duration::from_millis(250));
     /// assert_eq!(l.len(), 0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn len(&self) -> usize {
         let now = self.rate.now();
@@ -121,12 +121,12 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, KeyedSnapshot, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, KeyedSnapshot, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire(&1u8).unwrap();
     /// assert_eq!(l.snapshot(), KeyedSnapshot::new("x", 1, 1, 10, 4));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn snapshot(&self) -> KeyedSnapshot {
         KeyedSnapshot::new(
@@ -142,11 +142,11 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::<u8, _>::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// assert!(l.is_empty());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -157,12 +157,12 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, KeySnapshot, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, KeySnapshot, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
     /// l.try_acquire_n(&7u8, 3).unwrap();
     /// assert_eq!(l.live_keys(), vec![KeySnapshot::new(7, 1)]);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn live_keys(&self) -> Vec<KeySnapshot<K>> {
         let now = self.rate.now();
@@ -183,15 +183,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_std::KeyedRateLimiter;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::server::KeyedRateLimiter;
     /// let clock = ManualClock::new();
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, &clock);
     /// l.try_acquire(&1u8).unwrap();
     /// clock.advance(Duration::from_secs(1));
     /// assert_eq!(l.reclaim_idle(), 0);
     /// assert_eq!(l.keys_held(), 0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reclaim_idle(&self) -> usize {
         self.make_room(true);

@@ -17,9 +17,9 @@ impl<K: Hash + Eq + Clone, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_core::keyed::{Tier, Tiers};
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::Config;
+    /// use ritmo::keyed::{Tier, Tiers};
+    /// use ritmo::server::KeyedRateLimiter;
     /// /// API keys starting `pk_live_` are on the paid plan.
     /// fn plan(api_key: &String) -> &'static str {
     ///     if api_key.starts_with("pk_live_") { "paid" } else { "free" }
@@ -29,7 +29,7 @@ impl<K: Hash + Eq + Clone, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// let api = KeyedRateLimiter::tiered("api", Tiers::new([free, paid], plan), 100_000);
     /// assert_eq!(api.available_permits(&"anon".to_string()), 10);
     /// assert_eq!(api.available_permits(&"pk_live_42".to_string()), 1000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tiered(id: &'static str, tiers: Tiers<K, T, P, F>, max_keys: usize) -> Self {
         Self::tiered_with_clock(id, tiers, max_keys, StdClock::new())
@@ -43,9 +43,9 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, ManualClock};
-    /// use ritmo_core::keyed::{Tier, Tiers};
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::{Tier, Tiers};
+    /// use ritmo::server::KeyedRateLimiter;
     /// let tiers = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
@@ -58,7 +58,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     /// assert!(l.try_acquire(&1).is_err());
     /// l.try_acquire_n(&100, 3).unwrap();
     /// assert_eq!(l.tier(&100).map(|t| t.name()), Some("paid"));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tiered_with_clock(
         id: &'static str,
@@ -72,7 +72,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     }
 
     /// The tier `key` is on now, as the tier function answers; `None` if it answers a plan no
-    /// tier has (calls for the key are then refused with [`Reason::UnknownTier`](ritmo_core::Reason::UnknownTier)).
+    /// tier has (calls for the key are then refused with [`Reason::UnknownTier`](crate::ritmo::Reason::UnknownTier)).
     pub fn tier(&self, key: &K) -> Option<&Tier<P>> {
         self.tiers.tier_of(key)
     }

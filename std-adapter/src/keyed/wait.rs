@@ -12,12 +12,12 @@ use crate::wait::ParkWait;
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// Takes one permit for `key`, parking the thread until its slot if it arrives within
     /// `max_wait`. The thread's [`Interrupt`](crate::Interrupt) ends the wait: the permit goes
-    /// back and the call fails with [`Reason::Interrupted`](ritmo_core::Reason::Interrupted).
+    /// back and the call fails with [`Reason::Interrupted`](crate::ritmo::Reason::Interrupted).
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::Config;
+    /// use ritmo::server::KeyedRateLimiter;
     /// let c = Config::new(1, Duration::from_millis(10))?.with_max_wait(Duration::from_millis(50));
     /// let l = KeyedRateLimiter::new("x", c, 10);
     /// l.acquire(&"ada")?;
@@ -33,8 +33,8 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::Config;
+    /// use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::new("x", Config::new(4, Duration::from_secs(60))?, 10);
     /// l.acquire_n(&"ada", 4)?;
     /// assert!(l.acquire_n(&"ada", 1).is_err()); // max_wait 0: rejected at once
@@ -49,12 +49,12 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::Config;
+    /// use ritmo::server::KeyedRateLimiter;
     /// let l = KeyedRateLimiter::new("x", Config::new(1, Duration::from_secs(60))?, 10);
     /// assert_eq!(l.call(&"ada", || 42), Ok(42));
     /// assert!(l.call(&"ada", || 43).is_err());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn call<T>(&self, key: &K, work: impl FnOnce() -> T) -> Result<T, RateLimitExceeded> {
         self.acquire(key)?;
@@ -66,15 +66,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, RateLimitExceeded};
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::{Config, RateLimitExceeded};
+    /// use ritmo::server::KeyedRateLimiter;
     /// #[derive(Debug)]
     /// struct Busy;
     /// impl From<RateLimitExceeded> for Busy { fn from(_: RateLimitExceeded) -> Self { Busy } }
     /// let l = KeyedRateLimiter::new("x", Config::new(1, Duration::from_secs(60))?, 10);
     /// assert_eq!(l.try_call(&"ada", || Ok::<_, Busy>(1)).unwrap(), 1);
     /// assert!(l.try_call(&"ada", || Ok::<_, Busy>(2)).is_err());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
+    /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn try_call<T, E: From<RateLimitExceeded>>(
         &self,
@@ -96,10 +96,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::{KeyedRateLimiter, TokioClock};
+    /// use ritmo::Config;
+    /// use ritmo::server::{KeyedRateLimiter, TokioClock};
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
     /// let l = KeyedRateLimiter::with_clock("api", c, 100, TokioClock::new());
     /// l.acquire_async(&"ada").await.unwrap();
@@ -117,10 +117,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::{KeyedRateLimiter, TokioClock};
+    /// use ritmo::Config;
+    /// use ritmo::server::{KeyedRateLimiter, TokioClock};
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = KeyedRateLimiter::with_clock("api", c, 100, TokioClock::new());
     /// l.acquire_n_async(&"ada", 4).await.unwrap();
@@ -138,10 +138,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::Config;
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::Config;
+    /// use ritmo::server::KeyedRateLimiter;
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
     /// let l = KeyedRateLimiter::new("api", Config::new(1, Duration::from_secs(60))?, 100);
     /// assert_eq!(l.call_async(&"ada", async { 7 }).await, Ok(7));
     /// assert!(l.call_async(&"ada", async { 8 }).await.is_err());
@@ -162,13 +162,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ritmo_core::{Config, RateLimitExceeded};
-    /// use ritmo_std::KeyedRateLimiter;
+    /// use ritmo::{Config, RateLimitExceeded};
+    /// use ritmo::server::KeyedRateLimiter;
     /// #[derive(Debug)]
     /// struct Busy;
     /// impl From<RateLimitExceeded> for Busy { fn from(_: RateLimitExceeded) -> Self { Busy } }
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), ritmo_core::ConfigError> {
+    /// # async fn main() -> Result<(), ritmo::ConfigError> {
     /// let l = KeyedRateLimiter::new("api", Config::new(1, Duration::from_secs(60))?, 100);
     /// assert_eq!(l.try_call_async(&"ada", async { Ok::<_, Busy>(1) }).await.unwrap(), 1);
     /// assert!(l.try_call_async(&"ada", async { Ok::<_, Busy>(2) }).await.is_err());

@@ -14,7 +14,7 @@ use crate::store::{Policy, Status};
 ///
 /// [`Http`] (the default) answers `429` with the rate-limit fields and keeps the inner service's
 /// error type, so the stack stays infallible for axum. [`Errors`] fails the call with
-/// [`RateLimitExceeded`](ritmo_core::RateLimitExceeded) boxed in tower's `BoxError`, for non-HTTP services, retry policies and
+/// [`RateLimitExceeded`](crate::ritmo::RateLimitExceeded) boxed in tower's `BoxError`, for non-HTTP services, retry policies and
 /// circuit breakers.
 pub trait Mode<Resp, E>: Send + Sync + 'static {
     /// The service's error type in this mode.
@@ -31,6 +31,18 @@ pub trait Mode<Resp, E>: Send + Sync + 'static {
     /// The outcome of a request without a key, refused with `status` (in gRPC's form: the
     /// `grpc-status` [`code_for_status`](crate::grpc::code_for_status) gives).
     fn missing_key(&self, status: StatusCode, protocol: Protocol) -> Result<Resp, Self::Error>;
+    /// The outcome of a request without a key when that can only be a setup error, `why` saying
+    /// how to fix it ([`KeyExtractor::why_missing`](crate::key::KeyExtractor::why_missing)); by
+    /// default the same as [`missing_key`](Self::missing_key). [`Http`] writes `why` in the body.
+    fn missing_key_because(
+        &self,
+        status: StatusCode,
+        why: &'static str,
+        protocol: Protocol,
+    ) -> Result<Resp, Self::Error> {
+        let _ = why;
+        self.missing_key(status, protocol)
+    }
     /// The inner service's error in this mode (its `poll_ready` failed).
     fn error(&self, error: E) -> Self::Error;
     /// The outcome of a served request, with the fields to set if any.
@@ -120,7 +132,7 @@ impl<Req> Detect<Req> for Errors {
     }
 }
 
-/// Error mode: rejections are `Err(BoxError)` holding a [`RateLimitExceeded`](ritmo_core::RateLimitExceeded) (a request without
+/// Error mode: rejections are `Err(BoxError)` holding a [`RateLimitExceeded`](crate::ritmo::RateLimitExceeded) (a request without
 /// a key: [`MissingKeyError`]); the inner service's errors are boxed too.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Errors;
@@ -187,6 +199,28 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
         }
         let reason = status.canonical_reason().unwrap_or("Rejected");
         let mut response = Response::new(B::from(format!("{reason}: no rate-limit key\n")));
+        *response.status_mut() = status;
+        Ok(response)
+    }
+
+    fn missing_key_because(
+        &self,
+        status: StatusCode,
+        why: &'static str,
+        protocol: Protocol,
+    ) -> Result<Response<B>, E> {
+        if protocol == Protocol::Grpc {
+            let code = grpc::code_for_status(status);
+            let message = format!("{NO_KEY}: {why}");
+            return Ok(grpc::status_response(
+                B::from(String::new()),
+                code,
+                &message,
+            ));
+        }
+        let reason = status.canonical_reason().unwrap_or("Rejected");
+        let body = format!("{reason}: {NO_KEY}: {why}\n");
+        let mut response = Response::new(B::from(body));
         *response.status_mut() = status;
         Ok(response)
     }

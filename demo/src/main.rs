@@ -1,4 +1,4 @@
-//! See ritmo work on the real clock: `cargo run --release --example demo`.
+//! See ritmo work on the real clock: `cargo run --release -p ritmo-demo`.
 //!
 //! Caller threads hammer one limiter for a few seconds; every 100 ms a line shows how many calls
 //! were admitted at once (`#`), admitted after waiting for their slot (`+`) and rejected (`.`).
@@ -6,7 +6,7 @@
 //! checks the count against the bound `permits + floor(elapsed / T)`.
 //!
 //! ```text
-//! cargo run --release --example demo -- --permits 20 --period 1s --max-wait 50ms --callers 4
+//! cargo run --release -p ritmo-demo -- --permits 20 --period 1s --max-wait 50ms --callers 4
 //! ```
 //!
 //! Flags: `--permits N`, `--period DUR`, `--max-wait DUR`, `--callers N`, `--duration DUR`,
@@ -36,7 +36,7 @@ struct Options {
 const HELP: &str = "\
 ritmo demo: caller threads against one rate limiter, drawn live every 100 ms
 
-usage: cargo run --release --example demo -- [flags]
+usage: cargo run --release -p ritmo-demo -- [flags]
   --permits N       permits per period            (default 50)
   --period DUR      length of the period          (default 1s)
   --max-wait DUR    longest a call waits its turn (default 30ms)
