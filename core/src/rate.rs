@@ -211,7 +211,7 @@ impl Rate {
 
 /// A state `tat` carried over a change of config at `now` (units), from a limiter applying
 /// `old` to one applying `new`: `gcra::reconfigure` for a state still being limited. **Idle is
-/// new** (SPEC §14): a state whose burst is full under `old` (`tat <= now`) carries nothing a
+/// new**: a state whose burst is full under `old` (`tat <= now`) carries nothing a
 /// fresh one lacks, and a disabled limiter counted nothing (it admitted everything), so either
 /// starts afresh under `new`, with its full burst, exactly as a key a store dropped or never saw.
 /// A state disabled by the change is left fresh too: nothing reads it while disabled, enabling it

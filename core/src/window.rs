@@ -2,7 +2,7 @@
 //! other limits that a regulation states per window ("1 % of any hour").
 //!
 //! A limiter of `n` permits per `period` admits at most `n + floor(w / T)` permits in any window
-//! of length `w` (`T = period / n`, SPEC §3): a full burst at the window's start, then the steady
+//! of length `w` (`T = period / n`): a full burst at the window's start, then the steady
 //! rate. Read "36 per hour" as "at most 36 in any hour" and a greedy sender gets 71 through in
 //! some hour. [`Config::at_most`] picks `n` (the burst) and `T` the other way round, so that
 //! `burst + floor(W / T) <= X`.

@@ -451,7 +451,7 @@ enum Charge<const B: usize> {
     Done {
         written: [u64; B],
         /// How far each band's state moved (`written - previous`): a refund by the tail rule
-        /// steps it back by exactly this, to the state it had before the call (SPEC §17), also
+        /// steps it back by exactly this, to the state it had before the call, also
         /// in a band that was idle then, so that the reservation before it is the newest again.
         moved: [u64; B],
         slot: u64,

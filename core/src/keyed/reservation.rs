@@ -79,7 +79,7 @@ pub struct KeyCharge<K> {
     increment: u64,
     tier: u8,
     /// The limiter's generation of config when the call was decided: a refund after a change
-    /// returns nothing (SPEC §17: it is no longer the newest; the change may have left the state
+    /// returns nothing (it is no longer the newest; the change may have left the state
     /// equal to what it wrote, under numbers its increment no longer matches).
     generation: u32,
 }
