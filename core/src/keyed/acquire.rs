@@ -252,8 +252,14 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
             let rules = self.rules(tier);
             let key = match t.probe(key, now) {
                 Probe::Found(i) => {
-                    let fresh = t.fresh(&rules);
-                    Peeked::State(self.view(&t.slots[i], tier, &rules, now).max(fresh))
+                    let slot = &t.slots[i];
+                    let tat = self.view(slot, tier, &rules, now);
+                    if slot.tier == tier {
+                        Peeked::State(tat)
+                    } else {
+                        // as a call would carry it over (`take`)
+                        Peeked::State(tat.max(t.fresh(&rules)))
+                    }
                 }
                 Probe::Vacant(_) => match t.fresh(&rules) {
                     0 => Peeked::Absent,

@@ -226,11 +226,13 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
             }
             let rules = self.rules(tier);
             match t.probe(&key, now) {
+                Probe::Found(i) if t.slots[i].tier == tier => {
+                    t.slots[i].tat = t.slots[i].tat.max(tat);
+                }
                 Probe::Found(i) => {
+                    // Carried to the tier it holds now.
                     let held = self.rules(t.slots[i].tier);
-                    let slot = &mut t.slots[i];
-                    // Carried to the tier it holds now if that changed.
-                    slot.tat = slot.tat.max(rules.carry(tat, now, &held));
+                    t.slots[i].tat = t.slots[i].tat.max(rules.carry(tat, now, &held));
                 }
                 Probe::Vacant(i) => t.insert_at(i, key, tat.max(t.fresh(&rules)), tier),
                 // No room (a table not just built): the key is not dropped, the mark is raised
