@@ -388,7 +388,7 @@ fn untrusted_records_leave_every_key_fully_spent_the_unseen_ones_too() {
         fresh.restore(&saved),
         Restored::Spent(Untrusted::ForeignConfig)
     );
-    // Another key type of the same length.
+    // Another key type of the same size: told apart by nothing but its size (documented).
     let fresh: KeyedLimiter<[u8; 4], _, 4> = KeyedLimiter::with_clock("radio", config, &clock, 9);
     assert_eq!(
         fresh.restore(&saved),

@@ -145,11 +145,13 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     }
 
     /// Restores a state [`save_into`](Self::save_into) wrote, on a table of the same config (or
-    /// tiers), capacity, key type and clock (one just built at boot), against the clock's reading
+    /// tiers), capacity, key type and clock (one just built at boot; the record tells key types
+    /// apart only by their size), against the clock's reading
     /// now. A trusted record raises each saved key's state to the saved one: every key then holds
     /// what it would have held had the table kept running. A record that is corrupt (its checksum,
-    /// its length, a key no key encodes as), from another config, tier set, capacity, key type or
-    /// clock, or saved at a reading later than now restores the table as fully spent
+    /// its length, a key no key encodes as), from another config, tier set, capacity, key size
+    /// ([`KeyBytes::LEN`]) or clock, or saved at a reading later than now restores the table as
+    /// fully spent
     /// ([`Restored::Spent`]): every key, the keys never seen included, as if its full burst had
     /// been taken now; permits then come back at each key's steady rate. Never more permits than
     /// without the reset; never a panic, whatever the bytes.
