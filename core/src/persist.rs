@@ -22,6 +22,8 @@
 //! No heap, no new dependency: the CRC is written here (bitwise, no table: a few dozen bytes of
 //! flash), and none of this is linked into firmware that does not call it.
 
+pub use crate::keyed::persist::keyed_saved_len;
+
 use crate::bands::Bands;
 use crate::clock::Clock;
 use crate::limiter::RateLimiter;
@@ -34,7 +36,7 @@ pub const SAVED_LEN: usize = 28;
 /// The record's format version.
 const VERSION: u8 = 1;
 /// Bytes before the states: version, count, two zero bytes, fingerprint, reading.
-const HEAD: usize = 16;
+pub(crate) const HEAD: usize = 16;
 
 /// What a restore did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,6 +64,131 @@ pub enum Untrusted {
     Reconfigured,
 }
 
+/// A key's encoding in a keyed table's saved state
+/// ([`KeyedLimiter::save_into`](crate::keyed::KeyedLimiter::save_into)): exactly [`LEN`](Self::LEN)
+/// bytes, read back into the same key.
+///
+/// Implemented for the unsigned integers (little-endian), byte arrays `[u8; L]` (a LoRaWAN
+/// DevEUI, a MAC address), `bool`, `char` and IPv4/IPv6 addresses. For a key of your own, write
+/// it into a few bytes and read it back, answering `None` for bytes no key writes (a record
+/// holding them restores as fully spent, [`Untrusted::Corrupt`]):
+///
+/// ```
+/// use ritmo::persist::KeyBytes;
+///
+/// /// The EU868 sub-bands a radio keeps a duty cycle for.
+/// #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// enum SubBand { G, G1, G2, G3 }
+///
+/// impl KeyBytes for SubBand {
+///     const LEN: usize = 1;
+///     fn write(&self, out: &mut [u8]) {
+///         out[0] = *self as u8;
+///     }
+///     fn read(bytes: &[u8]) -> Option<Self> {
+///         match bytes[0] {
+///             0 => Some(SubBand::G),
+///             1 => Some(SubBand::G1),
+///             2 => Some(SubBand::G2),
+///             3 => Some(SubBand::G3),
+///             _ => None,
+///         }
+///     }
+/// }
+///
+/// let mut out = [0u8; 1];
+/// SubBand::G2.write(&mut out);
+/// assert_eq!(SubBand::read(&out), Some(SubBand::G2));
+/// assert_eq!(SubBand::read(&[9]), None);
+/// ```
+///
+/// The contract: `write` fills all of `out` (`LEN` bytes), `read` gets `LEN` bytes, and
+/// `read` of what `write` wrote is the same key (equal by `Eq`, with the same hash). Neither may
+/// panic for those lengths.
+pub trait KeyBytes: Sized {
+    /// Bytes one key takes.
+    const LEN: usize;
+    /// Writes the key into `out`, which is [`LEN`](Self::LEN) bytes long.
+    fn write(&self, out: &mut [u8]);
+    /// The key `bytes` ([`LEN`](Self::LEN) of them) encode; `None` if they encode none.
+    fn read(bytes: &[u8]) -> Option<Self>;
+}
+
+macro_rules! key_bytes_le {
+    ($($t:ty),*) => {$(
+        /// Little-endian.
+        impl KeyBytes for $t {
+            const LEN: usize = core::mem::size_of::<$t>();
+            fn write(&self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            fn read(bytes: &[u8]) -> Option<Self> {
+                Some(<$t>::from_le_bytes(bytes.try_into().ok()?))
+            }
+        }
+    )*};
+}
+key_bytes_le!(u8, u16, u32, u64, u128);
+
+/// The bytes as they are.
+impl<const L: usize> KeyBytes for [u8; L] {
+    const LEN: usize = L;
+    fn write(&self, out: &mut [u8]) {
+        out.copy_from_slice(self);
+    }
+    fn read(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok()
+    }
+}
+
+/// One byte, 0 or 1.
+impl KeyBytes for bool {
+    const LEN: usize = 1;
+    fn write(&self, out: &mut [u8]) {
+        out[0] = u8::from(*self);
+    }
+    fn read(bytes: &[u8]) -> Option<Self> {
+        match bytes {
+            [0] => Some(false),
+            [1] => Some(true),
+            _ => None,
+        }
+    }
+}
+
+/// Its code point, little-endian.
+impl KeyBytes for char {
+    const LEN: usize = 4;
+    fn write(&self, out: &mut [u8]) {
+        u32::from(*self).write(out);
+    }
+    fn read(bytes: &[u8]) -> Option<Self> {
+        char::from_u32(u32::read(bytes)?)
+    }
+}
+
+/// Its four octets.
+impl KeyBytes for core::net::Ipv4Addr {
+    const LEN: usize = 4;
+    fn write(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.octets());
+    }
+    fn read(bytes: &[u8]) -> Option<Self> {
+        <[u8; 4]>::read(bytes).map(Self::from)
+    }
+}
+
+/// Its sixteen octets.
+impl KeyBytes for core::net::Ipv6Addr {
+    const LEN: usize = 16;
+    fn write(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.octets());
+    }
+    fn read(bytes: &[u8]) -> Option<Self> {
+        <[u8; 16]>::read(bytes).map(Self::from)
+    }
+}
+
 /// CRC-32 (IEEE 802.3, reflected, polynomial `0xEDB88320`) of `bytes`, continuing from `crc`
 /// (start with `!0`, finish with `!`).
 const fn crc32(mut crc: u32, bytes: &[u8]) -> u32 {
@@ -78,33 +205,70 @@ const fn crc32(mut crc: u32, bytes: &[u8]) -> u32 {
     crc
 }
 
+/// Adds the numbers `rate` counts in to a fingerprint being computed (start with `!0`).
+pub(crate) fn fingerprint_add(crc: u32, rate: &Rate) -> u32 {
+    let crc = crc32(crc, &rate.interval.to_le_bytes());
+    let crc = crc32(crc, &rate.limit.to_le_bytes());
+    let crc = crc32(crc, &rate.unit_hz.to_le_bytes());
+    crc32(crc, &[rate.shift])
+}
+
+/// Adds `bytes` to a fingerprint being computed.
+pub(crate) fn fingerprint_bytes(crc: u32, bytes: &[u8]) -> u32 {
+    crc32(crc, bytes)
+}
+
 /// The fingerprint of the numbers `rates` count in.
 fn fingerprint(rates: &[Rate]) -> u32 {
-    let mut crc = !0;
-    for rate in rates {
-        crc = crc32(crc, &rate.interval.to_le_bytes());
-        crc = crc32(crc, &rate.limit.to_le_bytes());
-        crc = crc32(crc, &rate.unit_hz.to_le_bytes());
-        crc = crc32(crc, &[rate.shift]);
-    }
-    !crc
+    !rates.iter().fold(!0, fingerprint_add)
+}
+
+/// Writes a record's head: the version, `count`, two zero bytes, the fingerprint `print` and
+/// the clock reading at the save.
+pub(crate) fn write_head(out: &mut [u8], count: u8, print: u32, reading: u64) {
+    out[0] = VERSION;
+    out[1] = count;
+    out[2] = 0;
+    out[3] = 0;
+    out[4..8].copy_from_slice(&print.to_le_bytes());
+    out[8..16].copy_from_slice(&reading.to_le_bytes());
+}
+
+/// Writes the CRC-32 of everything before the last 4 bytes of `out` into them.
+pub(crate) fn seal(out: &mut [u8]) {
+    let end = out.len() - 4;
+    let crc = !crc32(!0, &out[..end]);
+    out[end..].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A record no limiter trusts (written by a limiter whose state no record describes).
+pub(crate) fn write_untrusted(out: &mut [u8]) {
+    out.fill(0);
+    out[0] = !VERSION;
+}
+
+/// The little-endian `u64` at `at` in `bytes` (which holds it).
+pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// The little-endian `u32` at `at` in `bytes` (which holds it).
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_le_bytes(word)
 }
 
 /// Writes the record of `states` at clock reading `reading` into `out` (exactly
 /// `HEAD + 8 * states.len() + 4` bytes).
 fn write(out: &mut [u8], states: &[State], rates: &[Rate], reading: u64) {
-    out[0] = VERSION;
-    out[1] = states.len() as u8;
-    out[2] = 0;
-    out[3] = 0;
-    out[4..8].copy_from_slice(&fingerprint(rates).to_le_bytes());
-    out[8..16].copy_from_slice(&reading.to_le_bytes());
+    write_head(out, states.len() as u8, fingerprint(rates), reading);
     for (i, state) in states.iter().enumerate() {
         out[HEAD + 8 * i..HEAD + 8 * i + 8].copy_from_slice(&state.tat().to_le_bytes());
     }
-    let end = out.len() - 4;
-    let crc = !crc32(!0, &out[..end]);
-    out[end..].copy_from_slice(&crc.to_le_bytes());
+    seal(out);
 }
 
 /// Reads `saved` for `states` counted in `rates` at clock reading `now` and applies it: each
@@ -114,10 +278,7 @@ fn restore(saved: &[u8], states: &[State], rates: &[Rate], now: u64) -> Restored
     match verdict {
         Restored::Saved => {
             for (i, state) in states.iter().enumerate() {
-                let at = HEAD + 8 * i;
-                let mut tat = [0u8; 8];
-                tat.copy_from_slice(&saved[at..at + 8]);
-                state.raise_to(u64::from_le_bytes(tat));
+                state.raise_to(u64_at(saved, HEAD + 8 * i));
             }
         }
         Restored::Spent(_) => spend(states, rates, now),
@@ -138,25 +299,27 @@ fn spend(states: &[State], rates: &[Rate], now: u64) {
 /// Whether `saved` is a trusted record of `count` states counted in `rates`, saved no later than
 /// reading `now`.
 fn check(saved: &[u8], count: usize, rates: &[Rate], now: u64) -> Restored {
+    check_head(saved, HEAD + 8 * count + 4, count, fingerprint(rates), now)
+}
+
+/// Whether `saved` is a trusted record `len` bytes long, of `count` states (or tiers) counted in
+/// the numbers whose fingerprint is `print`, saved no later than reading `now`: its length,
+/// version, zero bytes and checksum (else [`Untrusted::Corrupt`]), its count and fingerprint
+/// (else [`Untrusted::ForeignConfig`]), its reading (else [`Untrusted::ClockBehind`]).
+pub(crate) fn check_head(saved: &[u8], len: usize, count: usize, print: u32, now: u64) -> Restored {
     let untrusted = |why| Restored::Spent(why);
-    if saved.len() != HEAD + 8 * count + 4 || saved[0] != VERSION || saved[2] != 0 || saved[3] != 0
+    if saved.len() != len || len < HEAD + 4 || saved[0] != VERSION || saved[2] != 0 || saved[3] != 0
     {
         return untrusted(Untrusted::Corrupt);
     }
     let end = saved.len() - 4;
-    let mut crc = [0u8; 4];
-    crc.copy_from_slice(&saved[end..]);
-    if u32::from_le_bytes(crc) != !crc32(!0, &saved[..end]) {
+    if u32_at(saved, end) != !crc32(!0, &saved[..end]) {
         return untrusted(Untrusted::Corrupt);
     }
-    let mut print = [0u8; 4];
-    print.copy_from_slice(&saved[4..8]);
-    if usize::from(saved[1]) != count || u32::from_le_bytes(print) != fingerprint(rates) {
+    if usize::from(saved[1]) != count || u32_at(saved, 4) != print {
         return untrusted(Untrusted::ForeignConfig);
     }
-    let mut reading = [0u8; 8];
-    reading.copy_from_slice(&saved[8..16]);
-    if u64::from_le_bytes(reading) > now {
+    if u64_at(saved, 8) > now {
         return untrusted(Untrusted::ClockBehind);
     }
     Restored::Saved
@@ -198,7 +361,7 @@ impl<C: Clock> RateLimiter<C> {
         let reading = self.clock().now();
         match self.persisted() {
             Some((state, rate)) => write(&mut out, core::slice::from_ref(state), &[*rate], reading),
-            None => out[0] = !VERSION, // never trusted
+            None => write_untrusted(&mut out), // never trusted
         }
         out
     }
@@ -266,10 +429,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
         let reading = self.clock().now();
         match self.persisted() {
             Some((states, rates)) => write(out, states, rates, reading),
-            None => {
-                out.fill(0);
-                out[0] = !VERSION;
-            }
+            None => write_untrusted(out),
         }
         true
     }

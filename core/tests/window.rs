@@ -401,5 +401,7 @@ fn the_guides_duty_cycle_examples_keep_their_cap_in_every_window() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 3);
+    // the firmware guide's radio and per-device downlinks (state across resets), the Embassy
+    // adapter's README and crate docs
+    assert_eq!(seen, 4);
 }

@@ -213,16 +213,17 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
             let rules = self.rules(tier);
             let (tat, at) = match t.probe(key, now) {
                 Probe::Found(i) => {
-                    let slot = &mut t.slots[i];
-                    if slot.tier != tier {
+                    if t.slots[i].tier != tier {
                         // The key changed tier: reconfigured now, alone, whatever this call's
-                        // outcome.
-                        slot.tat = self.view(slot, tier, &rules, now);
+                        // outcome; never below where a key not held starts on its new tier.
+                        let fresh = t.fresh(&rules);
+                        let slot = &mut t.slots[i];
+                        slot.tat = self.view(slot, tier, &rules, now).max(fresh);
                         slot.tier = tier;
                     }
-                    (slot.tat, Ok(i))
+                    (t.slots[i].tat, Ok(i))
                 }
-                Probe::Vacant(i) => (0, Err(i)),
+                Probe::Vacant(i) => (t.fresh(&rules), Err(i)),
                 Probe::Full { soonest } => return Err((Reason::KeyCapacity, soonest - now)),
             };
             let (new_tat, wait) = match rules.decide(tat, now, k, max_wait) {
@@ -250,8 +251,20 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
             // The numbers under the table's lock: a reconfigure converts the keys under it.
             let rules = self.rules(tier);
             let key = match t.probe(key, now) {
-                Probe::Found(i) => Peeked::State(self.view(&t.slots[i], tier, &rules, now)),
-                Probe::Vacant(_) => Peeked::Absent,
+                Probe::Found(i) => {
+                    let slot = &t.slots[i];
+                    let tat = self.view(slot, tier, &rules, now);
+                    if slot.tier == tier {
+                        Peeked::State(tat)
+                    } else {
+                        // as a call would carry it over (`take`)
+                        Peeked::State(tat.max(t.fresh(&rules)))
+                    }
+                }
+                Probe::Vacant(_) => match t.fresh(&rules) {
+                    0 => Peeked::Absent,
+                    fresh => Peeked::State(fresh),
+                },
                 Probe::Full { soonest } => Peeked::NoRoom(soonest - now),
             };
             Peek { rules, now, key }
@@ -268,7 +281,9 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                 Probe::Found(i) if !self.tiers.refundable(t.slots[i].tier, tier) => false,
                 Probe::Found(i) => match self.rate.refund(t.slots[i].tat, written, increment) {
                     Some(back) => {
-                        t.slots[i].tat = back;
+                        // Never below where a key not held starts (after a restore).
+                        let fresh = t.fresh(&self.rules(t.slots[i].tier));
+                        t.slots[i].tat = back.max(fresh);
                         true
                     }
                     None => false,

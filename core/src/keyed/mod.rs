@@ -75,6 +75,7 @@ pub mod front;
 #[cfg(feature = "reconfigure")]
 mod live;
 mod peek;
+pub(crate) mod persist;
 mod rate;
 mod reservation;
 mod state;
@@ -569,13 +570,20 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
         let reading = self.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
+            // Keys not held that a restore left spent are converted as held ones are.
+            let fresh = t.fresh(&self.rate.rules());
+            let mut fresh_after = None;
             self.rate.change(config, now, |convert| {
                 for slot in t.slots.iter_mut() {
                     if slot.key.is_some() {
                         slot.tat = convert(slot.tat);
                     }
                 }
+                fresh_after = Some(convert(fresh));
             });
+            if let Some(fresh) = fresh_after {
+                t.spent = persist::spent_for(fresh, &self.rate.rules(), now);
+            }
         });
     }
 }

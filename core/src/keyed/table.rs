@@ -11,6 +11,8 @@ use core::hash::{Hash, Hasher};
 
 use siphasher::sip::SipHasher13;
 
+use super::tiers::TierRules;
+
 /// One slot: a key, its state, and the tier its state was made under (`()` for a limiter of one
 /// config: no byte spent). The slot its hash points to is recomputed when an entry may move (only
 /// while reclaiming), rather than stored: 8 bytes less per key.
@@ -41,6 +43,10 @@ pub(crate) struct Table<K, const N: usize, I> {
     /// The latest clock reading seen: a reading taken before the lock and delayed is raised to it,
     /// so that no call decides with a time earlier than one an idle key was dropped at.
     seen: u64,
+    /// `1 + s` after a restore that left every key fully spent at instant `s` (in units), the
+    /// keys not held included; 0: none. A key not held then starts from
+    /// [`fresh`](Self::fresh) instead of a full burst (see `keyed/persist.rs`).
+    pub(crate) spent: u64,
 }
 
 /// What a slot keeps of its key's tier, and its value in an empty slot. (Nominally public, in a
@@ -48,14 +54,20 @@ pub(crate) struct Table<K, const N: usize, I> {
 pub trait SlotTier: Copy + PartialEq {
     /// The value in an empty slot.
     const FIRST: Self;
+    /// The tier at `position` (0 for one tier; checked against the number of tiers first).
+    fn at(position: u8) -> Self;
 }
 
 impl SlotTier for () {
     const FIRST: () = ();
+    fn at(_position: u8) {}
 }
 
 impl SlotTier for u8 {
     const FIRST: u8 = 0;
+    fn at(position: u8) -> u8 {
+        position
+    }
 }
 
 impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
@@ -72,6 +84,7 @@ impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
             held: 0,
             keys: split(seed),
             seen: 0,
+            spent: 0,
         }
     }
 
@@ -86,6 +99,18 @@ impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
             held: 0,
             keys: split(seed),
             seen: 0,
+            spent: 0,
+        }
+    }
+
+    /// The state a key not held starts from on a tier of `rules`: 0 (its full burst), or fully
+    /// spent at the instant a restore left every key spent at, until that has passed.
+    #[inline]
+    pub(crate) fn fresh(&self, rules: &TierRules) -> u64 {
+        if self.spent == 0 || !rules.enabled() {
+            0
+        } else {
+            (self.spent - 1).saturating_add(rules.0.window())
         }
     }
 

@@ -1,7 +1,10 @@
 //! State across a system reset (SPEC §24): a radio limiter transmits to its cap, saves its state
 //! into RAM that a reset keeps, resets the core, restores at boot against a clock that kept
 //! counting, and refuses exactly what it refused before the reset, then admits when the window
-//! allows. Exits 0 when every count is the expected one.
+//! allows. A keyed table (one key per sub-band) does the same beside it: the key spent before the
+//! reset is refused exactly as long as it was, the key half spent keeps its half, a key never
+//! seen has its full burst, and a corrupt record leaves them all spent, the unseen one too.
+//! Exits 0 when every count is the expected one.
 //!
 //! The retained RAM is a `.uninit` section on Cortex-M (cortex-m-rt's `link.x` leaves it
 //! unzeroed and QEMU keeps RAM through a system reset) and a fixed address above the firmware's
@@ -16,7 +19,8 @@ use core::time::Duration;
 
 #[cfg(target_arch = "arm")]
 use panic_semihosting as _;
-use ritmo_core::persist::{Restored, Untrusted, SAVED_LEN};
+use ritmo_core::keyed::KeyedLimiter;
+use ritmo_core::persist::{keyed_saved_len, Restored, Untrusted, SAVED_LEN};
 use ritmo_core::{const_window_config, Clock, Config, ManualClock, RateLimiter};
 use ritmo_firmware::{check, exit, log, BOARD};
 
@@ -32,6 +36,11 @@ const OFF_NS: u64 = 500_000_000;
 /// Marks the retained RAM as written by the first boot.
 const MAGIC: u32 = 0x5254_4D4F;
 
+/// A keyed table of 4 sub-bands (`u8` keys), each at most 10 frames in any 10 s, 4 at once.
+type SubBands<'a> = KeyedLimiter<u8, &'a ManualClock, 4>;
+/// Its record: `32 + 4 * (1 + 9)` bytes.
+const KEYED_LEN: usize = keyed_saved_len(4, 1);
+
 /// What survives the reset.
 #[derive(Clone, Copy)]
 #[repr(C)]
@@ -40,6 +49,7 @@ struct Retained {
     /// The "RTC": nanoseconds, kept counting across the reset.
     rtc: u64,
     state: [u8; SAVED_LEN],
+    keyed: [u8; KEYED_LEN],
 }
 
 #[cfg(target_arch = "arm")]
@@ -102,8 +112,16 @@ fn before(clock: &ManualClock) -> ! {
         "{:?}",
         err.retry_after()
     );
+    // The sub-bands: band 1 spends its burst, band 2 half of it; saved after each frame.
+    let bands: SubBands = KeyedLimiter::with_clock("bands", RADIO, clock, 0x5eed);
+    let mut keyed = [0u8; KEYED_LEN];
+    for band in [1, 1, 1, 1, 2, 2] {
+        check!(bands.try_acquire(&band).is_ok());
+        check!(bands.save_into(&mut keyed));
+    }
+    check!(bands.try_acquire(&1).is_err());
     log!(
-        "{}: 4 frames sent, the 5th refused for {:?}; saving and resetting",
+        "{}: 4 frames sent, the 5th refused for {:?}; sub-band 1 spent, 2 half; saving and resetting",
         BOARD,
         err.retry_after()
     );
@@ -111,6 +129,7 @@ fn before(clock: &ManualClock) -> ! {
         magic: MAGIC,
         rtc: clock.now() + OFF_NS,
         state,
+        keyed,
     });
     reset()
 }
@@ -149,12 +168,58 @@ fn after(saved: Retained) -> ! {
     let other = RateLimiter::new("radio", RADIO, &clock);
     check!(other.restore(&bad) == Restored::Spent(Untrusted::Corrupt));
     check!(other.available_permits() == 0);
+
+    keyed_after(&saved.keyed, saved.rtc);
     log!(
         "{}: after the reset: refused for {:?}, admitted when due, 4 more four intervals later; a corrupt record fully spent",
         BOARD,
         err.retry_after()
     );
     exit(true)
+}
+
+/// The keyed table after the reset, restored at the RTC's reading `rtc`.
+fn keyed_after(record: &[u8; KEYED_LEN], rtc: u64) {
+    let clock: ManualClock = ManualClock::with_reading(rtc);
+    let bands: SubBands = KeyedLimiter::with_clock("bands", RADIO, &clock, 0x1234);
+    check!(bands.restore(record) == Restored::Saved);
+    check!(bands.available_permits(&1) == 0, "sub-band 1 stays spent");
+    check!(
+        bands.available_permits(&2) == 2,
+        "sub-band 2 keeps its half"
+    );
+    check!(
+        bands.available_permits(&3) == 4,
+        "sub-band 3 was never limited"
+    );
+    let err = bands.try_acquire(&1).unwrap_err();
+    check!(
+        err.retry_after() == Duration::from_nanos(T_NS - OFF_NS),
+        "{:?}",
+        err.retry_after()
+    );
+    clock.advance(Duration::from_nanos(T_NS - OFF_NS - 1));
+    check!(bands.try_acquire(&1).is_err(), "sub-band 1 one ns early");
+    clock.advance(Duration::from_nanos(1));
+    check!(bands.try_acquire(&1).is_ok(), "sub-band 1 when due");
+
+    // A corrupt record: every sub-band fully spent, the one never seen too.
+    let mut bad = *record;
+    bad[30] ^= 1;
+    let bands: SubBands = KeyedLimiter::with_clock("bands", RADIO, &clock, 0x1234);
+    check!(bands.restore(&bad) == Restored::Spent(Untrusted::Corrupt));
+    check!(bands.available_permits(&2) == 0);
+    check!(
+        bands.available_permits(&3) == 0,
+        "a sub-band never seen is spent too"
+    );
+    clock.advance(Duration::from_nanos(T_NS));
+    check!(bands.available_permits(&3) == 1, "then one per interval");
+    log!(
+        "{}: sub-bands after the reset: 1 refused for {:?}, 2 kept its half, 3 fresh; a corrupt record spends all, the unseen one too",
+        BOARD,
+        err.retry_after()
+    );
 }
 
 #[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
