@@ -10,8 +10,9 @@
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
 //!
 //! A refused new key usually costs O(1): the map remembers, with their states, the soonest live
-//! keys its last scan saw and every key put in or refunded since, and every other key was at or
-//! after a known instant. Room is made from the remembered keys one by one as they go idle; a scan
+//! keys its last scan saw and the keys put in or refunded since (when they are too many, the
+//! latest notes are dropped and the known instant lowered to theirs), and every other key was at
+//! or after a known instant. Room is made from the remembered keys one by one as they go idle; a scan
 //! of the whole map runs only when no remembered key is idle and the soonest remembered one is no
 //! longer known to be the soonest of all, and it frees every idle key at once. `retry_after` of a
 //! refusal is exact: never early, so a client that waits it out finds room unless other calls
@@ -50,7 +51,6 @@ use entry::Entry as KeyEntry;
 pub use ip::IpKey;
 use reclaim::Reclaim;
 
-use std::collections::BinaryHeap;
 use std::fmt;
 use std::hash::Hash;
 
@@ -149,10 +149,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             max_keys,
             held: AtomicUsize::new(0),
             evicted_at: AtomicU64::new(0),
-            scan: Mutex::new(Reclaim {
-                candidates: BinaryHeap::new(),
-                threshold: u64::MAX,
-            }),
+            scan: Mutex::new(Reclaim::new()),
             changes: Mutex::new(()),
             key_listener: None,
         }
