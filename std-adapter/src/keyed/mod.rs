@@ -9,14 +9,12 @@
 //! makes room; if every key is still being limited, the new key is refused with
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
 //!
-//! A refused new key usually costs O(1): the map remembers, with their states, the soonest live
-//! keys its last scan saw and the keys put in or refunded since (when they are too many, the
-//! latest notes are dropped and the known instant lowered to theirs), and every other key was at
-//! or after a known instant. Room is made from the remembered keys one by one as they go idle; a scan
-//! of the whole map runs only when no remembered key is idle and the soonest remembered one is no
-//! longer known to be the soonest of all, and it frees every idle key at once. `retry_after` of a
-//! refusal is exact: never early, so a client that waits it out finds room unless other calls
-//! took it.
+//! No call scans the whole map to make room: the map is sharded (about the square root of
+//! `max_keys` shards), each shard notes its soonest keys and a lower bound of the rest, and a new
+//! key that finds the map full drops one idle key found from those notes, or by the rest of one
+//! pass over one shard, or is refused after the soonest key's state was checked. `retry_after`
+//! of a refusal is exact: never early, so a client that waits it out finds room unless other
+//! calls took it.
 
 //! Keys are hashed with AHash under random keys drawn once per process (`ahash::RandomState`):
 //! clients who choose their keys cannot choose them to collide.
@@ -43,22 +41,21 @@ mod entry;
 mod ip;
 mod peek;
 mod reclaim;
+mod store;
 mod tiered;
 mod wait;
 
 use entry::Entry as KeyEntry;
 
 pub use ip::IpKey;
-use reclaim::Reclaim;
+use store::Store;
 
 use std::fmt;
 use std::hash::Hash;
 
-use ahash::RandomState;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use dashmap::DashMap;
 use ritmo_core::keyed::front::Peek;
 use ritmo_core::keyed::{KeyRate, KeyReservation, KeyedStore, OneTier, Taken, TierSet};
 use ritmo_core::{Clock, Config, KeyListener, Listener, RateLimitExceeded};
@@ -78,14 +75,12 @@ use crate::clock::StdClock;
 pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
     rate: KeyRate<C>,
     tiers: P,
-    map: DashMap<K, KeyEntry<P::Index>, RandomState>,
+    map: Store<K, P::Index>,
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
     held: AtomicUsize,
     /// The latest instant a key was dropped at.
     evicted_at: AtomicU64,
-    /// The soonest keys the last scan saw, to free without scanning again; one scan at a time.
-    scan: Mutex<Reclaim<K>>,
     /// One `reconfigure` at a time.
     changes: Mutex<()>,
     key_listener: Option<&'static dyn KeyListener<K>>,
@@ -145,11 +140,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         KeyedRateLimiter {
             rate,
             tiers,
-            map: DashMap::with_hasher(RandomState::new()),
+            map: Store::new(max_keys),
             max_keys,
             held: AtomicUsize::new(0),
             evicted_at: AtomicU64::new(0),
-            scan: Mutex::new(Reclaim::new()),
             changes: Mutex::new(()),
             key_listener: None,
         }
@@ -433,16 +427,11 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     pub fn reconfigure(&self, config: Config) {
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
         let now = self.rate.now();
-        self.rate.change(config, now, |convert| {
-            for entry in self.map.iter() {
-                entry.value().convert(convert);
-            }
+        self.map.changing(|| {
+            self.rate.change(config, now, |convert| {
+                self.map.for_each(|_, entry| entry.convert(convert));
+            });
         });
-        // The change may have moved states earlier (a key idle now, or fewer permits owed): what
-        // the last scan noted no longer bounds them, so the next room needed scans the map.
-        let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
-        reclaim.candidates.clear();
-        reclaim.threshold = 0;
     }
 }
 
