@@ -63,7 +63,6 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::Ordering;
     use std::time::Duration;
 
     use ritmo_core::{Config, ManualClock, Reason};
@@ -74,7 +73,7 @@ mod tests {
 
     /// Buckets the map's passes have looked at so far.
     fn visited<C: ritmo_core::Clock>(map: &KeyedRateLimiter<u64, C>) -> u64 {
-        map.map.visited.load(Ordering::Relaxed)
+        map.map.visited()
     }
 
     /// A map full of keys put in one after another, 1 ms apart, each live for an hour.
@@ -149,5 +148,49 @@ mod tests {
             "the soonest key's instant, exactly"
         );
         assert!(map.try_acquire(&4321).is_err());
+    }
+
+    /// IP keys of every form (IPv4, an IPv6 /64, a whole IPv6 address) share one `max_keys`:
+    /// a full map refuses with the soonest key of any form, makes room from any form, and
+    /// lists each key as it was given.
+    #[test]
+    fn ip_keys_of_every_form_share_the_room() {
+        use std::net::IpAddr;
+
+        use crate::IpKey;
+
+        let clock = ManualClock::new();
+        let config = Config::new(1, Duration::from_secs(10)).unwrap();
+        let map = KeyedRateLimiter::with_clock("ip", config, 3, &clock);
+        let ip = |s: &str, prefix| IpKey::with_ipv6_prefix(s.parse::<IpAddr>().unwrap(), prefix);
+        let keys = [
+            ip("2001:db8::1", 128),
+            ip("203.0.113.7", 64),
+            ip("2001:db8:1:2::9", 64),
+        ];
+        for key in &keys {
+            map.try_acquire(key).unwrap();
+            clock.advance(Duration::from_secs(1));
+        }
+        let mut live: Vec<IpKey> = map.live_keys().iter().map(|k| k.key).collect();
+        live.sort();
+        let mut expected = keys.to_vec();
+        expected.sort();
+        assert_eq!(live, expected);
+        let err = map.try_acquire(&ip("198.51.100.1", 64)).unwrap_err();
+        assert_eq!(err.reason(), Reason::KeyCapacity);
+        // The whole IPv6 key went in first, at 0: idle at 10 s; the clock reads 3 s.
+        assert_eq!(err.retry_after(), Duration::from_secs(7));
+        clock.advance(Duration::from_secs(7));
+        map.try_acquire(&ip("198.51.100.1", 64)).unwrap();
+        assert!(
+            map.try_acquire(&keys[1]).is_err(),
+            "203.0.113.7 still limited"
+        );
+        assert!(
+            map.try_acquire(&ip("2001:db8:1:2::10", 64)).is_err(),
+            "its /64 too"
+        );
+        assert_eq!(map.keys_held(), 3);
     }
 }

@@ -15,19 +15,27 @@
 //!   the notes cannot answer; it drops an idle key as soon as it finds one (so that call returns
 //!   at once) and, when it reaches the end, its own soonest keys become the notes.
 //!
+//! Keys are kept in the smallest form that tells them apart: an [`IpKey`] for an IPv4 address
+//! as its 4 bytes, for an IPv6 prefix of at most 64 bits as its 8 (each form a map of its own);
+//! every other key as it is. An entry is the key and its 8-byte state (and its tier, when there
+//! are tiers), with no wrapper.
+//!
 //! The least of the three is the shard's **bound** (a lower bound of every state in it), which
 //! the map keeps in a dense array so that the soonest shard is found in a few hundred loads, and
 //! the least of all bounds in `earliest`. The shard count grows with `max_keys` (about its square
 //! root), so one pass over one shard is a small fraction of the map.
 
+use std::any::Any;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ahash::RandomState;
 use hashbrown::HashTable;
 
+use super::IpKey;
 use super::KeyEntry;
+use super::ip::Packed;
 
 /// Soonest keys a shard notes by hash.
 pub(super) const NOTES: usize = 4;
@@ -144,8 +152,9 @@ struct Look {
     known: Option<(u64, usize)>,
 }
 
-/// A sharded map of keys to entries, with per-shard bounds for finding room (module docs).
-pub(super) struct Store<K, I> {
+/// A sharded map of keys (of one form) to entries, with per-shard bounds for finding room
+/// (module docs).
+pub(super) struct Shards<K, I> {
     shards: Box<[Shard<K, I>]>,
     /// Each shard's bound: no state in it is earlier.
     bounds: Box<[AtomicU64]>,
@@ -176,11 +185,11 @@ fn lower(a: &AtomicU64, b: u64) {
     }
 }
 
-impl<K: Hash + Eq + Clone, I> Store<K, I> {
-    /// An empty map sharded for `max_keys`, hashing with random keys drawn for this process.
-    pub(super) fn new(max_keys: usize) -> Self {
+impl<K: Hash + Eq + Clone, I> Shards<K, I> {
+    /// An empty map sharded for `max_keys`, hashing with `hasher`.
+    pub(super) fn new(max_keys: usize, hasher: RandomState) -> Self {
         let count = shard_count(max_keys);
-        Store {
+        Shards {
             shards: (0..count)
                 .map(|_| Shard {
                     part: RwLock::new(Part {
@@ -196,7 +205,7 @@ impl<K: Hash + Eq + Clone, I> Store<K, I> {
                 .collect(),
             bounds: (0..count).map(|_| AtomicU64::new(u64::MAX)).collect(),
             earliest: AtomicU64::new(u64::MAX),
-            hasher: RandomState::new(),
+            hasher,
             mask: count - 1,
             look: Mutex::new(Look {
                 hint: 0,
@@ -568,6 +577,213 @@ impl<K: Hash + Eq + Clone, I> Store<K, I> {
             for (key, entry) in part.table.iter() {
                 f(key, entry);
             }
+        }
+    }
+}
+
+/// A key's form in the map: an [`IpKey`] packed when it can be, every other key whole.
+enum Form<'a, K> {
+    V4(u32),
+    Prefix(u64),
+    Whole(&'a K),
+}
+
+/// The map of a [`KeyedRateLimiter`](super::KeyedRateLimiter): keys of each form in a sharded
+/// map of their own (made on first use), the random hash keys shared.
+pub(super) struct Store<K, I> {
+    whole: OnceLock<Shards<K, I>>,
+    v4: OnceLock<Shards<u32, I>>,
+    prefix: OnceLock<Shards<u64, I>>,
+    max_keys: usize,
+    hasher: RandomState,
+}
+
+/// `f` applied to the one sharded map of `$key`'s form, with the key in that form.
+macro_rules! by_form {
+    ($store:expr, $key:expr, |$map:ident, $k:ident| $body:expr) => {
+        match Store::<K, I>::form($key) {
+            Form::V4(packed) => {
+                let ($map, $k) = ($store.v4(), &packed);
+                $body
+            }
+            Form::Prefix(packed) => {
+                let ($map, $k) = ($store.prefix(), &packed);
+                $body
+            }
+            Form::Whole(key) => {
+                let ($map, $k) = ($store.whole(), key);
+                $body
+            }
+        }
+    };
+}
+
+impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
+    /// An empty map for at most `max_keys` keys, hashing with random keys drawn for this process.
+    pub(super) fn new(max_keys: usize) -> Self {
+        Store {
+            whole: OnceLock::new(),
+            v4: OnceLock::new(),
+            prefix: OnceLock::new(),
+            max_keys,
+            hasher: RandomState::new(),
+        }
+    }
+
+    /// `key`'s form (the test of the key's type is settled at compile time).
+    #[inline(always)]
+    fn form(key: &K) -> Form<'_, K> {
+        match (key as &dyn Any).downcast_ref::<IpKey>().map(IpKey::packed) {
+            Some(Packed::V4(bits)) => Form::V4(bits),
+            Some(Packed::Prefix(bits)) => Form::Prefix(bits),
+            _ => Form::Whole(key),
+        }
+    }
+
+    /// The key a packed form stands for (`K` is [`IpKey`] whenever a packed map holds keys).
+    fn unpack(ip: IpKey, f: &mut impl FnMut(&K)) {
+        if let Some(key) = (&ip as &dyn Any).downcast_ref::<K>() {
+            f(key);
+        }
+    }
+
+    #[inline(always)]
+    fn whole(&self) -> &Shards<K, I> {
+        self.whole
+            .get_or_init(|| Shards::new(self.max_keys, self.hasher.clone()))
+    }
+
+    #[inline(always)]
+    fn v4(&self) -> &Shards<u32, I> {
+        self.v4
+            .get_or_init(|| Shards::new(self.max_keys, self.hasher.clone()))
+    }
+
+    #[inline(always)]
+    fn prefix(&self) -> &Shards<u64, I> {
+        self.prefix
+            .get_or_init(|| Shards::new(self.max_keys, self.hasher.clone()))
+    }
+
+    /// Buckets the passes of every form's map have looked at.
+    #[cfg(test)]
+    pub(super) fn visited(&self) -> u64 {
+        self.whole
+            .get()
+            .map_or(0, |m| m.visited.load(Ordering::Relaxed))
+            + self
+                .v4
+                .get()
+                .map_or(0, |m| m.visited.load(Ordering::Relaxed))
+            + self
+                .prefix
+                .get()
+                .map_or(0, |m| m.visited.load(Ordering::Relaxed))
+    }
+
+    /// Shards of a map of one form.
+    #[cfg(test)]
+    pub(super) fn shards(&self) -> usize {
+        self.whole().shards()
+    }
+
+    /// See [`Shards::read`].
+    #[inline(always)]
+    pub(super) fn read<R>(&self, key: &K, f: impl FnOnce(&KeyEntry<I>) -> R) -> Option<R> {
+        by_form!(self, key, |map, k| map.read(k, f))
+    }
+
+    /// See [`Shards::read_lowering`].
+    pub(super) fn read_lowering<R>(
+        &self,
+        key: &K,
+        f: impl FnOnce(&KeyEntry<I>) -> (R, Option<u64>),
+    ) -> Option<R> {
+        by_form!(self, key, |map, k| map.read_lowering(k, f))
+    }
+
+    /// See [`Shards::write`].
+    pub(super) fn write<R>(&self, key: &K, f: impl FnOnce(&mut KeyEntry<I>) -> R) -> Option<R> {
+        by_form!(self, key, |map, k| map.write(k, f))
+    }
+
+    /// See [`Shards::upsert`].
+    pub(super) fn upsert<R>(
+        &self,
+        key: &K,
+        f: impl FnOnce(Option<&mut KeyEntry<I>>) -> (Option<KeyEntry<I>>, R),
+    ) -> R {
+        by_form!(self, key, |map, k| map.upsert(k, f))
+    }
+
+    /// See [`Shards::find_room`]: one idle key dropped from any form's map, else the soonest key
+    /// of all, exactly (each map's soonest is exact).
+    pub(super) fn find_room(&self, idle: impl Fn(u64) -> bool + Copy) -> Room {
+        let mut soonest: Option<u64> = None;
+        let mut look = |room| match room {
+            Room::Freed => true,
+            Room::Soonest(tat) => {
+                soonest = Some(soonest.map_or(tat, |s| s.min(tat)));
+                false
+            }
+            Room::Busy => false,
+        };
+        if self.whole.get().is_some_and(|m| look(m.find_room(idle)))
+            || self.v4.get().is_some_and(|m| look(m.find_room(idle)))
+            || self.prefix.get().is_some_and(|m| look(m.find_room(idle)))
+        {
+            return Room::Freed;
+        }
+        soonest.map_or(Room::Busy, Room::Soonest)
+    }
+
+    /// See [`Shards::drop_idle`].
+    pub(super) fn drop_idle(&self, idle: impl Fn(u64) -> bool + Copy) -> usize {
+        self.whole.get().map_or(0, |m| m.drop_idle(idle))
+            + self.v4.get().map_or(0, |m| m.drop_idle(idle))
+            + self.prefix.get().map_or(0, |m| m.drop_idle(idle))
+    }
+
+    /// See [`Shards::changing`]: `change` runs with no look for room under way in any form's map.
+    pub(super) fn changing(&self, change: impl FnOnce()) {
+        let whole = |c: &mut dyn FnMut()| match self.whole.get() {
+            Some(m) => m.changing(c),
+            None => c(),
+        };
+        let v4 = |c: &mut dyn FnMut()| match self.v4.get() {
+            Some(m) => m.changing(c),
+            None => c(),
+        };
+        let prefix = |c: &mut dyn FnMut()| match self.prefix.get() {
+            Some(m) => m.changing(c),
+            None => c(),
+        };
+        let mut change = Some(change);
+        whole(&mut || {
+            v4(&mut || {
+                prefix(&mut || {
+                    if let Some(change) = change.take() {
+                        change();
+                    }
+                })
+            })
+        });
+    }
+
+    /// `f` of every key and entry, each shard under its read lock.
+    pub(super) fn for_each(&self, mut f: impl FnMut(&K, &KeyEntry<I>)) {
+        if let Some(m) = self.whole.get() {
+            m.for_each(&mut f);
+        }
+        if let Some(m) = self.v4.get() {
+            m.for_each(|&bits, entry| {
+                Self::unpack(IpKey::from_v4_bits(bits), &mut |k| f(k, entry))
+            });
+        }
+        if let Some(m) = self.prefix.get() {
+            m.for_each(|&bits, entry| {
+                Self::unpack(IpKey::from_prefix_bits(bits), &mut |k| f(k, entry))
+            });
         }
     }
 }
