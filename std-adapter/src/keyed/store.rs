@@ -22,8 +22,8 @@
 //!
 //! The least of the three is the shard's **bound** (a lower bound of every state in it), which
 //! the map keeps in a dense array so that the soonest shard is found in a few hundred loads, and
-//! the least of all bounds in `earliest`. The shard count grows with `max_keys` (about its square
-//! root), so one pass over one shard is a small fraction of the map.
+//! the least of all bounds in `earliest`. The shard count grows with `max_keys` (one per 1024
+//! keys, at most 1024), so one pass over one shard is a small fraction of a large map.
 
 use std::any::Any;
 use std::hash::Hash;
@@ -168,12 +168,15 @@ pub(super) struct Shards<K, I> {
     pub(super) visited: AtomicU64,
 }
 
-/// The shard count for `max_keys`: about its square root (a pass over one shard and a look at
-/// every shard's bound cost about the same), at least four per core (as dashmap), at most 1024.
+/// The shard count for `max_keys`: one per 1024 keys (a pass over one shard, and a look at
+/// every shard's bound, each cost about a microsecond at a million keys), at least four per core
+/// (as dashmap), at most 1024; a small map so pays little for its shards.
 fn shard_count(max_keys: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let root = max_keys.isqrt();
-    (4 * cores).max(root).clamp(1, 1024).next_power_of_two()
+    (4 * cores)
+        .max(max_keys / 1024)
+        .clamp(1, 1024)
+        .next_power_of_two()
 }
 
 /// `a` lowered to `b` if `b` is less: a load first, so that keys going in later than the bound
