@@ -9,8 +9,8 @@
 //! makes room; if every key is still being limited, the new key is refused with
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
 //!
-//! No call scans the whole map to make room: the map is sharded (one shard per 1024 keys
-//! of `max_keys`, at most 1024), each shard notes its soonest keys and a lower bound of the rest, and a new
+//! No call scans the whole map to make room: the map is sharded (one shard per 820 keys
+//! of `max_keys`, at most 4,096), each shard notes its soonest keys and a lower bound of the rest, and a new
 //! key that finds the map full drops one idle key found from those notes, or by the rest of one
 //! pass over one shard, or is refused after the soonest key's state was checked. `retry_after`
 //! of a refusal is exact: never early, so a client that waits it out finds room unless other
