@@ -16,9 +16,9 @@
 //!   at once) and, when it reaches the end, its own soonest keys become the notes.
 //!
 //! Keys are kept in the smallest form that tells them apart: an [`IpKey`] for an IPv4 address
-//! as its 4 bytes, for an IPv6 prefix of at most 64 bits as its 8 (each form a map of its own);
-//! every other key as it is. An entry is the key and its 8-byte state (and its tier, when there
-//! are tiers), with no wrapper.
+//! or an IPv6 prefix of at most 64 bits in 8 bytes (a map of its own); every other key as it
+//! is. An entry is the key and its 8-byte state (and its tier, when there are tiers), with no
+//! wrapper.
 //!
 //! The least of the three is the shard's **bound** (a lower bound of every state in it), which
 //! the map keeps in a dense array so that the soonest shard is found in a few hundred loads, and
@@ -593,17 +593,16 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
 
 /// A key's form in the map: an [`IpKey`] packed when it can be, every other key whole.
 enum Form<'a, K> {
-    V4(u32),
-    Prefix(u64),
+    Packed(u64),
     Whole(&'a K),
 }
 
 /// The map of a [`KeyedRateLimiter`](super::KeyedRateLimiter): keys of each form in a sharded
-/// map of their own (made on first use), the random hash keys shared.
+/// map of their own (the usual form's made with it, the other on first use), the random hash
+/// keys shared.
 pub(super) struct Store<K, I> {
     whole: OnceLock<Shards<K, I>>,
-    v4: OnceLock<Shards<u32, I>>,
-    prefix: OnceLock<Shards<u64, I>>,
+    packed: OnceLock<Shards<u64, I>>,
     max_keys: usize,
     hasher: RandomState,
 }
@@ -612,12 +611,8 @@ pub(super) struct Store<K, I> {
 macro_rules! by_form {
     ($store:expr, $key:expr, |$map:ident, $k:ident| $body:expr) => {
         match Store::<K, I>::form($key) {
-            Form::V4(packed) => {
-                let ($map, $k) = ($store.v4(), &packed);
-                $body
-            }
-            Form::Prefix(packed) => {
-                let ($map, $k) = ($store.prefix(), &packed);
+            Form::Packed(packed) => {
+                let ($map, $k) = ($store.packed(), &packed);
                 $body
             }
             Form::Whole(key) => {
@@ -633,16 +628,15 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
     pub(super) fn new(max_keys: usize) -> Self {
         let store = Store {
             whole: OnceLock::new(),
-            v4: OnceLock::new(),
-            prefix: OnceLock::new(),
+            packed: OnceLock::new(),
             max_keys,
             hasher: RandomState::new(),
         };
-        // The maps keys usually go to made now, not by the first call: an IP key's packed forms
-        // (whole IPv6 keys of a prefix above 64 are rare), any other key's whole form.
+        // The map keys usually go to made now, not by the first call: an IP key's packed form
+        // (whole IP keys are rare: IPv6 by a prefix above 64, or in `::/32`), any other key's
+        // whole form.
         if TypeId::of::<K>() == TypeId::of::<IpKey>() {
-            store.v4();
-            store.prefix();
+            store.packed();
         } else {
             store.whole();
         }
@@ -653,8 +647,7 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
     #[inline(always)]
     fn form(key: &K) -> Form<'_, K> {
         match (key as &dyn Any).downcast_ref::<IpKey>().map(IpKey::packed) {
-            Some(Packed::V4(bits)) => Form::V4(bits),
-            Some(Packed::Prefix(bits)) => Form::Prefix(bits),
+            Some(Packed::Bits(bits)) => Form::Packed(bits),
             _ => Form::Whole(key),
         }
     }
@@ -673,14 +666,8 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
     }
 
     #[inline(always)]
-    fn v4(&self) -> &Shards<u32, I> {
-        self.v4
-            .get_or_init(|| Shards::new(self.max_keys, self.hasher.clone()))
-    }
-
-    #[inline(always)]
-    fn prefix(&self) -> &Shards<u64, I> {
-        self.prefix
+    fn packed(&self) -> &Shards<u64, I> {
+        self.packed
             .get_or_init(|| Shards::new(self.max_keys, self.hasher.clone()))
     }
 
@@ -691,11 +678,7 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
             .get()
             .map_or(0, |m| m.visited.load(Ordering::Relaxed))
             + self
-                .v4
-                .get()
-                .map_or(0, |m| m.visited.load(Ordering::Relaxed))
-            + self
-                .prefix
+                .packed
                 .get()
                 .map_or(0, |m| m.visited.load(Ordering::Relaxed))
     }
@@ -748,8 +731,7 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
             Room::Busy => false,
         };
         if self.whole.get().is_some_and(|m| look(m.find_room(idle)))
-            || self.v4.get().is_some_and(|m| look(m.find_room(idle)))
-            || self.prefix.get().is_some_and(|m| look(m.find_room(idle)))
+            || self.packed.get().is_some_and(|m| look(m.find_room(idle)))
         {
             return Room::Freed;
         }
@@ -759,34 +741,27 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
     /// See [`Shards::drop_idle`].
     pub(super) fn drop_idle(&self, idle: impl Fn(u64) -> bool + Copy) -> usize {
         self.whole.get().map_or(0, |m| m.drop_idle(idle))
-            + self.v4.get().map_or(0, |m| m.drop_idle(idle))
-            + self.prefix.get().map_or(0, |m| m.drop_idle(idle))
+            + self.packed.get().map_or(0, |m| m.drop_idle(idle))
     }
 
     /// See [`Shards::changing`]: `change` runs with no look for room under way in any form's map.
     pub(super) fn changing(&self, change: impl FnOnce()) {
-        let whole = |c: &mut dyn FnMut()| match self.whole.get() {
-            Some(m) => m.changing(c),
-            None => c(),
-        };
-        let v4 = |c: &mut dyn FnMut()| match self.v4.get() {
-            Some(m) => m.changing(c),
-            None => c(),
-        };
-        let prefix = |c: &mut dyn FnMut()| match self.prefix.get() {
+        let packed = |c: &mut dyn FnMut()| match self.packed.get() {
             Some(m) => m.changing(c),
             None => c(),
         };
         let mut change = Some(change);
-        whole(&mut || {
-            v4(&mut || {
-                prefix(&mut || {
-                    if let Some(change) = change.take() {
-                        change();
-                    }
-                })
+        let mut run = || {
+            packed(&mut || {
+                if let Some(change) = change.take() {
+                    change();
+                }
             })
-        });
+        };
+        match self.whole.get() {
+            Some(m) => m.changing(&mut run),
+            None => run(),
+        }
     }
 
     /// `f` of every key and entry, each shard under its read lock.
@@ -794,15 +769,8 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
         if let Some(m) = self.whole.get() {
             m.for_each(&mut f);
         }
-        if let Some(m) = self.v4.get() {
-            m.for_each(|&bits, entry| {
-                Self::unpack(IpKey::from_v4_bits(bits), &mut |k| f(k, entry))
-            });
-        }
-        if let Some(m) = self.prefix.get() {
-            m.for_each(|&bits, entry| {
-                Self::unpack(IpKey::from_prefix_bits(bits), &mut |k| f(k, entry))
-            });
+        if let Some(m) = self.packed.get() {
+            m.for_each(|&bits, entry| Self::unpack(IpKey::unpack(bits), &mut |k| f(k, entry)));
         }
     }
 }
