@@ -4,18 +4,19 @@
 //! It applies ritmo-core's keyed rules, through the one keyed front, with the same exact
 //! eviction as the fixed [`KeyedLimiter`](ritmo_core::KeyedLimiter): a key whose burst is full
 //! again (`tat <= now`) decides every call like a key never seen, so dropping it changes nothing,
-//! and a key still being limited is never dropped. There is no background thread and nothing to call: when the
-//! map holds `max_keys` keys and a new one arrives, the map drops its idle keys on the spot and
-//! makes room; if every key is still being limited, the new key is refused with
+//! and a key still being limited is never dropped. There is no background thread and nothing to
+//! call: when the map holds `max_keys` keys and a new one arrives, the map drops an idle key on
+//! the spot to make room; if every key is still being limited, the new key is refused with
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
 //!
-//! No call scans the whole map to make room: the map is sharded (one shard per 820 keys
-//! of `max_keys`, at most 4,096), each shard notes its soonest keys and a lower bound of the rest, and a new
-//! key that finds the map full drops one idle key found from those notes, or by the rest of one
-//! pass over one shard, or is refused after the soonest key's state was checked. `retry_after`
-//! of a refusal is exact: never early, so a client that waits it out finds room unless other
-//! calls took it.
-
+//! No call scans the whole map to make room: the map is sharded (one shard per 820 keys of
+//! `max_keys`, at most 4,096), each shard notes its soonest keys and a lower bound of the rest,
+//! and a new key that finds the map full drops one idle key found from those notes or by the
+//! next buckets of one shard's pass, or is refused once the soonest key's state is checked.
+//! `retry_after` of a refusal is exact: never early, so a client that waits it out finds room
+//! unless other calls took it. An [`IpKey`] takes 8 bytes in the map (IPv4, or an IPv6 prefix of
+//! at most 64 bits), beside each key's 8-byte state.
+//!
 //! Keys are hashed with AHash under random keys drawn once per process (`ahash::RandomState`):
 //! clients who choose their keys cannot choose them to collide.
 //!

@@ -9,8 +9,8 @@
 //!   its soonest, found by hash without a scan (states only grow between notes, so a noted state
 //!   is a lower bound of the key's state now);
 //! - **floor**: every other key's state is at or after `floor` or `lowered`;
-//! - **lowered**: the least state put in or lowered (a refund, a tier change) since the shard's
-//!   current pass began;
+//! - **lowered**: the least state a refund lowered a key to since the shard's current pass began
+//!   (a refund holds the read lock, so it cannot write the notes);
 //! - **a pass**: a cursor over the table's buckets, advanced only when a new key needs room and
 //!   the notes cannot answer; it drops an idle key as soon as it finds one (so that call returns
 //!   at once) and, when it reaches the end, its own soonest keys become the notes.
@@ -76,12 +76,19 @@ impl Notes {
     }
 
     /// Adds `note`; returns the state of the note it drops (the latest) when full.
+    #[inline(always)]
     fn add(&mut self, note: Note) -> Option<u64> {
+        if self.len == NOTES && note.tat >= self.at[NOTES - 1].tat {
+            return Some(note.tat); // the usual case: a key later than every note
+        }
+        self.insert(note)
+    }
+
+    /// [`add`](Self::add) of a note that is kept.
+    #[inline(never)]
+    fn insert(&mut self, note: Note) -> Option<u64> {
         let mut dropped = None;
         if self.len == NOTES {
-            if note.tat >= self.at[NOTES - 1].tat {
-                return Some(note.tat);
-            }
             dropped = Some(self.at[NOTES - 1].tat);
             self.len -= 1;
         }
@@ -122,8 +129,8 @@ struct Part<K, I> {
 
 struct Shard<K, I> {
     part: RwLock<Part<K, I>>,
-    /// The least state put in or lowered since this shard's pass began; lowered under the read
-    /// lock too (a refund).
+    /// The least state a refund (under the read lock) lowered a key to since this shard's pass
+    /// began; keys put in or changed under the write lock are noted instead.
     lowered: AtomicU64,
 }
 
@@ -180,10 +187,22 @@ const PER_SHARD: usize = 820;
 /// table that doubles as it grows sits at 44 % to 88 % full; sized this way, a full map sits near
 /// 80 %), at least four per core (as dashmap), at most 4,096. A pass over one shard is then about
 /// 1,024 buckets, and a look at every shard's bound a few thousand loads at most.
+///
+/// A `max_keys` beyond [`NEVER_FULL`] is taken as no bound: such a map never fills (its keys would
+/// not fit in memory), so it never looks for room, and gets dashmap's four shards per core
+/// rather than thousands of small tables that each grow from nothing.
 fn shard_count(max_keys: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    (4 * cores).max(max_keys.div_ceil(PER_SHARD)).min(4096)
+    let wanted = if max_keys > NEVER_FULL {
+        0
+    } else {
+        max_keys.div_ceil(PER_SHARD)
+    };
+    (4 * cores).max(wanted).min(4096)
 }
+
+/// Keys no map holds in memory (at 16 bytes an entry, over 68 GB).
+const NEVER_FULL: usize = 1 << 32;
 
 /// `a` lowered to `b` if `b` is less: a load first, so that keys going in later than the bound
 /// (the usual case) write nothing shared.
@@ -312,41 +331,55 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
         let s = self.shard(hash);
         let mut guard = self.write_part(s);
         let part = &mut *guard;
-        if let Some((_, entry)) = part.table.find_mut(hash, |(k, _)| k == key) {
-            let (_, result) = f(Some(entry));
-            let tat = entry.tat();
-            self.note(s, part, tat, hash);
-            return result;
+        // A table with no room left grows (or rehashes) as it is asked for a key's slot: its
+        // entries move, so the pass under way starts again.
+        if part.table.len() == part.table.capacity() {
+            self.restart(s, part);
         }
-        let (entry, result) = f(None);
-        if let Some(entry) = entry {
-            let tat = entry.tat();
-            // A table with no room left grows (or rehashes) as it takes this key: its entries
-            // move, so the pass under way starts again.
-            if part.table.len() == part.table.capacity() {
-                self.restart(s, part);
-            }
-            let hasher = &self.hasher;
-            part.table
-                .insert_unique(hash, (key.clone(), entry), |(k, _)| hasher.hash_one(k));
-            self.note(s, part, tat, hash);
-        }
+        let hasher = &self.hasher;
+        let (result, tat) =
+            match part
+                .table
+                .entry(hash, |(k, _)| k == key, |(k, _)| hasher.hash_one(k))
+            {
+                hashbrown::hash_table::Entry::Occupied(mut held) => {
+                    let entry = &mut held.get_mut().1;
+                    let (_, result) = f(Some(entry));
+                    (result, entry.tat())
+                }
+                hashbrown::hash_table::Entry::Vacant(vacant) => {
+                    let (entry, result) = f(None);
+                    let Some(entry) = entry else {
+                        return result;
+                    };
+                    let tat = entry.tat();
+                    vacant.insert((key.clone(), entry));
+                    (result, tat)
+                }
+            };
+        self.note(s, part, tat, hash);
         result
     }
 
     /// Notes that a key of shard `s` with hash `hash` has state `tat` (put in, or lowered).
+    #[inline(always)]
     fn note(&self, s: usize, part: &mut Part<K, I>, tat: u64, hash: u64) {
-        let shard = &self.shards[s];
-        lower(&shard.lowered, tat);
         let note = Note { tat, hash };
         if let Some(dropped) = part.notes.add(note) {
             part.floor = part.floor.min(dropped);
         }
-        if let Some(dropped) = part.next.add(note) {
+        // A pass not begun yet will see the key itself.
+        if part.cursor > 0
+            && let Some(dropped) = part.next.add(note)
+        {
             part.rest = part.rest.min(dropped);
         }
-        self.publish(s, part);
-        lower(&self.earliest, tat);
+        // Earlier than the shard's bound: its bound and the map's go down (usually a key goes in
+        // later, and this is skipped). `lowered` is for refunds, which cannot write the notes.
+        if tat < self.bounds[s].load(Ordering::SeqCst) {
+            self.publish(s, part);
+            lower(&self.earliest, tat);
+        }
     }
 
     /// Writes shard `s`'s bound (under its write lock: no reader lowers it meanwhile).
@@ -449,8 +482,9 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
                     }
                 }
             }
-            // The pass is complete: every key it saw is noted or at or after `rest`, every key
-            // put in or lowered since it began at or after `lowered` (and noted, if put in).
+            // The pass is complete: every key it saw, or put in or changed under the write lock
+            // since it began, is noted or at or after `rest`; every key refunded since, at or
+            // after `lowered`.
             part.notes = part.next;
             part.floor = part.rest;
             self.restart(s, part);
