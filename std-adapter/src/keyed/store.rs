@@ -635,8 +635,9 @@ enum Form<'a, K> {
 /// map of their own (the usual form's made with it, the other on first use), the random hash
 /// keys shared.
 pub(super) struct Store<K, I> {
-    whole: OnceLock<Shards<K, I>>,
-    packed: OnceLock<Shards<u64, I>>,
+    // Boxed: a limiter stays small to hold (an enum of limiters, a struct of several).
+    whole: OnceLock<Box<Shards<K, I>>>,
+    packed: OnceLock<Box<Shards<u64, I>>>,
     max_keys: usize,
     hasher: RandomState,
 }
@@ -696,13 +697,13 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
     #[inline(always)]
     fn whole(&self) -> &Shards<K, I> {
         self.whole
-            .get_or_init(|| Shards::new(self.max_keys, self.hasher.clone()))
+            .get_or_init(|| Box::new(Shards::new(self.max_keys, self.hasher.clone())))
     }
 
     #[inline(always)]
     fn packed(&self) -> &Shards<u64, I> {
         self.packed
-            .get_or_init(|| Shards::new(self.max_keys, self.hasher.clone()))
+            .get_or_init(|| Box::new(Shards::new(self.max_keys, self.hasher.clone())))
     }
 
     /// Buckets the passes of every form's map have looked at.
