@@ -193,4 +193,35 @@ mod tests {
         );
         assert_eq!(map.keys_held(), 3);
     }
+
+    /// Threads putting new keys into a full map while its keys go idle: the map never holds more
+    /// than `max_keys`, a refusal always names a wait, and every thread finishes (no lock taken
+    /// in two orders).
+    #[test]
+    fn racing_new_keys_stay_within_max_keys() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+
+        let clock = ManualClock::new();
+        let config = Config::new(1, Duration::from_millis(1)).unwrap();
+        let map = KeyedRateLimiter::with_clock("race", config, 256, &clock);
+        let next = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..2_000 {
+                        let key = next.fetch_add(1, Ordering::Relaxed);
+                        if let Err(err) = map.try_acquire(&key) {
+                            assert_eq!(err.reason(), Reason::KeyCapacity);
+                            assert!(err.retry_after() > Duration::ZERO);
+                        }
+                        assert!(map.keys_held() <= 256);
+                        clock.advance(Duration::from_micros(3));
+                    }
+                });
+            }
+        });
+        // The count of keys held matches the map: after dropping the idle ones, the live ones.
+        let left = map.reclaim_idle();
+        assert_eq!((left, map.keys_held()), (map.len(), map.len()));
+    }
 }
