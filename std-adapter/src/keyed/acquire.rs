@@ -26,12 +26,12 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         let now = self.rate.now();
         // A known key: the shard's read lock, held across one compare-and-swap, so that no
         // removal (which takes the write lock) can drop the key between our read and our write.
-        match self.map.read(key, |state| {
+        match self.map.read_hashed(key, |state| {
             (state.tier == tier).then(|| self.apply(state, tier, now, k, max_wait))
         }) {
-            Some(Some(decision)) => self.granted(key, Taken::of(decision, now)),
-            Some(None) => self.take_moved(key, tier, now, k, max_wait),
-            None => self.take_new(key, tier, k, now, max_wait),
+            Ok(Some(decision)) => self.granted(key, Taken::of(decision, now)),
+            Ok(None) => self.take_moved(key, tier, now, k, max_wait),
+            Err(hash) => self.take_new(key, Some(hash), tier, k, now, max_wait),
         }
     }
 
@@ -80,7 +80,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ) -> Result<Taken, RateLimitExceeded> {
         match self.take_changed(key, tier, now, k, max_wait) {
             Some(decision) => self.granted(key, Taken::of(decision, now)),
-            None => self.take_new(key, tier, k, now, max_wait),
+            None => self.take_new(key, None, tier, k, now, max_wait),
         }
     }
 
@@ -108,11 +108,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         })
     }
 
-    /// A key not in the map: make room for it if need be, then put it in.
+    /// A key not in the map: make room for it if need be, then put it in. `hash` is the key's
+    /// hash in the map if the caller has it.
     #[cold]
     fn take_new(
         &self,
         key: &K,
+        hash: Option<u64>,
         tier: P::Index,
         k: u32,
         now: u64,
@@ -123,7 +125,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                 // The config's numbers before the shard's write lock: a reconfigure converting
                 // the keys needs that lock, so under it this call must not wait for one.
                 let settled = self.rate.settled();
-                let decision = self.map.upsert(key, |held| {
+                let decision = self.map.upsert(key, hash, |held| {
                     if !self.rate.still(&settled) {
                         // A reconfigure started meanwhile: decide again with its numbers.
                         self.held.fetch_sub(1, Ordering::AcqRel);
@@ -202,16 +204,16 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         }
         let now = self.rate.now();
         // The read lock held across one compare-and-swap, as in `take`.
-        match self.map.read(key, |state| {
+        match self.map.read_hashed(key, |state| {
             (state.tier == tier).then(|| state.try_take_rules(&rules, now))
         }) {
-            Some(Some(Ok(()))) => {
+            Ok(Some(Ok(()))) => {
                 self.rate.count_granted(0);
                 Ok(())
             }
-            Some(Some(Err(wait))) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
-            Some(None) => self.take_moved(key, tier, now, 1, 0).map(|_| ()),
-            None => self.take_new(key, tier, 1, now, 0).map(|_| ()),
+            Ok(Some(Err(wait))) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+            Ok(None) => self.take_moved(key, tier, now, 1, 0).map(|_| ()),
+            Err(hash) => self.take_new(key, Some(hash), tier, 1, now, 0).map(|_| ()),
         }
     }
 

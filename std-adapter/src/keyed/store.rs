@@ -281,9 +281,23 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
     /// `f` of `key`'s entry under its shard's read lock, if the map holds it.
     #[inline(always)]
     pub(super) fn read<R>(&self, key: &K, f: impl FnOnce(&KeyEntry<I>) -> R) -> Option<R> {
+        self.read_hashed(key, f).ok()
+    }
+
+    /// [`read`](Self::read), answering the key's hash when the map does not hold it (for
+    /// [`upsert_hashed`](Self::upsert_hashed): a new key hashed once).
+    #[inline(always)]
+    pub(super) fn read_hashed<R>(
+        &self,
+        key: &K,
+        f: impl FnOnce(&KeyEntry<I>) -> R,
+    ) -> Result<R, u64> {
         let hash = self.hash(key);
         let part = self.read_part(self.shard(hash));
-        part.table.find(hash, |(k, _)| k == key).map(|(_, e)| f(e))
+        match part.table.find(hash, |(k, _)| k == key) {
+            Some((_, e)) => Ok(f(e)),
+            None => Err(hash),
+        }
     }
 
     /// `f` of `key`'s entry under its shard's read lock; when `f` says it lowered the state (a
@@ -321,13 +335,15 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
     }
 
     /// Under `key`'s shard's write lock: `f` of its entry if held, or of `None`, in which case
-    /// the entry `f` returns (if any) is put in. The entry's state afterwards is noted.
+    /// the entry `f` returns (if any) is put in. The entry's state afterwards is noted. `hash`,
+    /// when given, is the key's (from [`read_hashed`](Self::read_hashed)).
     pub(super) fn upsert<R>(
         &self,
         key: &K,
+        hash: Option<u64>,
         f: impl FnOnce(Option<&mut KeyEntry<I>>) -> (Option<KeyEntry<I>>, R),
     ) -> R {
-        let hash = self.hash(key);
+        let hash = hash.unwrap_or_else(|| self.hash(key));
         let s = self.shard(hash);
         let mut guard = self.write_part(s);
         let part = &mut *guard;
@@ -399,8 +415,8 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
         part.rest = u64::MAX;
     }
 
-    /// Looks for room in shard `s`, with `idle` telling an idle state (at the caller's now): first the noted
-    /// keys that are due, then the pass from where it stopped. Drops at most one key. The work
+    /// Looks for room in shard `s`, with `idle` telling an idle state (at the caller's now):
+    /// first the noted keys that are due, then the pass from where it stopped. Drops at most one key. The work
     /// is a few lookups by hash, or the rest of one pass over this shard (two at most: a second
     /// when the first ends with a state lowered meanwhile that no note points to).
     fn refresh(&self, s: usize, idle: impl Fn(u64) -> bool) -> Found {
@@ -730,6 +746,16 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
         by_form!(self, key, |map, k| map.read(k, f))
     }
 
+    /// See [`Shards::read_hashed`]: the miss carries the key's hash in its form's map.
+    #[inline(always)]
+    pub(super) fn read_hashed<R>(
+        &self,
+        key: &K,
+        f: impl FnOnce(&KeyEntry<I>) -> R,
+    ) -> Result<R, u64> {
+        by_form!(self, key, |map, k| map.read_hashed(k, f))
+    }
+
     /// See [`Shards::read_lowering`].
     pub(super) fn read_lowering<R>(
         &self,
@@ -744,13 +770,14 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
         by_form!(self, key, |map, k| map.write(k, f))
     }
 
-    /// See [`Shards::upsert`].
+    /// See [`Shards::upsert`] (`hash` from [`read_hashed`](Self::read_hashed) of the same key).
     pub(super) fn upsert<R>(
         &self,
         key: &K,
+        hash: Option<u64>,
         f: impl FnOnce(Option<&mut KeyEntry<I>>) -> (Option<KeyEntry<I>>, R),
     ) -> R {
-        by_form!(self, key, |map, k| map.upsert(k, f))
+        by_form!(self, key, |map, k| map.upsert(k, hash, f))
     }
 
     /// See [`Shards::find_room`]: one idle key dropped from any form's map, else the soonest key
