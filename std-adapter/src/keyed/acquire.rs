@@ -168,7 +168,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                     None => continue,
                 }
             }
-            match self.make_room(false) {
+            match self.make_room(false, Some(key)) {
                 Room::Yes => continue,
                 Room::No(wait) => return Err(self.refused(key, Reason::KeyCapacity, wait)),
             }

@@ -33,7 +33,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         let key = if self.held.load(Ordering::Acquire) < self.max_keys {
             Peeked::Absent
         } else {
-            match self.make_room(false) {
+            match self.make_room(false, Some(key)) {
                 Room::Yes => Peeked::Absent,
                 Room::No(wait) => Peeked::NoRoom(wait),
             }
@@ -198,7 +198,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo_core::ConfigError>(())
     /// ```
     pub fn reclaim_idle(&self) -> usize {
-        self.make_room(true);
+        self.make_room(true, None);
         self.held.load(Ordering::Acquire)
     }
 }

@@ -30,9 +30,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             .is_ok()
     }
 
-    /// At `max_keys`: drops one idle key to make room, unless every key is live; then the wait
-    /// until the soonest is idle, exact (never early). `force` drops every idle key instead.
-    pub(super) fn make_room(&self, force: bool) -> Room {
+    /// At `max_keys`: drops one idle key to make room (in `for_key`'s shard if it can), unless
+    /// every key is live; then the wait until the soonest is idle, exact (never early). `force`
+    /// drops every idle key instead.
+    pub(super) fn make_room(&self, force: bool, for_key: Option<&K>) -> Room {
         let now = self.rate.now();
         // Before any key is dropped at `now` (see `take_new`).
         self.evicted_at.fetch_max(now, Ordering::SeqCst);
@@ -45,7 +46,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         if self.held.load(Ordering::Acquire) < self.max_keys {
             return Room::Yes;
         }
-        match self.map.find_room(idle) {
+        match self.map.find_room(idle, for_key) {
             store::Room::Freed => {
                 self.held.fetch_sub(1, Ordering::AcqRel);
                 Room::Yes

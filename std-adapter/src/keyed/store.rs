@@ -511,12 +511,22 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
     /// Looks for room for a new key, `idle` telling an idle state (one call at a time): drops one idle key if there
     /// is one, else answers when the soonest key is idle, exactly.
     ///
-    /// The shard that last had room is looked at first, then the soonest key last proved (if no
-    /// state went earlier since, it is still the soonest), then the shard of least bound, as many
-    /// times as it takes: a shard's look either drops an idle key or proves its soonest state,
-    /// which is the map's when no other bound is earlier.
-    pub(super) fn find_room(&self, idle: impl Fn(u64) -> bool + Copy) -> Room {
+    /// The shard `for_key` goes to is looked at first, then the shard that last had room, then
+    /// the soonest key last proved (if no state went earlier since, it is still the soonest),
+    /// then the shard of least bound, as many times as it takes: a shard's look either drops an
+    /// idle key or proves its soonest state, which is the map's when no other bound is earlier.
+    pub(super) fn find_room(&self, idle: impl Fn(u64) -> bool + Copy, for_key: Option<&K>) -> Room {
         let mut look = self.look.lock().unwrap_or_else(PoisonError::into_inner);
+        // First the new key's own shard: room made there is room its table keeps (a table with
+        // no room left would grow, all at once, to take the key).
+        if let Some(key) = for_key {
+            let own = self.shard(self.hash(key));
+            if idle(self.bounds[own].load(Ordering::SeqCst))
+                && let Found::Freed = self.refresh(own, idle)
+            {
+                return Room::Freed;
+            }
+        }
         let hint = look.hint;
         if idle(self.bounds[hint].load(Ordering::SeqCst))
             && let Found::Freed = self.refresh(hint, idle)
@@ -782,7 +792,12 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
 
     /// See [`Shards::find_room`]: one idle key dropped from any form's map, else the soonest key
     /// of all, exactly (each map's soonest is exact).
-    pub(super) fn find_room(&self, idle: impl Fn(u64) -> bool + Copy) -> Room {
+    pub(super) fn find_room(&self, idle: impl Fn(u64) -> bool + Copy, for_key: Option<&K>) -> Room {
+        let (whole_key, packed_key) = match for_key.map(Self::form) {
+            Some(Form::Whole(key)) => (Some(key), None),
+            Some(Form::Packed(bits)) => (None, Some(bits)),
+            None => (None, None),
+        };
         let mut soonest: Option<u64> = None;
         let mut look = |room| match room {
             Room::Freed => true,
@@ -792,8 +807,14 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
             }
             Room::Busy => false,
         };
-        if self.whole.get().is_some_and(|m| look(m.find_room(idle)))
-            || self.packed.get().is_some_and(|m| look(m.find_room(idle)))
+        if self
+            .whole
+            .get()
+            .is_some_and(|m| look(m.find_room(idle, whole_key)))
+            || self
+                .packed
+                .get()
+                .is_some_and(|m| look(m.find_room(idle, packed_key.as_ref())))
         {
             return Room::Freed;
         }
