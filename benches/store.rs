@@ -149,17 +149,20 @@ fn memory(sizes: &[u64]) {
     }
 }
 
-/// The worst and the median of single calls of `f` on keys `from..from + CALLS`.
+/// The worst and the median of single calls of `f` on keys `from..from + CALLS`; the worst's
+/// place among the calls goes to stderr (a first call's cost and a stray one look alike).
 fn worst<F: FnMut(u64)>(from: u64, mut f: F) -> (Duration, Duration) {
-    let mut times: Vec<Duration> = (from..from + CALLS)
+    let mut times: Vec<(Duration, u64)> = (from..from + CALLS)
         .map(|key| {
             let t = Instant::now();
             f(key);
-            t.elapsed()
+            (t.elapsed(), key - from)
         })
         .collect();
     times.sort();
-    (times[times.len() - 1], times[times.len() / 2])
+    let (w, at) = times[times.len() - 1];
+    eprintln!("worst {:.1} µs at call {at}", w.as_secs_f64() * 1e6);
+    (w, times[times.len() / 2].0)
 }
 
 fn show(what: &str, n: u64, (w, m): (Duration, Duration), empty: Duration) {
