@@ -9,10 +9,12 @@
 //! the spot to make room; if every key is still being limited, the new key is refused with
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
 //!
-//! No call scans the whole map to make room: the map is sharded (one shard per 820 keys of
-//! `max_keys`, at most 4,096), each shard notes its soonest keys and a lower bound of the rest,
-//! and a new key that finds the map full drops one idle key found from those notes or by the
-//! next buckets of one shard's pass, or is refused once the soonest key's state is checked.
+//! Making room does not scan the map: the map is sharded (one shard per 820 keys of `max_keys`,
+//! at most 4,096), each shard notes its soonest keys and a lower bound of the rest, and a new key
+//! that finds the map full drops one idle key found from those notes or by the next buckets of
+//! one shard's pass, or is refused once the soonest key's state is checked. A shard is passed over
+//! again only when its soonest key was used since it last looked (a refusal must then look again
+//! before it can say that no key is idle).
 //! `retry_after` of a refusal is exact: never early, so a client that waits it out finds room
 //! unless other calls took it. An [`IpKey`] takes 8 bytes in the map (IPv4, or an IPv6 prefix of
 //! at most 64 bits), beside each key's 8-byte state.
