@@ -6,7 +6,6 @@ use std::hash::Hash;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use dashmap::mapref::entry::Entry;
 use ritmo_core::keyed::front::{self, KeyedStore};
 use ritmo_core::keyed::{Decision, Taken, TierRules, TierSet};
 use ritmo_core::{AcquireError, Clock, RateLimitExceeded, Reason, Wait};
@@ -25,18 +24,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         max_wait: u64,
     ) -> Result<Taken, RateLimitExceeded> {
         let now = self.rate.now();
-        // A known key: the shard's read lock, held across one compare-and-swap, so that a scan
-        // (which takes the write lock) can never drop the key between our read and our write.
-        if let Some(state) = self.map.get(key) {
-            if state.tier == tier {
-                let decision = self.apply(&state, tier, now, k, max_wait);
-                drop(state);
-                return self.granted(key, Taken::of(decision, now));
-            }
-            drop(state);
-            return self.take_moved(key, tier, now, k, max_wait);
+        // A known key: the shard's read lock, held across one compare-and-swap, so that no
+        // removal (which takes the write lock) can drop the key between our read and our write.
+        match self.map.read_hashed(key, |state| {
+            (state.tier == tier).then(|| self.apply(state, tier, now, k, max_wait))
+        }) {
+            Ok(Some(decision)) => self.granted(key, Taken::of(decision, now)),
+            Ok(None) => self.take_moved(key, tier, now, k, max_wait),
+            Err(hash) => self.take_new(key, Some(hash), tier, k, now, max_wait),
         }
-        self.take_new(key, tier, k, now, max_wait)
     }
 
     /// The state of `entry` as of a call on `tier` (numbers `rules`) at `now`: carried over to
@@ -84,7 +80,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ) -> Result<Taken, RateLimitExceeded> {
         match self.take_changed(key, tier, now, k, max_wait) {
             Some(decision) => self.granted(key, Taken::of(decision, now)),
-            None => self.take_new(key, tier, k, now, max_wait),
+            None => self.take_new(key, None, tier, k, now, max_wait),
         }
     }
 
@@ -100,25 +96,25 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         k: u32,
         max_wait: u64,
     ) -> Option<Decision> {
-        let mut entry = self.map.get_mut(key)?;
-        if entry.tier != tier {
-            let (from, to) = (self.rules(entry.tier), self.rules(tier));
-            entry.convert(&|tat| from.carry(tat, now, &to));
-            entry.tier = tier;
-        }
-        let decision = self.apply(&entry, tier, now, k, max_wait);
-        let tat = entry.tat();
-        drop(entry);
-        // The key may be idle sooner than the map last knew (a faster tier).
-        self.remember(tat, key);
-        Some(decision)
+        // The state afterwards is noted by the map: the key may be idle sooner than it last knew
+        // (a faster tier).
+        self.map.write(key, |entry| {
+            if entry.tier != tier {
+                let (from, to) = (self.rules(entry.tier), self.rules(tier));
+                entry.convert(&|tat| from.carry(tat, now, &to));
+                entry.tier = tier;
+            }
+            self.apply(entry, tier, now, k, max_wait)
+        })
     }
 
-    /// A key not in the map: make room for it if need be, then put it in.
+    /// A key not in the map: make room for it if need be, then put it in. `hash` is the key's
+    /// hash in the map if the caller has it.
     #[cold]
     fn take_new(
         &self,
         key: &K,
+        hash: Option<u64>,
         tier: P::Index,
         k: u32,
         now: u64,
@@ -129,54 +125,50 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                 // The config's numbers before the shard's write lock: a reconfigure converting
                 // the keys needs that lock, so under it this call must not wait for one.
                 let settled = self.rate.settled();
-                let entry = self.map.entry(key.clone());
-                if !self.rate.still(&settled) {
-                    // A reconfigure started meanwhile: decide again with its numbers.
-                    drop(entry);
-                    self.held.fetch_sub(1, Ordering::AcqRel);
-                    continue;
-                }
-                // With the shard locked, no earlier than any instant a key was dropped at: a key
-                // dropped after our clock read gets a fresh state that never starts before the
-                // old one ended.
-                let now = now.max(self.evicted_at.load(Ordering::SeqCst));
-                let mut inserted = None;
-                let decide = |state: &KeyEntry<P::Index>| match self.tiers.rules(tier) {
-                    None => state.apply_settled(&self.rate, &settled, now, k, max_wait),
-                    Some(rules) => state.apply_rules(&rules, now, k, max_wait),
-                };
-                let decision = match entry {
-                    Entry::Occupied(mut e) => {
-                        // Another thread put it in meanwhile.
+                let decision = self.map.upsert(key, hash, |held| {
+                    if !self.rate.still(&settled) {
+                        // A reconfigure started meanwhile: decide again with its numbers.
                         self.held.fetch_sub(1, Ordering::AcqRel);
-                        let state = e.get_mut();
-                        if state.tier != tier {
-                            // On another tier: carried over, under the shard's write lock.
-                            let (from, to) = (self.rules(state.tier), self.rules(tier));
-                            state.convert(&|tat| from.carry(tat, now, &to));
-                            state.tier = tier;
-                        }
-                        decide(state)
+                        return (None, None);
                     }
-                    Entry::Vacant(v) => {
-                        let state = KeyEntry::new(tier);
-                        let decision = decide(&state);
-                        if let Decision::Reject { .. } = decision {
+                    // With the shard locked, no earlier than any instant a key was dropped at: a
+                    // key dropped after our clock read gets a fresh state that never starts
+                    // before the old one ended.
+                    let now = now.max(self.evicted_at.load(Ordering::SeqCst));
+                    let decide = |state: &KeyEntry<P::Index>| match self.tiers.rules(tier) {
+                        None => state.apply_settled(&self.rate, &settled, now, k, max_wait),
+                        Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+                    };
+                    match held {
+                        Some(state) => {
+                            // Another thread put it in meanwhile.
                             self.held.fetch_sub(1, Ordering::AcqRel);
-                        } else {
-                            inserted = Some(state.tat());
-                            v.insert(state);
+                            if state.tier != tier {
+                                // On another tier: carried over, under the shard's write lock.
+                                let (from, to) = (self.rules(state.tier), self.rules(tier));
+                                state.convert(&|tat| from.carry(tat, now, &to));
+                                state.tier = tier;
+                            }
+                            (None, Some((decide(state), now)))
                         }
-                        decision
+                        None => {
+                            let state = KeyEntry::new(tier);
+                            let decision = decide(&state);
+                            if let Decision::Reject { .. } = decision {
+                                self.held.fetch_sub(1, Ordering::AcqRel);
+                                (None, Some((decision, now)))
+                            } else {
+                                (Some(state), Some((decision, now)))
+                            }
+                        }
                     }
-                };
-                // With the shard's lock released (`make_room` takes the locks the other way).
-                if let Some(tat) = inserted {
-                    self.remember(tat, key);
+                });
+                match decision {
+                    Some((decision, now)) => return self.granted(key, Taken::of(decision, now)),
+                    None => continue,
                 }
-                return self.granted(key, Taken::of(decision, now));
             }
-            match self.make_room(false) {
+            match self.make_room(false, Some(key)) {
                 Room::Yes => continue,
                 Room::No(wait) => return Err(self.refused(key, Reason::KeyCapacity, wait)),
             }
@@ -211,23 +203,18 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             return Ok(());
         }
         let now = self.rate.now();
-        if let Some(state) = self.map.get(key) {
-            if state.tier == tier {
-                // The read lock held across one compare-and-swap, as in `take`.
-                let taken = state.try_take_rules(&rules, now);
-                drop(state);
-                return match taken {
-                    Ok(()) => {
-                        self.rate.count_granted(0);
-                        Ok(())
-                    }
-                    Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
-                };
+        // The read lock held across one compare-and-swap, as in `take`.
+        match self.map.read_hashed(key, |state| {
+            (state.tier == tier).then(|| state.try_take_rules(&rules, now))
+        }) {
+            Ok(Some(Ok(()))) => {
+                self.rate.count_granted(0);
+                Ok(())
             }
-            drop(state);
-            return self.take_moved(key, tier, now, 1, 0).map(|_| ());
+            Ok(Some(Err(wait))) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+            Ok(None) => self.take_moved(key, tier, now, 1, 0).map(|_| ()),
+            Err(hash) => self.take_new(key, Some(hash), tier, 1, now, 0).map(|_| ()),
         }
-        self.take_new(key, tier, 1, now, 0).map(|_| ())
     }
 
     /// [`try_acquire`](Self::try_acquire) on a limiter a `reconfigure` changed.
@@ -364,22 +351,17 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
 
     /// Gives back what a reservation on tier `tier` took, if the key was not changed since.
     pub(super) fn refund(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
-        match self.map.get(key) {
+        let held = self.map.read_lowering(key, |state| {
             // Changed tier since: its state was carried over, the reservation's slot with it.
-            Some(state) if !self.tiers.refundable(state.tier, tier) => false,
-            Some(state) => {
-                let back = state.refund(&self.rate, written, increment);
-                if back {
-                    let tat = state.tat();
-                    drop(state);
-                    // The key may now be idle sooner than the map last knew.
-                    self.remember(tat, key);
-                }
-                back
+            if !self.tiers.refundable(state.tier, tier) {
+                return (false, None);
             }
-            // Dropped as idle: its permits were all back already.
-            None => self.rate.is_idle(written, self.rate.now()),
-        }
+            let back = state.refund(&self.rate, written, increment);
+            // The key may now be idle sooner than the map last knew.
+            (back, back.then(|| state.tat()))
+        });
+        // Not held: dropped as idle, its permits were all back already.
+        held.unwrap_or_else(|| self.rate.is_idle(written, self.rate.now()))
     }
 }
 

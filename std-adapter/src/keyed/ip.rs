@@ -121,6 +121,43 @@ impl IpKey {
     }
 }
 
+/// How the keyed map keeps an [`IpKey`]: in 8 bytes when it can, else whole (16). An IPv4
+/// address is its 32 bits (the upper half zero); an IPv6 prefix of at most 64 bits is those bits,
+/// unless its first 32 are zero (`::/32`, reserved: no such prefix is a global address), which
+/// would read as an IPv4 address: such a key, and a key of a prefix above 64, is kept whole. So
+/// each packed value stands for one key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Packed {
+    Bits(u64),
+    Whole,
+}
+
+impl IpKey {
+    /// Its form in the keyed map.
+    #[inline(always)]
+    pub(super) fn packed(&self) -> Packed {
+        let bits = u128::from_be_bytes(self.0);
+        let (high, low) = ((bits >> 64) as u64, bits as u64);
+        if high == 0 && low >> 32 == 0xffff {
+            Packed::Bits(low & 0xffff_ffff) // `::ffff:a.b.c.d`: how an IPv4 key is kept
+        } else if low == 0 && high >> 32 != 0 {
+            Packed::Bits(high)
+        } else {
+            Packed::Whole
+        }
+    }
+
+    /// The key whose form is [`Packed::Bits`]`(bits)`.
+    pub(super) fn unpack(bits: u64) -> IpKey {
+        let key = if bits >> 32 == 0 {
+            (0xffff_u128 << 32) | u128::from(bits)
+        } else {
+            u128::from(bits) << 64
+        };
+        IpKey(key.to_be_bytes())
+    }
+}
+
 impl From<IpAddr> for IpKey {
     fn from(addr: IpAddr) -> Self {
         IpKey::new(addr)
@@ -172,5 +209,35 @@ impl fmt::Display for IpKey {
 impl fmt::Debug for IpKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "IpKey({})", self.ip())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use super::{IpKey, Packed};
+
+    /// Every key has one form, and a packed form gives the key back: IPv4 and an IPv6 prefix
+    /// of at most 64 bits in 8 bytes, the rest whole.
+    #[test]
+    fn each_key_packs_to_one_form_and_back() {
+        let cases: [(&str, u8, Packed); 8] = [
+            ("203.0.113.7", 64, Packed::Bits(0xcb00_7107)),
+            ("::ffff:203.0.113.7", 64, Packed::Bits(0xcb00_7107)),
+            ("0.0.0.0", 64, Packed::Bits(0)),
+            ("2001:db8:1:2::10", 64, Packed::Bits(0x2001_0db8_0001_0002)),
+            ("2001:db8:1:2::10", 48, Packed::Bits(0x2001_0db8_0001_0000)),
+            ("::1", 64, Packed::Whole),
+            ("0:0:cb00:7107::", 64, Packed::Whole),
+            ("2001:db8:1:2::10", 128, Packed::Whole),
+        ];
+        for (addr, prefix, form) in cases {
+            let key = IpKey::with_ipv6_prefix(addr.parse::<IpAddr>().unwrap(), prefix);
+            assert_eq!(key.packed(), form, "{addr}/{prefix}");
+            if let Packed::Bits(bits) = form {
+                assert_eq!(IpKey::unpack(bits), key, "{addr}/{prefix}");
+            }
+        }
     }
 }

@@ -4,19 +4,21 @@
 //! It applies ritmo-core's keyed rules, through the one keyed front, with the same exact
 //! eviction as the fixed [`KeyedLimiter`](crate::ritmo::KeyedLimiter): a key whose burst is full
 //! again (`tat <= now`) decides every call like a key never seen, so dropping it changes nothing,
-//! and a key still being limited is never dropped. There is no background thread and nothing to call: when the
-//! map holds `max_keys` keys and a new one arrives, the map drops its idle keys on the spot and
-//! makes room; if every key is still being limited, the new key is refused with
+//! and a key still being limited is never dropped. There is no background thread and nothing to
+//! call: when the map holds `max_keys` keys and a new one arrives, the map drops an idle key on
+//! the spot to make room; if every key is still being limited, the new key is refused with
 //! [`Reason::KeyCapacity`] and `retry_after` says when the soonest can be idle.
 //!
-//! A refused new key usually costs O(1): the map remembers, with their states, the soonest live
-//! keys its last scan saw and every key put in or refunded since, and every other key was at or
-//! after a known instant. Room is made from the remembered keys one by one as they go idle; a scan
-//! of the whole map runs only when no remembered key is idle and the soonest remembered one is no
-//! longer known to be the soonest of all, and it frees every idle key at once. `retry_after` of a
-//! refusal is exact: never early, so a client that waits it out finds room unless other calls
-//! took it.
-
+//! Making room does not scan the map: the map is sharded (one shard per 820 keys of `max_keys`,
+//! at most 4,096), each shard notes its soonest keys and a lower bound of the rest, and a new key
+//! that finds the map full drops one idle key found from those notes or by the next buckets of
+//! one shard's pass, or is refused once the soonest key's state is checked. A shard is passed over
+//! again only when its soonest key was used since it last looked (a refusal must then look again
+//! before it can say that no key is idle).
+//! `retry_after` of a refusal is exact: never early, so a client that waits it out finds room
+//! unless other calls took it. An [`IpKey`] takes 8 bytes in the map (IPv4, or an IPv6 prefix of
+//! at most 64 bits), beside each key's 8-byte state.
+//!
 //! Keys are hashed with AHash under random keys drawn once per process (`ahash::RandomState`):
 //! clients who choose their keys cannot choose them to collide.
 //!
@@ -42,23 +44,21 @@ mod entry;
 mod ip;
 mod peek;
 mod reclaim;
+mod store;
 mod tiered;
 mod wait;
 
 use entry::Entry as KeyEntry;
 
 pub use ip::IpKey;
-use reclaim::Reclaim;
+use store::Store;
 
-use std::collections::BinaryHeap;
 use std::fmt;
 use std::hash::Hash;
 
-use ahash::RandomState;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use dashmap::DashMap;
 use ritmo_core::keyed::front::Peek;
 use ritmo_core::keyed::{KeyRate, KeyReservation, KeyedStore, OneTier, Taken, TierSet};
 use ritmo_core::{Clock, Config, KeyListener, Listener, RateLimitExceeded};
@@ -78,14 +78,12 @@ use crate::clock::StdClock;
 pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
     rate: KeyRate<C>,
     tiers: P,
-    map: DashMap<K, KeyEntry<P::Index>, RandomState>,
+    map: Store<K, P::Index>,
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
     held: AtomicUsize,
     /// The latest instant a key was dropped at.
     evicted_at: AtomicU64,
-    /// The soonest keys the last scan saw, to free without scanning again; one scan at a time.
-    scan: Mutex<Reclaim<K>>,
     /// One `reconfigure` at a time.
     changes: Mutex<()>,
     key_listener: Option<&'static dyn KeyListener<K>>,
@@ -145,14 +143,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         KeyedRateLimiter {
             rate,
             tiers,
-            map: DashMap::with_hasher(RandomState::new()),
+            map: Store::new(max_keys),
             max_keys,
             held: AtomicUsize::new(0),
             evicted_at: AtomicU64::new(0),
-            scan: Mutex::new(Reclaim {
-                candidates: BinaryHeap::new(),
-                threshold: u64::MAX,
-            }),
             changes: Mutex::new(()),
             key_listener: None,
         }
@@ -436,16 +430,11 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     pub fn reconfigure(&self, config: Config) {
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
         let now = self.rate.now();
-        self.rate.change(config, now, |convert| {
-            for entry in self.map.iter() {
-                entry.value().convert(convert);
-            }
+        self.map.changing(|| {
+            self.rate.change(config, now, |convert| {
+                self.map.for_each(|_, entry| entry.convert(convert));
+            });
         });
-        // The change may have moved states earlier (a key idle now, or fewer permits owed): what
-        // the last scan noted no longer bounds them, so the next room needed scans the map.
-        let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
-        reclaim.candidates.clear();
-        reclaim.threshold = 0;
     }
 }
 

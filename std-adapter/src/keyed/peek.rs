@@ -20,8 +20,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     pub(super) fn peek_key(&self, key: &K, tier: P::Index) -> Peek {
         let now = self.rate.now();
         let rules = self.rules(tier);
-        if let Some(state) = self.map.get(key) {
-            let tat = self.view(&state, tier, &rules, now);
+        if let Some(tat) = self
+            .map
+            .read(key, |state| self.view(state, tier, &rules, now))
+        {
             return Peek {
                 rules,
                 now,
@@ -31,7 +33,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         let key = if self.held.load(Ordering::Acquire) < self.max_keys {
             Peeked::Absent
         } else {
-            match self.make_room(false) {
+            match self.make_room(false, Some(key)) {
                 Room::Yes => Peeked::Absent,
                 Room::No(wait) => Peeked::NoRoom(wait),
             }
@@ -110,10 +112,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// ```
     pub fn len(&self) -> usize {
         let now = self.rate.now();
-        self.map
-            .iter()
-            .filter(|e| !self.rate.is_idle(e.value().tat(), now))
-            .count()
+        let mut live = 0;
+        self.map.for_each(|_, e| {
+            if !self.rate.is_idle(e.tat(), now) {
+                live += 1;
+            }
+        });
+        live
     }
 
     /// Its id, live keys, keys held, capacity (`max_keys`) and permits per key
@@ -166,16 +171,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// ```
     pub fn live_keys(&self) -> Vec<KeySnapshot<K>> {
         let now = self.rate.now();
-        self.map
-            .iter()
-            .filter_map(|e| {
-                let tat = e.value().tat();
-                (!self.rate.is_idle(tat, now)).then(|| {
-                    let available = self.rules(e.value().tier).available(tat, now);
-                    KeySnapshot::new(e.key().clone(), available)
-                })
-            })
-            .collect()
+        let mut live = Vec::new();
+        self.map.for_each(|key, e| {
+            let tat = e.tat();
+            if !self.rate.is_idle(tat, now) {
+                let available = self.rules(e.tier).available(tat, now);
+                live.push(KeySnapshot::new(key.clone(), available));
+            }
+        });
+        live
     }
 
     /// Drops every idle key now and returns how many keys are left (all live). Never needed:
@@ -194,8 +198,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn reclaim_idle(&self) -> usize {
-        self.make_room(true);
-        self.map.shrink_to_fit();
+        self.make_room(true, None);
         self.held.load(Ordering::Acquire)
     }
 }

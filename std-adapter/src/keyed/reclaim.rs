@@ -1,44 +1,17 @@
-//! How a full [`KeyedRateLimiter`] makes room for a new key: the idle keys it remembers, the
-//! scan that frees every idle key at once, and the `retry_after` of a refused new key.
+//! How a full [`KeyedRateLimiter`] makes room for a new key: it drops one idle key, found by
+//! the store's per-shard notes and passes (see `store`), or refuses with the exact instant the
+//! soonest key is idle. No call scans the whole map: each looks at the shards' bounds and at most
+//! the rest of one pass over one shard, unless keys were used since the store last looked at them
+//! (then one shard more for each shard whose soonest key was).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::hash::Hash;
-use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
 use ritmo_core::Clock;
 use ritmo_core::keyed::TierSet;
 
 use super::KeyedRateLimiter;
-
-/// A key and its state when a scan saw it, ordered by the state alone.
-pub(super) struct Soonest<K>(pub(super) u64, pub(super) K);
-
-impl<K> PartialEq for Soonest<K> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
-impl<K> Eq for Soonest<K> {}
-impl<K> PartialOrd for Soonest<K> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<K> Ord for Soonest<K> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
-    }
-}
-
-/// What the last scan left to free without scanning again.
-pub(super) struct Reclaim<K> {
-    /// The soonest live keys it saw, soonest first out.
-    pub(super) candidates: BinaryHeap<Reverse<Soonest<K>>>,
-    /// Every key it did not remember had a state at or after this.
-    pub(super) threshold: u64,
-}
+use super::store;
 
 /// Whether a new key may go in now.
 pub(super) enum Room {
@@ -57,143 +30,199 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             .is_ok()
     }
 
-    /// Notes that `key`'s state is `tat` (put in, or lowered by a refund), so that `make_room`
-    /// knows it may be idle from then on.
-    pub(super) fn remember(&self, tat: u64, key: &K) {
-        let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
-        if reclaim.threshold == 0 {
-            return; // a scan is due anyway
-        }
-        let most = self.remember_at_most();
-        if reclaim.candidates.len() >= most {
-            // Too many notes since the last scan: forget them, and scan when room is needed.
-            reclaim.candidates = BinaryHeap::new();
-            reclaim.threshold = 0;
-            return;
-        }
-        if reclaim.candidates.capacity() == 0 {
-            reclaim.candidates.reserve_exact(most);
-        }
-        reclaim.candidates.push(Reverse(Soonest(tat, key.clone())));
-    }
-
-    /// How many keys a scan remembers: a few per cent of `max_keys`.
-    pub(super) fn keep(&self) -> usize {
-        (self.max_keys / 32).clamp(16, 4096)
-    }
-
-    /// How many notes the map keeps between scans.
-    pub(super) fn remember_at_most(&self) -> usize {
-        2 * self.keep()
-    }
-
-    /// At `max_keys`: frees room by dropping idle keys, unless none can be idle yet. `force`
-    /// scans the whole map anyway.
-    ///
-    /// The map remembers, with their states, the soonest live keys the last scan saw (a few per
-    /// cent of `max_keys`) and every key put in or refunded since; each other key's state was at
-    /// or after `threshold`. Making room first frees remembered keys that are idle, by key (O(1)
-    /// each; a key used since it was remembered is noted again with its state). Only when none is
-    /// and the clock has passed `threshold` does it scan: that drops every idle key and remembers
-    /// the soonest again. Keys going idle one at a time while the map stays full so do not cost a
-    /// scan each. Nothing is dropped that is not idle when it is dropped: each removal re-checks
-    /// the state under its shard's lock.
-    pub(super) fn make_room(&self, force: bool) -> Room {
-        let mut reclaim = self.scan.lock().unwrap_or_else(PoisonError::into_inner);
-        if !force && self.held.load(Ordering::Acquire) < self.max_keys {
-            return Room::Yes; // another thread made room while we waited
-        }
+    /// At `max_keys`: drops one idle key to make room (in `for_key`'s shard if it can), unless
+    /// every key is live; then the wait until the soonest is idle, exact (never early). `force`
+    /// drops every idle key instead.
+    pub(super) fn make_room(&self, force: bool, for_key: Option<&K>) -> Room {
         let now = self.rate.now();
         // Before any key is dropped at `now` (see `take_new`).
         self.evicted_at.fetch_max(now, Ordering::SeqCst);
-        let mut freed = 0;
-        // Each step pops or refreshes one note; a refreshed note is exact, so this ends.
-        let mut steps = 2 * reclaim.candidates.len() + 2;
-        // Whether the loop ended on the soonest noted key with its state as it is now.
-        let mut exact = false;
-        while steps > 0 {
-            steps -= 1;
-            let Some(Reverse(Soonest(noted, key))) = reclaim.candidates.peek() else {
-                break;
-            };
-            let (noted, key) = (*noted, key.clone());
-            let actual = self.map.get(&key).map(|state| state.tat());
-            match actual {
-                None => {
-                    reclaim.candidates.pop(); // gone already
-                }
-                Some(tat) if tat != noted => {
-                    // Used (or refunded) since: note its state now.
-                    reclaim.candidates.pop();
-                    reclaim.candidates.push(Reverse(Soonest(tat, key)));
-                }
-                Some(tat) if self.rate.is_idle(tat, now) => {
-                    reclaim.candidates.pop();
-                    if self
-                        .map
-                        .remove_if(&key, |_, state| self.rate.is_idle(state.tat(), now))
-                        .is_some()
-                    {
-                        freed += 1;
-                    }
-                }
-                Some(_) => {
-                    exact = true; // the soonest noted key, exactly, and still live
-                    break;
-                }
-            }
-        }
-        if freed > 0 {
-            self.held.fetch_sub(freed, Ordering::AcqRel);
-            if !force {
-                return Room::Yes;
-            }
-        }
-        // The soonest noted key, when exact, is the soonest of all if it is no later than every
-        // key not noted (all at or after `threshold`): then its wait is the answer, exactly.
-        // Otherwise only a scan knows which key is idle first: a refusal's `retry_after` is never
-        // early.
-        if !force && exact {
-            let noted = reclaim.candidates.peek().map_or(u64::MAX, |c| c.0.0);
-            if noted <= reclaim.threshold && now < noted {
-                return Room::No(noted - now);
-            }
-        }
-        let keep = self.keep();
-        let mut soonest: BinaryHeap<Soonest<K>> = BinaryHeap::with_capacity(keep + 1);
-        let mut scanned_freed = 0;
-        let mut live = 0;
-        self.map.retain(|key, state| {
-            let tat = state.tat();
-            if self.rate.is_idle(tat, now) {
-                scanned_freed += 1;
-                return false;
-            }
-            live += 1;
-            if soonest.len() < keep || soonest.peek().is_some_and(|top| tat < top.0) {
-                soonest.push(Soonest(tat, key.clone()));
-                if soonest.len() > keep {
-                    soonest.pop();
-                }
-            }
-            true
-        });
-        self.held.fetch_sub(scanned_freed, Ordering::AcqRel);
-        // Keys not remembered were at or after the latest remembered one (when it is full).
-        reclaim.threshold = if live > keep {
-            soonest.peek().map_or(u64::MAX, |top| top.0)
-        } else {
-            u64::MAX
-        };
-        reclaim.candidates = soonest.into_iter().map(Reverse).collect();
-        if freed + scanned_freed > 0 || self.held.load(Ordering::Acquire) < self.max_keys {
+        let idle = |tat| self.rate.is_idle(tat, now);
+        if force {
+            let dropped = self.map.drop_idle(idle);
+            self.held.fetch_sub(dropped, Ordering::AcqRel);
             return Room::Yes;
         }
-        let bound = reclaim
-            .candidates
-            .peek()
-            .map_or(u64::MAX, |c| c.0.0)
-            .min(reclaim.threshold);
-        Room::No(bound.saturating_sub(now).max(1))
+        if self.held.load(Ordering::Acquire) < self.max_keys {
+            return Room::Yes;
+        }
+        match self.map.find_room(idle, for_key) {
+            store::Room::Freed => {
+                self.held.fetch_sub(1, Ordering::AcqRel);
+                Room::Yes
+            }
+            store::Room::Soonest(tat) => {
+                if self.held.load(Ordering::Acquire) < self.max_keys {
+                    return Room::Yes; // another thread made room meanwhile
+                }
+                Room::No(tat.saturating_sub(now).max(1))
+            }
+            store::Room::Busy => Room::No(1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ritmo_core::{Config, ManualClock, Reason};
+
+    use super::KeyedRateLimiter;
+
+    const KEYS: u64 = 10_000;
+
+    /// Buckets the map's passes have looked at so far.
+    fn visited<C: ritmo_core::Clock>(map: &KeyedRateLimiter<u64, C>) -> u64 {
+        map.map.visited()
+    }
+
+    /// A map full of keys put in one after another, 1 ms apart, each live for an hour.
+    fn full(clock: &ManualClock) -> KeyedRateLimiter<u64, &ManualClock> {
+        let config = Config::new(1, Duration::from_secs(3600)).unwrap();
+        let map = KeyedRateLimiter::with_clock("full", config, KEYS as usize, clock);
+        for key in 0..KEYS {
+            map.try_acquire(&key).unwrap();
+            clock.advance(Duration::from_millis(1));
+        }
+        map
+    }
+
+    /// A new key refused from a full map of live keys gets the exact wait (key 0's) without a
+    /// pass over any shard: the shard of key 0 noted it when it went in.
+    #[test]
+    fn a_full_map_of_live_keys_refuses_without_a_pass() {
+        let clock = ManualClock::new();
+        let map = full(&clock);
+        for _ in 0..3 {
+            let err = map.try_acquire(&KEYS).unwrap_err();
+            assert_eq!(err.reason(), Reason::KeyCapacity);
+            // Key 0, put in at 0, is idle first: at 3600 s; the clock reads 10 s.
+            assert_eq!(err.retry_after(), Duration::from_secs(3600 - 10));
+        }
+        assert_eq!(visited(&map), 0);
+    }
+
+    /// Keys going idle one at a time while the map stays full each make room for one new key,
+    /// in the order they go idle, and no call passes over more than a few shards' buckets.
+    #[test]
+    fn keys_going_idle_in_order_make_room_one_at_a_time() {
+        let clock = ManualClock::new();
+        let map = full(&clock);
+        clock.advance(Duration::from_secs(3600 - 10));
+        // Key 0 is idle now, key 1 a millisecond later.
+        map.try_acquire(&KEYS).unwrap();
+        let err = map.try_acquire(&(KEYS + 1)).unwrap_err();
+        assert_eq!(err.retry_after(), Duration::from_millis(1));
+        let per_shard = 4 * KEYS / map.map.shards() as u64; // buckets of one shard, roughly
+        for key in KEYS + 1..KEYS + 2_000 {
+            clock.advance(Duration::from_millis(1));
+            let before = visited(&map);
+            map.try_acquire(&key).unwrap();
+            assert!(visited(&map) - before <= 2 * per_shard, "key {key}");
+            assert_eq!(map.keys_held(), KEYS as usize);
+        }
+        assert!(visited(&map) < 2_000 * per_shard / 4);
+    }
+
+    /// Keys used after the map noted them: a refusal is still exact (the soonest key now), and
+    /// an idle key anywhere is found rather than a new key refused.
+    #[test]
+    fn refusals_stay_exact_when_keys_were_used_since_noted() {
+        let clock = ManualClock::new();
+        let map = full(&clock);
+        clock.advance(Duration::from_secs(3600));
+        // Every key but 4321 used again, in reverse order: key 4321 is the only idle one.
+        for key in (0..KEYS).rev() {
+            if key != 4321 {
+                map.try_acquire(&key).unwrap();
+                clock.advance(Duration::from_micros(10));
+            }
+        }
+        map.try_acquire(&KEYS).unwrap(); // 4321's room
+        // The soonest key now is the one used first again: KEYS - 1, at 3610 s + 3600 s.
+        let err = map.try_acquire(&(KEYS + 1)).unwrap_err();
+        let now = Duration::from_nanos(ritmo_core::Clock::now(&&clock));
+        assert_eq!(
+            err.retry_after(),
+            Duration::from_secs(3610 + 3600) - now,
+            "the soonest key's instant, exactly"
+        );
+        assert!(map.try_acquire(&4321).is_err());
+    }
+
+    /// IP keys of every form (IPv4, an IPv6 /64, a whole IPv6 address) share one `max_keys`:
+    /// a full map refuses with the soonest key of any form, makes room from any form, and
+    /// lists each key as it was given.
+    #[test]
+    fn ip_keys_of_every_form_share_the_room() {
+        use std::net::IpAddr;
+
+        use crate::IpKey;
+
+        let clock = ManualClock::new();
+        let config = Config::new(1, Duration::from_secs(10)).unwrap();
+        let map = KeyedRateLimiter::with_clock("ip", config, 3, &clock);
+        let ip = |s: &str, prefix| IpKey::with_ipv6_prefix(s.parse::<IpAddr>().unwrap(), prefix);
+        let keys = [
+            ip("2001:db8::1", 128),
+            ip("203.0.113.7", 64),
+            ip("2001:db8:1:2::9", 64),
+        ];
+        for key in &keys {
+            map.try_acquire(key).unwrap();
+            clock.advance(Duration::from_secs(1));
+        }
+        let mut live: Vec<IpKey> = map.live_keys().iter().map(|k| k.key).collect();
+        live.sort();
+        let mut expected = keys.to_vec();
+        expected.sort();
+        assert_eq!(live, expected);
+        let err = map.try_acquire(&ip("198.51.100.1", 64)).unwrap_err();
+        assert_eq!(err.reason(), Reason::KeyCapacity);
+        // The whole IPv6 key went in first, at 0: idle at 10 s; the clock reads 3 s.
+        assert_eq!(err.retry_after(), Duration::from_secs(7));
+        clock.advance(Duration::from_secs(7));
+        map.try_acquire(&ip("198.51.100.1", 64)).unwrap();
+        assert!(
+            map.try_acquire(&keys[1]).is_err(),
+            "203.0.113.7 still limited"
+        );
+        assert!(
+            map.try_acquire(&ip("2001:db8:1:2::10", 64)).is_err(),
+            "its /64 too"
+        );
+        assert_eq!(map.keys_held(), 3);
+    }
+
+    /// Threads putting new keys into a full map while its keys go idle: the map never holds more
+    /// than `max_keys`, a refusal always names a wait, and every thread finishes (no lock taken
+    /// in two orders).
+    #[test]
+    fn racing_new_keys_stay_within_max_keys() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+
+        let clock = ManualClock::new();
+        let config = Config::new(1, Duration::from_millis(1)).unwrap();
+        let map = KeyedRateLimiter::with_clock("race", config, 256, &clock);
+        let next = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..2_000 {
+                        let key = next.fetch_add(1, Ordering::Relaxed);
+                        if let Err(err) = map.try_acquire(&key) {
+                            assert_eq!(err.reason(), Reason::KeyCapacity);
+                            assert!(err.retry_after() > Duration::ZERO);
+                        }
+                        assert!(map.keys_held() <= 256);
+                        clock.advance(Duration::from_micros(3));
+                    }
+                });
+            }
+        });
+        // The count of keys held matches the map: after dropping the idle ones, the live ones.
+        let left = map.reclaim_idle();
+        assert_eq!((left, map.keys_held()), (map.len(), map.len()));
     }
 }
