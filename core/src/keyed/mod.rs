@@ -77,7 +77,9 @@ mod live;
 mod peek;
 mod rate;
 mod reservation;
+mod rules;
 mod state;
+mod store;
 mod table;
 mod tiered;
 mod tiers;
@@ -85,16 +87,18 @@ mod tiers;
 #[doc(hidden)]
 pub use front::KeyedStore;
 #[doc(hidden)]
-pub use rate::Settled;
+pub use rate::KeyRate;
 #[doc(hidden)]
-pub use rate::{Decision, KeyRate};
+pub use rate::Settled;
 pub use reservation::KeyReservation;
 #[doc(hidden)]
-pub use reservation::Taken;
+pub use rules::Decision;
+#[doc(hidden)]
+pub use rules::TierRules;
 #[doc(hidden)]
 pub use state::KeyState;
 #[doc(hidden)]
-pub use tiers::TierRules;
+pub use store::Taken;
 pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
 use core::fmt;

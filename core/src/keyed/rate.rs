@@ -7,52 +7,17 @@
 use core::fmt;
 use core::time::Duration;
 
-use super::tiers::TierRules;
+use super::rules::{Decision, TierRules, decide_with};
 use crate::clock::{Clock, FixedRateClock, TickRate};
 use crate::config::Config;
 use crate::error::{InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::Listener;
-use crate::gcra::{self, Reserve};
+use crate::gcra;
 use crate::rate::Rate;
 #[cfg(feature = "reconfigure")]
 use crate::sync::Backoff;
 #[cfg(feature = "counters")]
 use crate::sync::Tally;
-
-/// What one call for one key does to that key's state.
-///
-/// ```
-/// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock};
-/// use ritmo_core::keyed::{Decision, KeyRate};
-/// let rate = KeyRate::new("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-/// // A key never seen (or idle again) has state 0: its full burst.
-/// assert_eq!(rate.decide(0, 0, 1, 0), Decision::Now { new_tat: 1_000_000_000 });
-/// assert_eq!(rate.decide(2_000_000_000, 0, 1, 0), Decision::Reject { wait: 1_000_000_000 });
-/// # Ok::<(), ritmo_core::ConfigError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Decision {
-    /// The permits are there now; the key's state becomes `new_tat`.
-    Now {
-        /// The key's state after the call.
-        new_tat: u64,
-    },
-    /// The permits arrive in `wait` units, within the call's `max_wait`: they are reserved (the
-    /// state becomes `new_tat`) and the caller waits.
-    Wait {
-        /// The key's state after the call.
-        new_tat: u64,
-        /// Units until the permits arrive.
-        wait: u64,
-    },
-    /// The permits arrive later than `max_wait` (`u64::MAX`: never); nothing changes.
-    Reject {
-        /// Units until the permits would arrive.
-        wait: u64,
-    },
-}
 
 /// A config converted into a clock's units once, plus the limiter's id, clock and listener: what
 /// every key of a keyed limiter shares.
@@ -202,23 +167,6 @@ impl<C> KeyRate<C> {
         let new = Rate::new(&config, tick);
         self.live
             .change(&self.rate, self.config, config, new, now, convert_all);
-    }
-}
-
-/// The decision for a key whose state is `tat`, at `now`, with `rate`'s numbers.
-#[inline]
-pub(crate) fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
-    if !rate.enabled() {
-        return Decision::Now { new_tat: tat };
-    }
-    if k > rate.permits {
-        // Checked against a config a change has since replaced: never admitted.
-        return Decision::Reject { wait: u64::MAX };
-    }
-    match gcra::reserve(tat, now, rate.increment(k), rate.window(), max_wait) {
-        Reserve::Now { new_tat } => Decision::Now { new_tat },
-        Reserve::Wait { new_tat, wait } => Decision::Wait { new_tat, wait },
-        Reserve::Reject { wait } => Decision::Reject { wait },
     }
 }
 
@@ -436,19 +384,19 @@ impl<C> KeyRate<C> {
     /// with [`decide`](Self::decide), which reads the numbers in force at each try.
     #[doc(hidden)]
     #[inline(always)]
-    pub fn unchanged_rules(&self) -> Option<super::tiers::TierRules> {
+    pub fn unchanged_rules(&self) -> Option<TierRules> {
         #[cfg(feature = "reconfigure")]
         if self.live.seq() != 0 {
             return None;
         }
-        Some(super::tiers::TierRules(self.rate))
+        Some(TierRules(self.rate))
     }
 
     /// The numbers of the config in force, for a store that decides with them (as a tier's).
     #[doc(hidden)]
     #[inline(always)]
-    pub fn rules(&self) -> super::tiers::TierRules {
-        super::tiers::TierRules(self.current())
+    pub fn rules(&self) -> TierRules {
+        TierRules(self.current())
     }
 
     /// How many changes of config have started (0: never reconfigured): a reservation made

@@ -6,7 +6,8 @@ use crate::rate::Rate;
 use crate::sync::Backoff;
 use crate::sync::U64Cell;
 
-use super::rate::{Decision, KeyRate, Settled};
+use super::rate::{KeyRate, Settled};
+use super::rules::{Decision, TierRules};
 
 /// One key's state, for a keyed store that shares it between threads: the instant its next
 /// permit arrives, in one atomic word (a short critical section on targets without 64-bit
@@ -96,20 +97,14 @@ impl KeyState {
     /// [`apply`](Self::apply) with one tier's numbers.
     #[doc(hidden)]
     #[inline]
-    pub fn apply_rules(
-        &self,
-        rules: &super::tiers::TierRules,
-        now: u64,
-        k: u32,
-        max_wait: u64,
-    ) -> Decision {
+    pub fn apply_rules(&self, rules: &TierRules, now: u64, k: u32, max_wait: u64) -> Decision {
         self.apply_by(|tat| rules.decide(tat, now, k, max_wait))
     }
 
     /// [`try_take`](Self::try_take) with one tier's numbers.
     #[doc(hidden)]
     #[inline]
-    pub fn try_take_rules(&self, rules: &super::tiers::TierRules, now: u64) -> Result<(), u64> {
+    pub fn try_take_rules(&self, rules: &TierRules, now: u64) -> Result<(), u64> {
         self.take_with(&rules.0, now)
     }
 

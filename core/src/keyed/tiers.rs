@@ -6,11 +6,9 @@ use core::marker::PhantomData;
 
 use crate::clock::TickRate;
 use crate::config::Config;
-use crate::error::InvalidPermits;
-use crate::gcra;
-use crate::rate::{Rate, carry_over};
+use crate::rate::Rate;
 
-use super::rate::Decision;
+use super::rules::TierRules;
 
 /// One tier: the plan a tier function answers for its keys (a value of the user's own type, an
 /// enum say, or the tier's name itself), the name clients are told (in errors, metrics labels and
@@ -364,82 +362,5 @@ impl<K: ?Sized, const T: usize, P: PartialEq, F: Fn(&K) -> P> TierSet<K> for Tie
 
     fn refundable(&self, index: u8, position: u8) -> bool {
         index == position || self.rules(index) == self.rules(position)
-    }
-}
-
-/// One tier's numbers in a limiter's units: what a keyed store decides a key's calls with. For
-/// ritmo's keyed stores.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TierRules(pub(crate) Rate);
-
-impl TierRules {
-    /// Whether the tier limits at all.
-    #[inline]
-    pub fn enabled(&self) -> bool {
-        self.0.enabled()
-    }
-
-    /// Permits per period.
-    pub fn permits(&self) -> u32 {
-        self.0.permits
-    }
-
-    /// `max_wait` in units.
-    pub fn max_wait(&self) -> u64 {
-        self.0.max_wait
-    }
-
-    /// `k * T`.
-    pub fn increment(&self, k: u32) -> u64 {
-        self.0.increment(k)
-    }
-
-    /// `Err` for `k = 0` or `k > permits` of limiter `id`.
-    #[inline]
-    pub fn check_permits(&self, id: &'static str, k: u32) -> Result<(), InvalidPermits> {
-        if k == 0 || k > self.0.permits {
-            Err(InvalidPermits::new(id, k, self.0.permits))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// What a call does to a key whose state is `tat` (see `KeyRate::decide`).
-    #[inline]
-    pub fn decide(&self, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
-        super::rate::decide_with(&self.0, tat, now, k, max_wait)
-    }
-
-    /// Calls of one permit a key whose state is `tat` would pass at `now`: the one rule of
-    /// every keyed peek (`KeyRate::available` applies it to the config in force).
-    pub fn available(&self, tat: u64, now: u64) -> u32 {
-        if !self.0.enabled() {
-            return self.0.permits;
-        }
-        gcra::available(tat, now, self.0.interval, self.0.window(), self.0.permits)
-    }
-
-    /// Units until `k` permits would pass at once.
-    pub fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
-        if !self.0.enabled() {
-            return 0;
-        }
-        match gcra::check(tat, now, self.0.increment(k), self.0.window()) {
-            Ok(_) => 0,
-            Err(wait) => wait,
-        }
-    }
-
-    /// A key's state `tat` made under these numbers, carried over at `now` to `to`'s (a change
-    /// of tier): the single limiter's `reconfigure` rule, idle is new included (an idle key, or
-    /// a key of a disabled tier, starts afresh on its new tier).
-    #[inline]
-    pub fn carry(&self, tat: u64, now: u64, to: &TierRules) -> u64 {
-        if self.0 == to.0 {
-            tat
-        } else {
-            carry_over(tat, now, &self.0, &to.0)
-        }
     }
 }
