@@ -13,8 +13,9 @@ use ritmo_core::{AcquireError, Clock, Config, ManualClock, Reason};
 use ritmo_std::KeyedRateLimiter;
 use ritmo_test_support::{TieredModel, TieredStep, Units, run_tiered, tiered_schedule};
 
-/// Tiers of the property tests.
+/// Tiers of the property tests, and their names.
 const TIERS: usize = 3;
+const NAMES: [&str; TIERS] = ["a", "b", "c"];
 
 thread_local! {
     /// The tier each key is on in this thread's test case: what [`plan`] answers.
@@ -47,8 +48,7 @@ fn run<const HZ: u64>(
     steps: Vec<TieredStep>,
 ) -> Result<(), TestCaseError> {
     PLAN.with(|p| *p.borrow_mut() = [0; 256]);
-    let tiers: [Tier<usize>; TIERS] =
-        core::array::from_fn(|i| Tier::of(i, ["a", "b", "c"][i], configs[i]));
+    let tiers: [Tier<usize>; TIERS] = core::array::from_fn(|i| Tier::of(i, NAMES[i], configs[i]));
     let clock = ManualClock::<HZ>::with_reading(0);
     let map = Map::<HZ> {
         limiter: KeyedRateLimiter::tiered_with_clock(
@@ -60,7 +60,10 @@ fn run<const HZ: u64>(
         clock: &clock,
     };
     let model = TieredModel::new(Units::new(HZ), configs, max_keys);
-    run_tiered(&map, model, keys, steps, set_plan).map_err(TestCaseError::fail)
+    let set_config = |tier: usize, config: Config| {
+        map.limiter.set_tier_config(NAMES[tier], config).unwrap();
+    };
+    run_tiered(&map, model, keys, steps, set_plan, set_config).map_err(TestCaseError::fail)
 }
 
 proptest! {
@@ -69,7 +72,7 @@ proptest! {
     /// Four slots for twelve keys switching tiers.
     #[test]
     fn the_tiered_std_map_matches_the_reference_model(
-        (configs, steps) in tiered_schedule(TIERS, Units::NANOS, 12, 300),
+        (configs, steps) in tiered_schedule(TIERS, Units::NANOS, 12, 300, true),
     ) {
         run::<1_000_000_000>(configs, 4, 12, steps)?;
     }
@@ -77,7 +80,7 @@ proptest! {
     /// More keys than the map remembers after a scan (40 slots, 56 keys), on a 32 kHz clock.
     #[test]
     fn the_crowded_tiered_std_map_matches_the_reference_model(
-        (configs, steps) in tiered_schedule(TIERS, Units::new(32_768), 56, 500),
+        (configs, steps) in tiered_schedule(TIERS, Units::new(32_768), 56, 500, true),
     ) {
         run::<32_768>(configs, 40, 56, steps)?;
     }

@@ -163,10 +163,37 @@ impl<C> KeyRate<C> {
     #[cfg(feature = "reconfigure")]
     #[doc(hidden)]
     pub fn change(&self, config: Config, now: u64, convert_all: impl FnOnce(&dyn Fn(u64) -> u64)) {
-        let tick = TickRate::from_hz(self.rate.unit_hz >> self.rate.shift);
-        let new = Rate::new(&config, tick);
+        let new = self.in_units(&config);
         self.live
             .change(&self.rate, self.config, config, new, now, convert_all);
+    }
+
+    /// Runs `body`, which converts keys and publishes numbers of the store's own (a tier's), as
+    /// one change of the numbers in force: readers wait it out. `body` gets the generation at
+    /// the change's end.
+    #[cfg(feature = "reconfigure")]
+    pub(crate) fn changing(&self, body: impl FnOnce(u32)) {
+        self.live.changing(&self.rate, body);
+    }
+
+    /// `read` of numbers a change may be writing, once none is; at once if none ever was.
+    #[inline(always)]
+    pub(crate) fn consistent<R>(&self, read: impl FnMut() -> R) -> R {
+        #[cfg(feature = "reconfigure")]
+        if self.live.seq() != 0 {
+            return self.live.consistent(read);
+        }
+        let mut read = read;
+        read()
+    }
+
+    /// `config` in this limiter's units.
+    #[cfg(feature = "reconfigure")]
+    pub(crate) fn in_units(&self, config: &Config) -> Rate {
+        Rate::new(
+            config,
+            TickRate::from_hz(self.rate.unit_hz >> self.rate.shift),
+        )
     }
 }
 
@@ -399,13 +426,27 @@ impl<C> KeyRate<C> {
         TierRules(self.current())
     }
 
-    /// How many changes of config have started (0: never reconfigured): a reservation made
-    /// under one generation gives nothing back under another.
+    /// How many changes of config or tiers have started, twice (0: never): what a reservation
+    /// notes, to give nothing back after a change of its numbers.
     #[inline(always)]
     pub(crate) fn generation(&self) -> u32 {
         #[cfg(feature = "reconfigure")]
         {
             self.live.seq()
+        }
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            0
+        }
+    }
+
+    /// The generation at the end of the last change of the config (0: none): a reservation
+    /// noted before it gives nothing back.
+    #[inline(always)]
+    pub(crate) fn changed_at(&self) -> u32 {
+        #[cfg(feature = "reconfigure")]
+        {
+            self.live.changed_at()
         }
         #[cfg(not(feature = "reconfigure"))]
         {

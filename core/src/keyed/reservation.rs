@@ -5,6 +5,7 @@ use core::hash::Hash;
 use core::time::Duration;
 
 use super::store::{KeyedStore, Taken};
+use super::tiers::TierSet;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;
 use crate::reservation::{Held, Holder};
@@ -112,7 +113,9 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
     }
 
     fn give_back(&self, charge: &KeyCharge<K>) -> bool {
-        self.key_rate().generation() == charge.generation
+        let generation = charge.generation;
+        self.key_rate().changed_at() <= generation
+            && TierSet::<K>::changed_at(self.tiers(), charge.tier) <= generation
             && self.refund_key(&charge.key, charge.written, charge.increment, charge.tier)
     }
 

@@ -94,11 +94,17 @@ impl KeyState {
         self.apply_by(|tat| rate.decide_settled(settled, tat, now, k, max_wait))
     }
 
-    /// [`apply`](Self::apply) with one tier's numbers.
+    /// [`apply`](Self::apply) with one tier's numbers, as `rules` reads them at each try.
     #[doc(hidden)]
     #[inline]
-    pub fn apply_rules(&self, rules: &TierRules, now: u64, k: u32, max_wait: u64) -> Decision {
-        self.apply_by(|tat| rules.decide(tat, now, k, max_wait))
+    pub fn apply_rules(
+        &self,
+        rules: impl Fn() -> TierRules,
+        now: u64,
+        k: u32,
+        max_wait: u64,
+    ) -> Decision {
+        self.apply_by(|tat| rules().decide(tat, now, k, max_wait))
     }
 
     /// [`try_take`](Self::try_take) with one tier's numbers.

@@ -87,10 +87,24 @@ pub trait KeyedStore<K: 'static> {
         }
     }
 
-    /// The numbers of `tier` now (for one tier, the config in force).
+    /// The numbers of `tier` now (for one tier, the config in force), once no change of them is
+    /// being written.
     #[inline(always)]
     fn rules(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        match self.tiers().rules(tier) {
+        let rate = self.key_rate();
+        match self.tiers().rules(tier, false) {
+            None => rate.rules(),
+            Some(rules) if rate.generation() == 0 => rules,
+            Some(_) => rate.consistent(|| self.rules_held(tier)),
+        }
+    }
+
+    /// The numbers of `tier` now, read by a store that holds a lock a change of them would
+    /// need (so none is being written).
+    #[inline]
+    fn rules_held(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
+        let changed = self.key_rate().generation() != 0;
+        match self.tiers().rules(tier, changed) {
             Some(rules) => rules,
             None => self.key_rate().rules(),
         }

@@ -66,9 +66,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         k: u32,
         max_wait: u64,
     ) -> Decision {
-        match self.tiers.rules(tier) {
+        match self.tiers.rules(tier, false) {
             None => state.apply(&self.rate, now, k, max_wait),
-            Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+            Some(rules) if self.rate.unchanged_rules().is_some() => {
+                state.apply_rules(|| rules, now, k, max_wait)
+            }
+            // A tier changed live: its numbers read at each try, once no change is being written.
+            Some(_) => state.apply_rules(|| self.rules(tier), now, k, max_wait),
         }
     }
 
@@ -100,13 +104,21 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         k: u32,
         max_wait: u64,
     ) -> Option<Decision> {
-        let mut entry = self.map.get_mut(key)?;
+        // The numbers before the write lock, as for a new key: a change converting the keys
+        // needs that lock, so under it the numbers are read as they are.
+        let (mut entry, to) = loop {
+            let settled = self.rate.settled();
+            let entry = self.map.get_mut(key)?;
+            if self.rate.still(&settled) {
+                break (entry, self.rules_held(tier));
+            }
+        };
         if entry.tier != tier {
-            let (from, to) = (self.rules(entry.tier), self.rules(tier));
+            let from = self.rules_held(entry.tier);
             entry.convert(&|tat| from.carry(tat, now, &to));
             entry.tier = tier;
         }
-        let decision = self.apply(&entry, tier, now, k, max_wait);
+        let decision = entry.apply_rules(|| to, now, k, max_wait);
         let tat = entry.tat();
         drop(entry);
         // The key may be idle sooner than the map last knew (a faster tier).
@@ -141,9 +153,9 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                 // old one ended.
                 let now = now.max(self.evicted_at.load(Ordering::SeqCst));
                 let mut inserted = None;
-                let decide = |state: &KeyEntry<P::Index>| match self.tiers.rules(tier) {
+                let decide = |state: &KeyEntry<P::Index>| match self.tiers.rules(tier, false) {
                     None => state.apply_settled(&self.rate, &settled, now, k, max_wait),
-                    Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+                    Some(_) => state.apply_rules(|| self.rules_held(tier), now, k, max_wait),
                 };
                 let decision = match entry {
                     Entry::Occupied(mut e) => {
@@ -152,7 +164,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                         let state = e.get_mut();
                         if state.tier != tier {
                             // On another tier: carried over, under the shard's write lock.
-                            let (from, to) = (self.rules(state.tier), self.rules(tier));
+                            let (from, to) = (self.rules_held(state.tier), self.rules_held(tier));
                             state.convert(&|tat| from.carry(tat, now, &to));
                             state.tier = tier;
                         }
@@ -199,13 +211,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
         let tier = self.pick(key)?;
-        let rules = match self.tiers.rules(tier) {
-            Some(rules) => rules,
-            None => match self.rate.unchanged_rules() {
-                Some(rules) => rules,
-                // Reconfigured: decide with the numbers in force at each try.
-                None => return self.try_acquire_changed(key, tier),
-            },
+        let rules = match (self.tiers.rules(tier, false), self.rate.unchanged_rules()) {
+            (Some(rules), Some(_)) | (None, Some(rules)) => rules,
+            // Reconfigured: decide with the numbers in force at each try.
+            (_, None) => return self.try_acquire_changed(key, tier),
         };
         if !rules.enabled() {
             return Ok(());
@@ -233,7 +242,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// [`try_acquire`](Self::try_acquire) on a limiter a `reconfigure` changed.
     #[cold]
     fn try_acquire_changed(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
-        if !self.rate.enabled() {
+        if !self.rules(tier).enabled() {
             return Ok(());
         }
         self.take_key(key, tier, 1, 0).map(|_| ())
