@@ -144,8 +144,7 @@ impl<C> KeyRate<C> {
     }
 
     /// [`decide`](Self::decide) with the numbers of `settled`.
-    #[doc(hidden)]
-    pub fn decide_settled(
+    pub(crate) fn decide_settled(
         &self,
         settled: &Settled,
         tat: u64,
@@ -420,9 +419,8 @@ impl<C> KeyRate<C> {
     }
 
     /// The numbers of the config in force, for a store that decides with them (as a tier's).
-    #[doc(hidden)]
     #[inline(always)]
-    pub fn rules(&self) -> TierRules {
+    pub(crate) fn rules(&self) -> TierRules {
         TierRules(self.current())
     }
 

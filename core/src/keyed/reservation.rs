@@ -5,7 +5,7 @@ use core::hash::Hash;
 use core::time::Duration;
 
 use super::store::{KeyedStore, Taken};
-use super::tiers::TierSet;
+use super::tiers::sealed::Sealed;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;
 use crate::reservation::{Held, Holder};
@@ -29,8 +29,8 @@ use crate::reservation::{Held, Holder};
 pub type KeyReservation<'a, K, L> = Held<'a, L, KeyCharge<K>>;
 
 /// What a reservation on a keyed limiter charged: its key, the state it wrote and what it added
-/// (0: nothing to give back), on tier `tier` (0 for one tier).
-#[doc(hidden)]
+/// (0: nothing to give back), on tier `tier` (0 for one tier). It names the reservation's type
+/// ([`KeyReservation`]); its key is [`key`](KeyReservation::key).
 #[derive(Debug)]
 pub struct KeyCharge<K> {
     key: K,
@@ -115,7 +115,7 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
     fn give_back(&self, charge: &KeyCharge<K>) -> bool {
         let generation = charge.generation;
         self.key_rate().changed_at() <= generation
-            && TierSet::<K>::changed_at(self.tiers(), charge.tier) <= generation
+            && self.tiers().changed_at(charge.tier) <= generation
             && self.refund_key(&charge.key, charge.written, charge.increment, charge.tier)
     }
 

@@ -381,39 +381,69 @@ const fn rates_of<P, const T: usize>(tiers: &[Tier<P>; T], tick: TickRate) -> [R
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OneTier;
 
-mod sealed {
-    pub trait Sealed {}
+pub(super) mod sealed {
+    /// Seals [`TierSet`](super::TierSet), with what only ritmo-core reads.
+    pub trait Sealed {
+        /// The limiter's generation at the end of the last live change of the tier at
+        /// `position` (0: none): a reservation noted before it gives nothing back.
+        fn changed_at(&self, position: u8) -> u32;
+    }
 }
 
-impl sealed::Sealed for OneTier {}
-impl<K: ?Sized, const T: usize, P, F> sealed::Sealed for Tiers<K, T, P, F> {}
+impl sealed::Sealed for OneTier {
+    #[inline(always)]
+    fn changed_at(&self, _position: u8) -> u32 {
+        0
+    }
+}
+
+impl<K: ?Sized, const T: usize, P, F> sealed::Sealed for Tiers<K, T, P, F> {
+    fn changed_at(&self, position: u8) -> u32 {
+        #[cfg(feature = "reconfigure")]
+        if let Some(live) = self.live.get(usize::from(position)) {
+            return live.changed_at.load() as u32;
+        }
+        let _ = position;
+        0
+    }
+}
 
 /// Where a keyed limiter's keys get their config: [`OneTier`] (the limiter's own config, the
-/// default) or [`Tiers`]. Sealed; its items are for ritmo's keyed stores.
+/// default) or [`Tiers`]. Sealed: ritmo's two sets are the only ones.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo::Config;
+/// use ritmo::keyed::{OneTier, Tier, TierSet, Tiers};
+/// let tiers: Tiers<u32, 2, _, _> = Tiers::new(
+///     [
+///         Tier::new("free", Config::new(10, Duration::from_secs(60))?),
+///         Tier::new("paid", Config::new(1000, Duration::from_secs(60))?),
+///     ],
+///     |key: &u32| if *key < 1000 { "free" } else { "paid" },
+/// );
+/// let paid = tiers.pick(&4242).unwrap();
+/// assert_eq!((paid, tiers.count()), (1, 2));
+/// assert_eq!(tiers.tier(1).map(|(name, _)| name), Some("paid"));
+/// assert_eq!((TierSet::<u32>::count(&OneTier), TierSet::<u32>::tier(&OneTier, 0)), (1, None));
+/// # Ok::<(), ritmo::ConfigError>(())
+/// ```
 pub trait TierSet<K: ?Sized>: sealed::Sealed {
-    /// What a slot keeps of its key's tier: `()` for one tier, a `u8` for [`Tiers`].
-    #[doc(hidden)]
+    /// What a keyed store keeps of its key's tier: `()` for one tier, the tier's index (a `u8`)
+    /// for [`Tiers`].
     type Index: super::table::SlotTier + fmt::Debug + Send + Sync + 'static;
     /// The tier of `key` now; `None` when the function answers a plan no tier has.
-    #[doc(hidden)]
     fn pick(&self, key: &K) -> Option<Self::Index>;
     /// The numbers of tier `index` as built, or in force if `changed` (a live change may have
     /// come: read under the change's lock); `None`: the limiter's own config (one tier).
     #[doc(hidden)]
     fn rules(&self, index: Self::Index, changed: bool) -> Option<TierRules>;
-    /// The name and config of the tier at `position`, if the set has named tiers.
-    #[doc(hidden)]
+    /// The name and config in force of the tier at `position`, if the set has named tiers.
     fn tier(&self, position: usize) -> Option<(&'static str, Config)>;
     /// How many tiers (1 for one config).
-    #[doc(hidden)]
     fn count(&self) -> usize;
     /// `index` as a number (0 for one tier).
-    #[doc(hidden)]
     fn position(index: Self::Index) -> u8;
-    /// The limiter's generation at the end of the last live change of the tier at `position`
-    /// (0: none).
-    #[doc(hidden)]
-    fn changed_at(&self, position: u8) -> u32;
     /// Whether a reservation made on the tier at `position` can still go back to a key now on
     /// `index`: the same tier, or one with the same numbers (nothing was carried over).
     #[doc(hidden)]
@@ -443,11 +473,6 @@ impl<K: ?Sized> TierSet<K> for OneTier {
 
     #[inline(always)]
     fn position(_index: ()) -> u8 {
-        0
-    }
-
-    #[inline(always)]
-    fn changed_at(&self, _position: u8) -> u32 {
         0
     }
 
@@ -489,15 +514,6 @@ impl<K: ?Sized, const T: usize, P: PartialEq, F: Fn(&K) -> P> TierSet<K> for Tie
     #[inline(always)]
     fn position(index: u8) -> u8 {
         index
-    }
-
-    fn changed_at(&self, position: u8) -> u32 {
-        #[cfg(feature = "reconfigure")]
-        if let Some(live) = self.live.get(usize::from(position)) {
-            return live.changed_at.load() as u32;
-        }
-        let _ = position;
-        0
     }
 
     fn refundable(&self, index: u8, position: u8) -> bool {
