@@ -14,10 +14,10 @@ use crate::error::{InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::Listener;
 use crate::gcra;
 use crate::rate::Rate;
-#[cfg(feature = "reconfigure")]
-use crate::sync::Backoff;
 #[cfg(feature = "counters")]
 use crate::sync::Tally;
+#[cfg(feature = "reconfigure")]
+use crate::{state::until_won, sync::Backoff};
 
 /// A config converted into a clock's units once, plus the limiter's id, clock and listener: what
 /// every key of a keyed limiter shares.
@@ -114,17 +114,11 @@ impl<C> KeyRate<C> {
     #[doc(hidden)]
     pub fn settled(&self) -> Settled {
         #[cfg(feature = "reconfigure")]
-        {
-            let mut backoff = Backoff::new();
-            loop {
-                let seq = self.live.seq();
-                let rate = self.current();
-                if seq & 1 == 0 && self.live.seq() == seq {
-                    return Settled { rate, seq };
-                }
-                backoff.lost();
-            }
-        }
+        return until_won(Backoff::new(), || {
+            let seq = self.live.seq();
+            let rate = self.current();
+            (seq & 1 == 0 && self.live.seq() == seq).then_some(Settled { rate, seq })
+        });
         #[cfg(not(feature = "reconfigure"))]
         Settled { rate: self.rate }
     }

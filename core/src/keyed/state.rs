@@ -3,8 +3,8 @@
 
 use crate::gcra::{self, Refused};
 use crate::rate::Rate;
-use crate::sync::Backoff;
-use crate::sync::U64Cell;
+use crate::state::{take_contended, update};
+use crate::sync::{Backoff, U64Cell};
 
 use super::rate::{KeyRate, Settled};
 use super::rules::{Decision, TierRules};
@@ -117,35 +117,22 @@ impl KeyState {
     /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
     #[doc(hidden)]
     pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
-        let mut backoff = Backoff::new();
-        loop {
-            let tat = self.0.load();
-            if self.0.compare_exchange_weak(tat, convert(tat)).is_ok() {
-                return;
-            }
-            backoff.lost();
-        }
+        let _ = update(&self.0, Backoff::new(), |tat| {
+            Ok::<_, ()>((convert(tat), ()))
+        });
     }
 
     /// One compare-and-swap loop for every way of deciding.
     #[inline]
     fn apply_by(&self, decide: impl Fn(u64) -> Decision) -> Decision {
-        let mut backoff = Backoff::new();
-        loop {
-            let tat = self.0.load();
-            let decision = decide(tat);
-            let new_tat = match decision {
-                Decision::Now { new_tat } | Decision::Wait { new_tat, .. } => new_tat,
-                Decision::Reject { .. } => return decision,
-            };
-            if new_tat == tat {
-                return decision; // a disabled config: nothing to write
+        // A disabled config decides `new_tat == tat`: nothing is written.
+        update(&self.0, Backoff::new(), |tat| match decide(tat) {
+            decision @ (Decision::Now { new_tat } | Decision::Wait { new_tat, .. }) => {
+                Ok((new_tat, decision))
             }
-            if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
-                return decision;
-            }
-            backoff.lost();
-        }
+            rejected => Err(rejected),
+        })
+        .unwrap_or_else(|rejected| rejected)
     }
 
     /// Takes one permit now if it is there, with one load and one compare-and-swap (the hot path
@@ -186,16 +173,9 @@ impl KeyState {
     #[cold]
     #[inline(never)]
     fn take_contended(&self, rate: &Rate, now: u64) -> Result<(), u64> {
-        let mut backoff = Backoff::new();
-        loop {
-            backoff.lost();
-            let tat = self.0.load();
-            let new_tat =
-                gcra::check_limit(tat, now, rate.interval, rate.limit).map_err(Refused::wait)?;
-            if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
-                return Ok(());
-            }
-        }
+        take_contended(&self.0, now, rate.interval, rate.limit)
+            .map(|_| ())
+            .map_err(Refused::wait)
     }
 
     /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed the
