@@ -6,7 +6,6 @@ use core::time::Duration;
 
 use super::front::{self, KeyedStore, Peek, Peeked};
 use super::rate::KeyRate;
-use super::rules::Decision;
 use super::rules::TierRules;
 use super::table::Probe;
 use super::table::Slot;
@@ -225,20 +224,12 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                 Probe::Vacant(i) => (0, Err(i)),
                 Probe::Full { soonest } => return Err((Reason::KeyCapacity, soonest - now)),
             };
-            let (new_tat, wait) = match rules.decide(tat, now, k, max_wait) {
-                Decision::Now { new_tat } => (new_tat, 0),
-                Decision::Wait { new_tat, wait } => (new_tat, wait),
-                Decision::Reject { wait } => return Err((Reason::NoPermitInTime, wait)),
-            };
+            let taken = Taken::of(rules.decide(tat, now, k, max_wait), now)?;
             match at {
-                Ok(i) => t.slots[i].tat = new_tat,
-                Err(i) => t.insert_at(i, key.clone(), new_tat, tier),
+                Ok(i) => t.slots[i].tat = taken.written,
+                Err(i) => t.insert_at(i, key.clone(), taken.written, tier),
             }
-            Ok(Taken {
-                written: new_tat,
-                slot: now.saturating_add(wait),
-                wait,
-            })
+            Ok(taken)
         });
         self.granted(key, result)
     }

@@ -64,11 +64,13 @@ impl KeyLive {
     }
 
     /// The sequence number of the numbers in force (odd while a change runs).
+    #[inline(always)]
     pub(super) fn seq(&self) -> u32 {
         self.seq.load()
     }
 
     /// The sequence number at the end of the last change of the config (0: none).
+    #[inline(always)]
     pub(super) fn changed_at(&self) -> u32 {
         self.changed_at.load()
     }

@@ -117,7 +117,10 @@ impl<C> KeyRate<C> {
         return until_won(Backoff::new(), || {
             let seq = self.live.seq();
             let rate = self.current();
-            (seq & 1 == 0 && self.live.seq() == seq).then_some(Settled { rate, seq })
+            if seq & 1 == 0 && self.live.seq() == seq {
+                return Some(Settled { rate, seq });
+            }
+            None
         });
         #[cfg(not(feature = "reconfigure"))]
         Settled { rate: self.rate }
@@ -192,15 +195,6 @@ impl<C> KeyRate<C> {
 
 impl<C: Clock> KeyRate<C> {
     /// The rules for `config` on a clock whose tick rate is known only at run time.
-    ///
-    /// ```
-    /// use core::time::Duration;
-    /// use ritmo_core::{Config, ManualClock};
-    /// use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.config().permits(), 4);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn with_clock(id: &'static str, config: Config, clock: C) -> Self {
         let tick = clock.tick_rate();
         Self::build(id, config, clock, tick)
@@ -227,15 +221,6 @@ impl<C> KeyRate<C> {
     /// Counts a call granted by a keyed store: admitted at once (`wait` 0) or reserved for a
     /// later slot (feature `counters`; nothing otherwise). For keyed stores of your own; ritmo's
     /// call it on every call they grant.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// rate.count_granted(0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[inline(always)]
     pub fn count_granted(&self, wait: u64) {
         #[cfg(feature = "counters")]
@@ -250,15 +235,6 @@ impl<C> KeyRate<C> {
 
     /// Counts a call a keyed store refused for `reason` (feature `counters`; nothing
     /// otherwise). Counted reasons: [`Reason::NoPermitInTime`] and [`Reason::KeyCapacity`].
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// rate.count_rejected(Reason::KeyCapacity);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[inline(always)]
     pub fn count_rejected(&self, reason: Reason) {
         #[cfg(feature = "counters")]
@@ -342,18 +318,6 @@ impl<C> KeyRate<C> {
     }
 
     /// The same rules, with `listener` to report to (see [`listener`](Self::listener)).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, Event, Listener, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// struct Quiet;
-    /// impl Listener for Quiet { fn on_event(&self, _: &Event) {} }
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new())
-    ///     .with_listener(&Quiet);
-    /// assert!(rate.listener().is_some());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
         self.set_listener(listener);
@@ -365,29 +329,11 @@ impl<C> KeyRate<C> {
     }
 
     /// The limiter's id.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.id(), "api");
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn id(&self) -> &'static str {
         self.id
     }
 
     /// The config every key gets.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let c = Config::new(3, Duration::from_secs(1))?;
-    /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).config(), c);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn config(&self) -> Config {
         #[cfg(feature = "reconfigure")]
         {
@@ -460,147 +406,55 @@ impl<C> KeyRate<C> {
     }
 
     /// The clock it reads.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Clock, Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::starting_at(7));
-    /// assert_eq!(rate.clock().now(), 7);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn clock(&self) -> &C {
         &self.clock
     }
 
     /// The listener rejections and released reservations are reported to. It hears the limiter's
     /// id, never the key: keys are often personal data (an IP address, a user name).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// assert!(rate.listener().is_none());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn listener(&self) -> Option<&'static dyn Listener> {
         self.listener
     }
 
     /// Whether the config is enabled (a disabled one lets every call through and keeps no keys).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_enabled(false);
-    /// assert!(!KeyRate::with_clock("api", c, ManualClock::new()).enabled());
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn enabled(&self) -> bool {
         self.current().enabled()
     }
 
     /// `Err` for `k = 0` or `k > permits`: no key's state can ever grant that.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert!(rate.check_permits(4).is_ok());
-    /// assert_eq!(rate.check_permits(5).unwrap_err().requested(), 5);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
         TierRules(self.current()).check_permits(self.id, k)
     }
 
     /// The config's `max_wait`, in units (rounded down).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(5));
-    /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).max_wait(), 5_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn max_wait(&self) -> u64 {
         self.current().max_wait
     }
 
     /// A duration in units, rounded down (a `max_wait` of a call's own).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.units(Duration::from_micros(3)), 3_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn units(&self, d: Duration) -> u64 {
         self.rate.units_floor(d)
     }
 
     /// A wait of `units` from a clock reading as a duration: rounded up to the whole clock tick at
     /// which it has passed, then to the nanosecond (the one rounding rule every wait follows).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.duration(250), Duration::from_nanos(250));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn duration(&self, units: u64) -> Duration {
         self.rate.wait_duration(units)
     }
 
     /// An instant in units as a reading of the clock, rounded up to a whole tick (what a
     /// [`Wait`](crate::Wait) waits for).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.reading(42), 42); // a 1 GHz clock: units are ticks
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn reading(&self, units: u64) -> u64 {
         self.rate.reading_ceil(units)
     }
 
     /// `k * T`, the amount a call of `k` permits adds to its key's state.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.increment(2), 500_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn increment(&self, k: u32) -> u64 {
         self.current().increment(k)
     }
 
     /// Whether a key whose state is `tat` is idle at `now`: its burst is full again, so it decides
     /// every call exactly like a key never seen, and may be dropped without changing anything.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert!(rate.is_idle(100, 100));
-    /// assert!(!rate.is_idle(101, 100));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn is_idle(&self, tat: u64, now: u64) -> bool {
         tat <= now
     }
@@ -691,15 +545,6 @@ impl<C> KeyRate<C> {
 
 impl<C: Clock> KeyRate<C> {
     /// The clock's reading, in the units every state and wait is expressed in.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::starting_at(9));
-    /// assert_eq!(rate.now(), 9);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[inline]
     pub fn now(&self) -> u64 {
         let reading = self.clock.now();

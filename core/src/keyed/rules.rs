@@ -2,43 +2,12 @@
 //! makes, below both the limiter's rules ([`KeyRate`](super::KeyRate)) and the tiers.
 
 use crate::error::InvalidPermits;
-use crate::gcra::{self, Reserve};
+use crate::gcra;
 use crate::rate::{Rate, carry_over};
 
-/// What one call for one key does to that key's state.
-///
-/// ```
-/// use core::time::Duration;
-/// use ritmo_core::{Config, ManualClock};
-/// use ritmo_core::keyed::{Decision, KeyRate};
-/// let rate = KeyRate::new("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-/// // A key never seen (or idle again) has state 0: its full burst.
-/// assert_eq!(rate.decide(0, 0, 1, 0), Decision::Now { new_tat: 1_000_000_000 });
-/// assert_eq!(rate.decide(2_000_000_000, 0, 1, 0), Decision::Reject { wait: 1_000_000_000 });
-/// # Ok::<(), ritmo_core::ConfigError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Decision {
-    /// The permits are there now; the key's state becomes `new_tat`.
-    Now {
-        /// The key's state after the call.
-        new_tat: u64,
-    },
-    /// The permits arrive in `wait` units, within the call's `max_wait`: they are reserved (the
-    /// state becomes `new_tat`) and the caller waits.
-    Wait {
-        /// The key's state after the call.
-        new_tat: u64,
-        /// Units until the permits arrive.
-        wait: u64,
-    },
-    /// The permits arrive later than `max_wait` (`u64::MAX`: never); nothing changes.
-    Reject {
-        /// Units until the permits would arrive.
-        wait: u64,
-    },
-}
+/// What one call for one key does to that key's state: the decision of every kind (`Now`, the
+/// state becomes `new_tat`; `Wait`, reserved, `wait` units away; `Reject`, nothing changes).
+pub use crate::gcra::Reserve as Decision;
 
 /// The decision for a key whose state is `tat`, at `now`, with `rate`'s numbers.
 #[inline]
@@ -50,11 +19,7 @@ pub(crate) fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64
         // Checked against a config a change has since replaced: never admitted.
         return Decision::Reject { wait: u64::MAX };
     }
-    match gcra::reserve(tat, now, rate.increment(k), rate.window(), max_wait) {
-        Reserve::Now { new_tat } => Decision::Now { new_tat },
-        Reserve::Wait { new_tat, wait } => Decision::Wait { new_tat, wait },
-        Reserve::Reject { wait } => Decision::Reject { wait },
-    }
+    gcra::reserve(tat, now, rate.increment(k), rate.window(), max_wait)
 }
 
 /// One tier's numbers in a limiter's units: what a keyed store decides a key's calls with. For

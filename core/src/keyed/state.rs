@@ -34,11 +34,6 @@ impl Default for KeyState {
 
 impl KeyState {
     /// The state of a key never seen: its full burst.
-    ///
-    /// ```
-    /// # use ritmo_core::keyed::KeyState;
-    /// assert_eq!(KeyState::new().tat(), 0);
-    /// ```
     #[cfg(not(all(test, loom)))]
     pub const fn new() -> Self {
         KeyState(U64Cell::new(0))
@@ -52,11 +47,6 @@ impl KeyState {
 
     /// The instant (in its limiter's units) at which the key's next permit arrives; the key is
     /// idle from then on.
-    ///
-    /// ```
-    /// # use ritmo_core::keyed::KeyState;
-    /// assert_eq!(KeyState::new().tat(), 0);
-    /// ```
     #[inline]
     pub fn tat(&self) -> u64 {
         self.0.load()

@@ -95,8 +95,15 @@ pub trait KeyedStore<K: 'static> {
         match self.tiers().rules(tier, false) {
             None => rate.rules(),
             Some(rules) if rate.generation() == 0 => rules,
-            Some(_) => rate.consistent(|| self.rules_held(tier)),
+            Some(_) => self.rules_changed(tier),
         }
+    }
+
+    /// [`rules`](Self::rules) of a limiter changed live: out of line, off the hot path.
+    #[cold]
+    #[inline(never)]
+    fn rules_changed(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
+        self.key_rate().consistent(|| self.rules_held(tier))
     }
 
     /// The numbers of `tier` now, read by a store that holds a lock a change of them would

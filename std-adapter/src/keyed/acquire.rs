@@ -211,10 +211,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
         let tier = self.pick(key)?;
-        let rules = match (self.tiers.rules(tier, false), self.rate.unchanged_rules()) {
-            (Some(rules), Some(_)) | (None, Some(rules)) => rules,
-            // Reconfigured: decide with the numbers in force at each try.
-            (_, None) => return self.try_acquire_changed(key, tier),
+        let rules = match self.tiers.rules(tier, false) {
+            Some(rules) if self.rate.unchanged_rules().is_some() => rules,
+            None => match self.rate.unchanged_rules() {
+                Some(rules) => rules,
+                // Reconfigured: decide with the numbers in force at each try.
+                None => return self.try_acquire_changed(key, tier),
+            },
+            // A tier changed live: the same.
+            Some(_) => return self.try_acquire_changed(key, tier),
         };
         if !rules.enabled() {
             return Ok(());
