@@ -36,16 +36,19 @@ impl TierRules {
     }
 
     /// Permits per period.
+    #[inline]
     pub fn permits(&self) -> u32 {
         self.0.permits
     }
 
     /// `max_wait` in units.
+    #[inline]
     pub fn max_wait(&self) -> u64 {
         self.0.max_wait
     }
 
     /// `k * T`.
+    #[inline]
     pub fn increment(&self, k: u32) -> u64 {
         self.0.increment(k)
     }

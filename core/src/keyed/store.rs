@@ -92,10 +92,14 @@ pub trait KeyedStore<K: 'static> {
     #[inline(always)]
     fn rules(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
         let rate = self.key_rate();
+        // Tested before the numbers are read, so that a call that needs one of them (`enabled`)
+        // reads that one alone.
+        if self.tiers().rules(tier, false).is_some() && rate.generation() != 0 {
+            return self.rules_changed(tier);
+        }
         match self.tiers().rules(tier, false) {
+            Some(rules) => rules,
             None => rate.rules(),
-            Some(rules) if rate.generation() == 0 => rules,
-            Some(_) => self.rules_changed(tier),
         }
     }
 
@@ -157,6 +161,7 @@ pub struct Taken {
 
 impl Taken {
     /// A call that passes uncounted (a disabled limiter) at `now`.
+    #[inline]
     pub const fn uncounted(now: u64) -> Taken {
         Taken {
             written: 0,
@@ -167,6 +172,7 @@ impl Taken {
 
     /// What `decision`, made at `now`, took; `Err` if it was a refusal, with the wait it would
     /// have had.
+    #[inline]
     pub const fn of(decision: Decision, now: u64) -> Result<Taken, (Reason, u64)> {
         match decision {
             Decision::Now { new_tat } => Ok(Taken {

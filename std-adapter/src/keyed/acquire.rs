@@ -211,16 +211,11 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
         let tier = self.pick(key)?;
-        let rules = match self.tiers.rules(tier, false) {
-            Some(rules) if self.rate.unchanged_rules().is_some() => rules,
-            None => match self.rate.unchanged_rules() {
-                Some(rules) => rules,
-                // Reconfigured: decide with the numbers in force at each try.
-                None => return self.try_acquire_changed(key, tier),
-            },
-            // A tier changed live: the same.
-            Some(_) => return self.try_acquire_changed(key, tier),
+        // Reconfigured (or a tier changed live): decide with the numbers in force at each try.
+        let Some(config) = self.rate.unchanged_rules() else {
+            return self.try_acquire_changed(key, tier);
         };
+        let rules = self.tiers.rules(tier, false).unwrap_or(config);
         if !rules.enabled() {
             return Ok(());
         }
