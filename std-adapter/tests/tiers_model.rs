@@ -139,6 +139,59 @@ fn an_upgrade_racing_calls_hands_out_no_fresh_burst() {
     assert_eq!(l.tier(&1).map(Tier::name), Some("paid"));
 }
 
+/// Threads hammer keys that spent their burst while their tier's config changes live, back and
+/// forth: with the clock standing still, no change hands out a permit (`min(0, new permits)` =
+/// 0), however the calls and the conversions interleave; a key of the other tier is untouched.
+#[test]
+fn a_live_tier_change_racing_calls_hands_out_no_permit() {
+    let clock = ManualClock::new();
+    let minute = Duration::from_secs(60);
+    let tiers = Tiers::new(
+        [
+            Tier::new("free", Config::new(10, minute).unwrap()),
+            Tier::new("paid", Config::new(20, minute).unwrap()),
+        ],
+        |key: &u8| if *key < 100 { "free" } else { "paid" },
+    );
+    let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 100, &clock);
+    for key in 0..4 {
+        l.try_acquire_n(&key, 10).unwrap();
+    }
+    l.try_acquire_n(&100, 5).unwrap();
+    let admitted = AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let (l, admitted, done) = (&l, &admitted, &done);
+            s.spawn(move || {
+                while !done.load(Ordering::SeqCst) {
+                    if l.try_acquire(&t).is_ok() {
+                        admitted.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            // A key spent under one config holds a state the other would admit from: a call
+            // that mixed the two (old numbers on a converted state, or new on an unconverted
+            // one) would pass.
+            let second = Duration::from_secs(1);
+            for _ in 0..100 {
+                for (permits, period) in [(1000, second), (10, minute)] {
+                    l.set_tier_config("free", Config::new(permits, period).unwrap())
+                        .unwrap();
+                    std::thread::yield_now();
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+    });
+    assert_eq!(admitted.load(Ordering::SeqCst), 0);
+    assert_eq!(l.available_permits(&0), 0);
+    assert_eq!(l.available_permits(&100), 15);
+    assert_eq!(l.tiers().config_of(0).permits(), 10);
+}
+
 /// A tier function that answers an index with no tier: a clear refusal, never a panic.
 #[test]
 fn an_unknown_tier_is_a_clear_refusal() {

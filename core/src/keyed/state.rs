@@ -97,11 +97,30 @@ impl KeyState {
         self.apply_by(|tat| rules().decide(tat, now, k, max_wait))
     }
 
-    /// [`try_take`](Self::try_take) with one tier's numbers.
+    /// [`try_take`](Self::try_take) with `rules`, the numbers `rate` was built with, while no
+    /// change of them has begun: `None`, with nothing done, if one has by the time the state is
+    /// read (a conversion it wrote may be what was read) or the compare-and-swap lost; decide
+    /// then with the numbers in force.
     #[doc(hidden)]
     #[inline]
-    pub fn try_take_rules(&self, rules: &TierRules, now: u64) -> Result<(), u64> {
-        self.take_with(&rules.0, now)
+    pub fn try_take_unchanged<C>(
+        &self,
+        rate: &KeyRate<C>,
+        rules: &TierRules,
+        now: u64,
+    ) -> Option<Result<(), u64>> {
+        let tat = self.0.load();
+        if rate.generation() != 0 {
+            return None;
+        }
+        match gcra::check_limit(tat, now, rules.0.interval, rules.0.limit) {
+            Ok(new_tat) => self
+                .0
+                .compare_exchange_weak(tat, new_tat)
+                .ok()
+                .map(|_| Ok(())),
+            Err(refused) => Some(Err(refused.wait())),
+        }
     }
 
     /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.

@@ -68,10 +68,8 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ) -> Decision {
         match self.tiers.rules(tier, false) {
             None => state.apply(&self.rate, now, k, max_wait),
-            Some(rules) if self.rate.unchanged_rules().is_some() => {
-                state.apply_rules(|| rules, now, k, max_wait)
-            }
-            // A tier changed live: its numbers read at each try, once no change is being written.
+            // The numbers read at each try, after the state: a change (of a tier too) converts
+            // the states first, so numbers read after one is seen are the ones it published.
             Some(_) => state.apply_rules(|| self.rules(tier), now, k, max_wait),
         }
     }
@@ -223,14 +221,16 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         if let Some(state) = self.map.get(key) {
             if state.tier == tier {
                 // The read lock held across one compare-and-swap, as in `take`.
-                let taken = state.try_take_rules(&rules, now);
+                let taken = state.try_take_unchanged(&self.rate, &rules, now);
                 drop(state);
                 return match taken {
-                    Ok(()) => {
+                    Some(Ok(())) => {
                         self.rate.count_granted(0);
                         Ok(())
                     }
-                    Err(wait) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+                    Some(Err(wait)) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+                    // Changed meanwhile, or lost a race: the path that reads the numbers afresh.
+                    None => self.try_acquire_changed(key, tier),
                 };
             }
             drop(state);
