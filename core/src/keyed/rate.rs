@@ -249,19 +249,6 @@ impl<C> KeyRate<C> {
 
     /// Calls admitted at once since it was built, every key together (feature `counters`).
     /// A statistic: see [`count_granted`](Self::count_granted) for how it is kept.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 4> =
-    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// l.try_acquire(&2).unwrap();
-    /// assert!(l.try_acquire(&1).is_err());
-    /// assert_eq!(l.rate().admitted_count(), 2);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn admitted_count(&self) -> u64 {
@@ -269,19 +256,6 @@ impl<C> KeyRate<C> {
     }
 
     /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// let r = l.reserve(&1).unwrap(); // waits a second
-    /// assert_eq!((l.rate().admitted_count(), l.rate().waited_count()), (1, 1));
-    /// # drop(r);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn waited_count(&self) -> u64 {
@@ -292,20 +266,6 @@ impl<C> KeyRate<C> {
     /// permits would come too late), [`Reason::KeyCapacity`] (no room for a new key) and
     /// [`Reason::UnknownTier`] (a tiered limiter's function named no tier); 0 for every other
     /// reason, which a keyed store never refuses a call for.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_core::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 1> =
-    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
-    /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
-    /// assert_eq!(l.rate().rejected_count(Reason::NoPermitInTime), 1);
-    /// assert_eq!(l.rate().rejected_count(Reason::KeyCapacity), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn rejected_count(&self, reason: Reason) -> u64 {
@@ -462,49 +422,18 @@ impl<C> KeyRate<C> {
     /// What a call for `k` permits (already checked with [`check_permits`](Self::check_permits))
     /// that may wait up to `max_wait` units does to a key whose state is `tat`, at `now`. On a
     /// disabled config every call passes and the state stays as it is.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{Decision, KeyRate};
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(
-    ///     rate.decide(1_000_000_000, 0, 1, 2_000_000_000),
-    ///     Decision::Wait { new_tat: 2_000_000_000, wait: 1_000_000_000 }
-    /// );
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[inline]
     pub fn decide(&self, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
         decide_with(&self.current(), tat, now, k, max_wait)
     }
 
     /// Calls of one permit a key whose state is `tat` would pass at `now`, in `0..=permits`.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.available(0, 0), 4);
-    /// assert_eq!(rate.available(750_000_000, 0), 1);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn available(&self, tat: u64, now: u64) -> u32 {
         TierRules(self.current()).available(tat, now)
     }
 
     /// Units until `k` permits (already checked) would pass at once for a key whose state is
     /// `tat`: 0 if they are there now.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.wait(1_000_000_000, 0, 1), 250_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
         TierRules(self.current()).wait(tat, now, k)
     }
@@ -512,32 +441,12 @@ impl<C> KeyRate<C> {
     /// The state after a reservation that wrote `written` and added `increment` is given back, or
     /// `None` if its permits cannot go back (a later call changed the key since: its slot is left
     /// unused, so that two calls never share one).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.refund(500, 500, 250), Some(250));
-    /// assert_eq!(rate.refund(750, 500, 250), None);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn refund(&self, tat: u64, written: u64, increment: u64) -> Option<u64> {
         gcra::refund(tat, written, increment)
     }
 
     /// The error for a call refused for `reason`, `wait` units before it could pass. It is not
     /// published: the keyed store reports it once its own lock is released.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock, Reason};
-    /// # use ritmo_core::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// let e = rate.rejected(Reason::KeyCapacity, 1_000);
-    /// assert_eq!((e.reason(), e.retry_after()), (Reason::KeyCapacity, Duration::from_micros(1)));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub const fn rejected(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
         RateLimitExceeded::new(self.id, reason, wait, self.rate.unit_hz, self.rate.shift)
     }

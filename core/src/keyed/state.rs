@@ -55,17 +55,6 @@ impl KeyState {
     /// Decides a call with [`KeyRate::decide`] and applies it with one compare-and-swap,
     /// deciding again with the value found if another thread changed the key first. A rejection
     /// changes nothing.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{Decision, KeyRate, KeyState};
-    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-    /// let state = KeyState::new();
-    /// assert_eq!(state.apply(&rate, 0, 2, 0), Decision::Now { new_tat: 2_000_000_000 });
-    /// assert_eq!(state.tat(), 2_000_000_000);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[inline]
     pub fn apply<C>(&self, rate: &KeyRate<C>, now: u64, k: u32, max_wait: u64) -> Decision {
         self.apply_by(|tat| rate.decide(tat, now, k, max_wait))
@@ -148,18 +137,6 @@ impl KeyState {
     /// of `try_acquire`, the same test the unkeyed limiter runs); `Err(wait)` with the units until
     /// it arrives otherwise. On a disabled config it refuses: check
     /// [`KeyRate::enabled`] first.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{KeyRate, KeyState};
-    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-    /// let state = KeyState::new();
-    /// assert_eq!(state.try_take(&rate, 0), Ok(()));
-    /// assert_eq!(state.try_take(&rate, 0), Ok(()));
-    /// assert_eq!(state.try_take(&rate, 0), Err(1_000_000_000));
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     #[inline]
     pub fn try_take<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
         self.take_with(&rate.rate, now)
@@ -189,18 +166,6 @@ impl KeyState {
 
     /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed the
     /// key since (see [`KeyRate::refund`]). Returns whether the permits went back.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo_core::{Config, ManualClock};
-    /// # use ritmo_core::keyed::{Decision, KeyRate, KeyState};
-    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-    /// let state = KeyState::new();
-    /// let Decision::Now { new_tat } = state.apply(&rate, 0, 1, 0) else { unreachable!() };
-    /// assert!(state.refund(&rate, new_tat, rate.increment(1)));
-    /// assert_eq!(state.tat(), 0);
-    /// # Ok::<(), ritmo_core::ConfigError>(())
-    /// ```
     pub fn refund<C>(&self, rate: &KeyRate<C>, written: u64, increment: u64) -> bool {
         let tat = self.0.load();
         match rate.refund(tat, written, increment) {

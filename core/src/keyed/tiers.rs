@@ -322,7 +322,7 @@ impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
 
     /// Changes the config of the tier named `name` to `config` from `now` (in `rate`'s units)
     /// as one change of `rate`'s numbers: `convert` gets the tier's index and the conversion of
-    /// one state (SPEC's reconfigure rule, idle is new) and applies it to every key the store
+    /// one state (the reconfigure rule, idle is new) and applies it to every key the store
     /// holds on that tier. The store serialises changes, and converts under its own locks.
     #[cfg(feature = "reconfigure")]
     #[doc(hidden)]
