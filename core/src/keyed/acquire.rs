@@ -224,12 +224,20 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                 Probe::Vacant(i) => (0, Err(i)),
                 Probe::Full { soonest } => return Err((Reason::KeyCapacity, soonest - now)),
             };
-            let taken = Taken::of(rules.decide(tat, now, k, max_wait), now)?;
+            let (new_tat, wait) = match rules.decide(tat, now, k, max_wait) {
+                super::Decision::Now { new_tat } => (new_tat, 0),
+                super::Decision::Wait { new_tat, wait } => (new_tat, wait),
+                super::Decision::Reject { wait } => return Err((Reason::NoPermitInTime, wait)),
+            };
             match at {
-                Ok(i) => t.slots[i].tat = taken.written,
-                Err(i) => t.insert_at(i, key.clone(), taken.written, tier),
+                Ok(i) => t.slots[i].tat = new_tat,
+                Err(i) => t.insert_at(i, key.clone(), new_tat, tier),
             }
-            Ok(taken)
+            Ok(Taken {
+                written: new_tat,
+                slot: now.saturating_add(wait),
+                wait,
+            })
         });
         self.granted(key, result)
     }
