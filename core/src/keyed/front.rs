@@ -65,7 +65,7 @@ pub fn try_acquire<K: 'static, S: KeyedStore<K>>(
     key: &K,
 ) -> Result<(), RateLimitExceeded> {
     let tier = store.pick(key)?;
-    if !store.rules(tier).enabled() {
+    if !store.enabled(tier) {
         return Ok(());
     }
     store.take(key, tier, 1, 0).map(|_| ())

@@ -103,6 +103,19 @@ pub trait KeyedStore<K: 'static> {
         }
     }
 
+    /// Whether `tier` limits now: [`rules`](Self::rules)`.enabled()`, reading one word of them.
+    #[inline(always)]
+    fn enabled(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> bool {
+        let rate = self.key_rate();
+        if self.tiers().rules(tier, false).is_some() && rate.generation() != 0 {
+            return self.rules_changed(tier).enabled();
+        }
+        match self.tiers().rules(tier, false) {
+            Some(rules) => rules.enabled(),
+            None => rate.enabled(),
+        }
+    }
+
     /// [`rules`](Self::rules) of a limiter changed live: out of line, off the hot path.
     #[cold]
     #[inline(never)]
