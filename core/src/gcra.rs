@@ -115,6 +115,7 @@ impl Refused {
 /// assert_eq!(reserve(1000, 0, 200, 1000, 500), Reserve::Wait { new_tat: 1200, wait: 200 });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Reserve {
     /// The permit is there now; the state becomes `new_tat`.
     Now {

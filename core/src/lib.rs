@@ -45,7 +45,7 @@ pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duratio
 pub use delay::DelayWait;
 pub use error::{
     AcquireError, ConfigError, ErrorCode, HumanDuration, InvalidPermits, RateLimitExceeded, Reason,
-    RegistryError, SettingsError,
+    RegistryError, SettingsError, TierError,
 };
 pub use event::{Event, Listener, Tee};
 #[cfg(feature = "embedded-io")]

@@ -135,36 +135,21 @@ impl State {
         increment: u64,
         limit: u64,
     ) -> Result<u64, Refused> {
-        let mut backoff = Backoff::new();
-        loop {
-            backoff.lost();
-            // The value the lost CAS found is stale after the wait: read the word afresh.
-            let tat = self.tat.load();
-            let new_tat = gcra::check_limit(tat, now, increment, limit)?;
-            if self.tat.compare_exchange_weak(tat, new_tat).is_ok() {
-                return Ok(new_tat);
-            }
-        }
+        take_contended(&self.tat, now, increment, limit)
     }
 
     /// Takes the permits now, or reserves them if they arrive within `max_wait`; the returned
     /// decision has been applied to the state (a rejection changes nothing).
     #[inline]
     pub(crate) fn reserve(&self, now: u64, increment: u64, window: u64, max_wait: u64) -> Reserve {
-        let mut tat = self.tat.load();
-        let mut backoff = Backoff::new();
-        loop {
+        update(&self.tat, Backoff::new(), |tat| {
             let decision = gcra::reserve(tat, now, increment, window, max_wait);
-            let new_tat = match decision {
-                Reserve::Now { new_tat } | Reserve::Wait { new_tat, .. } => new_tat,
-                Reserve::Reject { .. } => return decision,
-            };
-            if self.tat.compare_exchange_weak(tat, new_tat).is_ok() {
-                return decision;
+            match decision {
+                Reserve::Now { new_tat } | Reserve::Wait { new_tat, .. } => Ok((new_tat, decision)),
+                Reserve::Reject { .. } => Err(decision),
             }
-            backoff.lost();
-            tat = self.tat.load();
-        }
+        })
+        .unwrap_or_else(|rejected| rejected)
     }
 
     /// Raises the state to `value` if it is below (save and restore, `persist.rs`): never lowers
@@ -192,25 +177,71 @@ impl State {
     }
 }
 
+/// The one compare-and-swap loop, for every state word (a limiter's, a band's, a key's): until
+/// `attempt` answers (`None`: its compare-and-swap lost), backs off and tries again; `backoff`
+/// is fresh, or has counted the losses before the loop.
+#[inline]
+pub(crate) fn until_won<R>(mut backoff: Backoff, mut attempt: impl FnMut() -> Option<R>) -> R {
+    loop {
+        if let Some(answer) = attempt() {
+            return answer;
+        }
+        backoff.lost();
+    }
+}
+
+/// Moves `cell` by `decide` of its value: `Ok((new, answer))` writes `new` with one
+/// compare-and-swap (nothing when it is the value already there), `Err` writes nothing; a lost
+/// compare-and-swap decides again with the value read afresh ([`until_won`]).
+#[inline]
+pub(crate) fn update<T, E>(
+    cell: &U64Cell,
+    backoff: Backoff,
+    mut decide: impl FnMut(u64) -> Result<(u64, T), E>,
+) -> Result<T, E> {
+    until_won(backoff, || {
+        let tat = cell.load();
+        match decide(tat) {
+            Ok((new, answer)) if new == tat || cell.compare_exchange_weak(tat, new).is_ok() => {
+                Some(Ok(answer))
+            }
+            Ok(_) => None,
+            Err(refused) => Some(Err(refused)),
+        }
+    })
+}
+
+/// A take of `increment` below `limit` whose compare-and-swap on `cell` lost: backs off first
+/// (the value the lost one found is stale after the wait), then [`update`]s.
+#[inline]
+pub(crate) fn take_contended(
+    cell: &U64Cell,
+    now: u64,
+    increment: u64,
+    limit: u64,
+) -> Result<u64, Refused> {
+    let mut backoff = Backoff::new();
+    backoff.lost();
+    update(cell, backoff, |tat| {
+        gcra::check_limit(tat, now, increment, limit).map(|new_tat| (new_tat, new_tat))
+    })
+}
+
 /// Reads what the sequence lock `seq` guards with `read` (given the sequence number), consistently:
 /// waits out a change in progress (an odd number) with the same [`Backoff`] as a lost
 /// compare-and-swap, and reads again if a change began meanwhile. Returns what was read and the
 /// (even) sequence number it belongs to. The one reader of every reconfigured kind's numbers.
 #[cfg(feature = "reconfigure")]
 pub(crate) fn read_consistent<T>(seq: &Seq, mut read: impl FnMut(u32) -> T) -> (T, u32) {
-    let mut backoff = Backoff::new();
-    loop {
+    until_won(Backoff::new(), || {
         let at = seq.load();
         if at & 1 == 1 {
-            backoff.lost(); // a change is being written: wait it out
-            continue;
+            return None; // a change is being written: wait it out
         }
         let value = read(at);
         fence_acquire();
-        if seq.load_relaxed() == at {
-            return (value, at);
-        }
-    }
+        (seq.load_relaxed() == at).then_some((value, at))
+    })
 }
 
 /// A count of admitted calls (feature `counters`), on a cache line of its own on 64-bit targets

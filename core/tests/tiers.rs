@@ -16,8 +16,9 @@ use ritmo_test_support::{TieredModel, TieredStep, Units, run_tiered, tiered_sche
 const CAP: usize = 4;
 /// Keys the property tests use.
 const KEYS: u8 = 12;
-/// Tiers of the property tests.
+/// Tiers of the property tests, and their names.
 const TIERS: usize = 3;
+const NAMES: [&str; TIERS] = ["a", "b", "c"];
 
 thread_local! {
     /// The tier each key is on in this thread's test case: what [`plan`] answers.
@@ -49,15 +50,20 @@ fn run<const HZ: u64>(
     steps: Vec<TieredStep>,
 ) -> Result<(), TestCaseError> {
     PLAN.with(|p| *p.borrow_mut() = [0; 256]);
-    let tiers: [Tier<usize>; TIERS] =
-        core::array::from_fn(|i| Tier::of(i, ["a", "b", "c"][i], configs[i]));
+    let tiers: [Tier<usize>; TIERS] = core::array::from_fn(|i| Tier::of(i, NAMES[i], configs[i]));
     let clock = ManualClock::<HZ>::with_reading(0);
     let table = Table::<HZ> {
         limiter: KeyedLimiter::tiered_with_clock("tiers", Tiers::new(tiers, plan), &clock, seed),
         clock: &clock,
     };
     let model = TieredModel::new(Units::new(HZ), configs, CAP);
-    run_tiered(&table, model, KEYS, steps, set_plan).map_err(TestCaseError::fail)
+    // Tier configs change live only with the feature `reconfigure` (the schedule has none without).
+    let set_config = |tier: usize, config: Config| {
+        #[cfg(feature = "reconfigure")]
+        table.limiter.set_tier_config(NAMES[tier], config).unwrap();
+        let _ = (tier, config);
+    };
+    run_tiered(&table, model, KEYS, steps, set_plan, set_config).map_err(TestCaseError::fail)
 }
 
 proptest! {
@@ -67,7 +73,7 @@ proptest! {
     #[test]
     fn the_tiered_table_matches_the_reference_model(
         seed in any::<u128>(),
-        (configs, steps) in tiered_schedule(TIERS, Units::NANOS, KEYS, 300),
+        (configs, steps) in tiered_schedule(TIERS, Units::NANOS, KEYS, 300, cfg!(feature = "reconfigure")),
     ) {
         run::<1_000_000_000>(configs, seed, steps)?;
     }
@@ -76,7 +82,7 @@ proptest! {
     #[test]
     fn the_tiered_table_matches_the_reference_model_on_a_32_khz_clock(
         seed in any::<u128>(),
-        (configs, steps) in tiered_schedule(TIERS, Units::new(32_768), KEYS, 300),
+        (configs, steps) in tiered_schedule(TIERS, Units::new(32_768), KEYS, 300, cfg!(feature = "reconfigure")),
     ) {
         run::<32_768>(configs, seed, steps)?;
     }

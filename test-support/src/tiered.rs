@@ -24,10 +24,18 @@ use crate::{Use, window_bound};
 ///   a call for the key takes permits (a valid `try_acquire_n` or `reserve_n`): the key is
 ///   reconfigured at that call's reading, whatever its outcome. A read (`available_permits`,
 ///   `retry_after`) tells what such a call would find at its reading, and changes nothing.
+/// - A tier's config changed live ([`set_tier_config`], SPEC §14 and §18) is a `reconfigure` of
+///   every key whose state is on that tier, at the change's reading: a key not idle keeps
+///   `min(available, new permits)` and what it owes; an idle key, or any key of a disabled tier,
+///   starts afresh with the new config's full burst (idle is new). Keys on other tiers do not
+///   change, and their reservations give back as before.
+/// - A call on a disabled tier passes and counts nothing (SPEC §3): it needs no room, and the
+///   limiter does not learn of the key's tier from it.
 /// - Exact eviction and room per §10, with each key's state under its own tier: a key is live
 ///   while `tat > now`, and a new key finds no room when `capacity` other keys are live.
 ///
 /// [`set_tier`]: TieredModel::set_tier
+/// [`set_tier_config`]: TieredModel::set_tier_config
 #[derive(Debug, Clone)]
 pub struct TieredModel<K> {
     units: Units,
@@ -65,6 +73,18 @@ impl<K: Ord + Clone + core::fmt::Debug> TieredModel<K> {
     /// From now on the tier function answers `tier` for `key` (which may be out of range).
     pub fn set_tier(&mut self, key: &K, tier: usize) {
         self.plan.insert(key.clone(), tier);
+    }
+
+    /// The config of tier `tier` becomes `config` at `now`, live: every key whose state is on
+    /// that tier is reconfigured then ([`Gcra::reconfigure`]: idle is new), and the tier's keys
+    /// follow `config` from then on.
+    pub fn set_tier_config(&mut self, tier: usize, config: Config, now: u64) {
+        for (state, on) in self.keys.values_mut() {
+            if *on == tier {
+                state.reconfigure(now, config);
+            }
+        }
+        self.tiers[tier] = config;
     }
 
     /// The tier the function answers for `key` now.
@@ -156,6 +176,9 @@ impl<K: Ord + Clone + core::fmt::Debug> TieredModel<K> {
         if !Gcra::new(self.units, self.tiers[tier]).valid(k) {
             return Outcome::Invalid;
         }
+        if !self.tiers[tier].enabled() {
+            return Outcome::Admitted; // a disabled tier: every call passes, nothing is counted
+        }
         if let Some(retry_after) = self.no_room(key, now) {
             return Outcome::NoRoom { retry_after };
         }
@@ -175,8 +198,15 @@ impl<K: Ord + Clone + core::fmt::Debug> TieredModel<K> {
             Err(outcome) => return (outcome, None),
         };
         let config = self.tiers[tier];
-        if !Gcra::new(self.units, config).valid(k) {
+        let mut fresh = Gcra::new(self.units, config);
+        if !fresh.valid(k) {
             return (Outcome::Invalid, None);
+        }
+        if !config.enabled() {
+            // A disabled tier: every call passes, nothing is counted (a ticket of nothing).
+            let (outcome, ticket) = fresh.reserve_within(now, k, Duration::ZERO);
+            let key = key.clone();
+            return (outcome, ticket.map(|ticket| KeyedTicket { key, ticket }));
         }
         if let Some(retry_after) = self.no_room(key, now) {
             return (Outcome::NoRoom { retry_after }, None);
@@ -227,6 +257,9 @@ impl<K: Ord + Clone + core::fmt::Debug> TieredModel<K> {
         let Ok(tier) = self.tier_for_call(key) else {
             return 0;
         };
+        if !self.tiers[tier].enabled() {
+            return self.tiers[tier].permits();
+        }
         if self.no_room(key, now).is_some() {
             return 0;
         }
@@ -237,6 +270,10 @@ impl<K: Ord + Clone + core::fmt::Debug> TieredModel<K> {
     /// on the key's tier; `None` when it has no tier (the limiter says "never").
     pub fn retry_after(&self, key: &K, now: u64) -> Option<Outcome> {
         let tier = self.tier_for_call(key).ok()?;
+        if !self.tiers[tier].enabled() {
+            let retry_after = Duration::ZERO;
+            return Some(Outcome::Rejected { retry_after });
+        }
         Some(match self.no_room(key, now) {
             Some(retry_after) => Outcome::NoRoom { retry_after },
             None => Outcome::Rejected {
@@ -259,10 +296,18 @@ pub enum TieredStep {
         /// Its tier from now on.
         tier: usize,
     },
+    /// The config of a tier changes live.
+    SetTierConfig {
+        /// The tier.
+        tier: usize,
+        /// Its config from now on.
+        config: Config,
+    },
 }
 
 /// Runs `steps` (keys taken modulo `keys`) on `subject` and on `model`; `set_tier` moves a key
-/// to another tier in the subject's tier function. Compares every answer and, after every step,
+/// to another tier in the subject's tier function, and `set_config` changes a tier's config in
+/// the subject. Compares every answer and, after every step,
 /// the number of live keys and the step's key's `available_permits` and `retry_after` (and the
 /// next key's); at the end, the window bound of every key that stayed on one tier. `Err` says
 /// where they first differ.
@@ -272,6 +317,7 @@ pub fn run_tiered<S: KeyedSubject>(
     keys: u8,
     steps: Vec<TieredStep>,
     mut set_tier: impl FnMut(u8, usize),
+    mut set_config: impl FnMut(usize, Config),
 ) -> Result<(), String> {
     let units: Units = model.units();
     let keys = keys.max(1);
@@ -286,6 +332,13 @@ pub fn run_tiered<S: KeyedSubject>(
                 model.set_tier(&key, tier);
                 moved[usize::from(key)] = true;
                 (key, Op::Peek)
+            }
+            TieredStep::SetTierConfig { tier, config } => {
+                set_config(tier, config);
+                model.set_tier_config(tier, config, subject.now());
+                // Its keys' calls ran under several configs: the steps compared each.
+                moved.iter_mut().for_each(|m| *m = true);
+                (0, Op::Peek)
             }
             TieredStep::Op(KeyedOp { key, op }) => (key % keys, op),
         };
@@ -384,12 +437,14 @@ pub fn run_tiered<S: KeyedSubject>(
 /// `tiers` tiers (1 to 12; each of a different number of permits, so that no two share their
 /// numbers) and a schedule of keyed steps on `keys` keys that floods the limiter with keys (long
 /// periods, few advances) and moves keys between tiers at random points, now and then to an index
-/// with no tier.
+/// with no tier; with `live`, it also changes a tier's config now and then (to more permits than
+/// any tier had, a period of its own, disabled now and then).
 pub fn tiered_schedule(
     tiers: usize,
     units: Units,
     keys: u8,
     len: usize,
+    live: bool,
 ) -> impl Strategy<Value = (Vec<Config>, Vec<TieredStep>)> {
     let keys = keys.max(1);
     let tiers = tiers.clamp(1, 12);
@@ -426,6 +481,17 @@ pub fn tiered_schedule(
                 12 => (0..keys, op).prop_map(|(key, op)| TieredStep::Op(KeyedOp { key, op })),
                 2 => (0..keys, 0..count).prop_map(|(key, tier)| TieredStep::SetTier { key, tier }),
                 1 => (0..keys).prop_map(move |key| TieredStep::SetTier { key, tier: count }),
+                u32::from(live) => (0..count, 0u32..5, 1u64..=4, any::<u64>(), 0u8..4).prop_map(
+                    move |(tier, extra, secs, wait, off)| {
+                        // Permits of its own (13 and up, none shared between tiers).
+                        let period = Duration::from_secs(secs);
+                        let config = Config::new(13 + 5 * tier as u32 + extra, period)
+                            .expect("a valid config")
+                            .with_max_wait(Duration::from_nanos(wait % (2 * period.as_nanos() as u64)))
+                            .with_enabled(off != 0);
+                        TieredStep::SetTierConfig { tier, config }
+                    }
+                ),
             ];
             (Just(tiers), prop::collection::vec(step, 1..len.max(2)))
         })

@@ -34,7 +34,7 @@ use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
 use crate::gcra;
 use crate::rate::Rate;
-use crate::state::State;
+use crate::state::{State, until_won};
 use crate::sync::{Backoff, Latch};
 use crate::wait::{AdvanceClock, Wait};
 
@@ -731,14 +731,11 @@ impl<C: Clock, const B: usize> Bands<C, B> {
 
     /// The numbers in force and every band's state under them, read consistently.
     fn settled(&self) -> (Numbers<B>, [u64; B]) {
-        let mut backoff = Backoff::new();
-        loop {
+        // A reconfigure in the meantime: wait it out.
+        until_won(Backoff::new(), || {
             let numbers = self.numbers();
-            if let Some(tats) = self.tats(&numbers) {
-                return (numbers, tats);
-            }
-            backoff.lost(); // a reconfigure in the meantime: wait it out
-        }
+            self.tats(&numbers).map(|tats| (numbers, tats))
+        })
     }
 
     /// How long until one permit would pass in every band: zero if it would now. Takes nothing.

@@ -28,8 +28,8 @@ use crate::reservation::{Held, Holder};
 pub type BandsReservation<'a, C, const B: usize> = Held<'a, Bands<C, B>, BandsCharge<B>>;
 
 /// What a reservation on bands charged: the state it wrote in each band and how far it moved it,
-/// in the generation `seq` of the bands' states.
-#[doc(hidden)]
+/// in the generation `seq` of the bands' states. It names the reservation's type
+/// ([`BandsReservation`]) and has no methods of its own.
 #[derive(Debug)]
 pub struct BandsCharge<const B: usize> {
     pub(super) written: [u64; B],

@@ -37,6 +37,8 @@ pub enum ErrorCode {
     UnknownId,
     /// `RITMO-REG-010`: the registry is full.
     RegistryFull,
+    /// `RITMO-REG-011`: a tiered keyed limiter has no tier of that name.
+    UnknownTier,
 }
 
 impl ErrorCode {
@@ -59,6 +61,7 @@ impl ErrorCode {
             ErrorCode::ConfigMismatch => "RITMO-REG-008",
             ErrorCode::UnknownId => "RITMO-REG-009",
             ErrorCode::RegistryFull => "RITMO-REG-010",
+            ErrorCode::UnknownTier => "RITMO-REG-011",
         }
     }
 
@@ -81,6 +84,7 @@ impl ErrorCode {
             ErrorCode::ConfigMismatch => "an id is shared with a different config",
             ErrorCode::UnknownId => "unknown limiter id",
             ErrorCode::RegistryFull => "registry is full",
+            ErrorCode::UnknownTier => "unknown tier name",
         }
     }
 }

@@ -4,7 +4,8 @@
 //!   number of permits no limiter can grant ([`InvalidPermits`]); [`AcquireError`] is either;
 //! - an invalid configuration in code or text ([`ConfigError`]);
 //! - settings that do not resolve to a valid configuration ([`SettingsError`], naming the key);
-//! - a registry that cannot register or find a limiter ([`RegistryError`]).
+//! - a registry that cannot register or find a limiter ([`RegistryError`]);
+//! - a tiered keyed limiter asked about a tier it does not have ([`TierError`]).
 //!
 //! Configuration, settings and registry errors carry a stable [`ErrorCode`]; their `Display`
 //! starts with it.
@@ -15,6 +16,7 @@ mod config;
 mod registry;
 mod settings;
 mod text;
+mod tier;
 
 pub(crate) use acquire::wait_duration;
 pub use acquire::{AcquireError, HumanDuration, InvalidPermits, RateLimitExceeded, Reason};
@@ -23,3 +25,4 @@ pub use config::ConfigError;
 pub use registry::RegistryError;
 pub use settings::SettingsError;
 pub(crate) use text::InlineText;
+pub use tier::TierError;

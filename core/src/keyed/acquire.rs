@@ -5,11 +5,10 @@ use core::hash::Hash;
 use core::time::Duration;
 
 use super::front::{self, KeyedStore, Peek, Peeked};
-use super::rate;
 use super::rate::KeyRate;
+use super::rules::TierRules;
 use super::table::Probe;
 use super::table::Slot;
-use super::tiers::TierRules;
 use super::{KeyListener, KeyedLimiter, KeyedReservation, Taken, TierSet};
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, RateLimitExceeded, Reason};
@@ -227,9 +226,9 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                 Probe::Full { soonest } => return Err((Reason::KeyCapacity, soonest - now)),
             };
             let (new_tat, wait) = match rules.decide(tat, now, k, max_wait) {
-                rate::Decision::Now { new_tat } => (new_tat, 0),
-                rate::Decision::Wait { new_tat, wait } => (new_tat, wait),
-                rate::Decision::Reject { wait } => return Err((Reason::NoPermitInTime, wait)),
+                super::Decision::Now { new_tat } => (new_tat, 0),
+                super::Decision::Wait { new_tat, wait } => (new_tat, wait),
+                super::Decision::Reject { wait } => return Err((Reason::NoPermitInTime, wait)),
             };
             match at {
                 Ok(i) => t.slots[i].tat = new_tat,

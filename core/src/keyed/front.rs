@@ -2,131 +2,15 @@
 //! sharded map): a call's tier picked, its permits checked, a disabled limiter passed, a
 //! reservation made, a refusal counted and published. A store supplies only where its keys live:
 //! [`take`](KeyedStore::take) (find or insert a key and update its state, one decision of
-//! [`KeyRate`]'s rules) and [`refund_key`](KeyedStore::refund_key) (the tail rule on its state).
+//! [`KeyRate`](super::KeyRate)'s rules) and [`refund_key`](KeyedStore::refund_key) (the tail rule on its state).
 
 use core::hash::Hash;
 use core::time::Duration;
 
-use super::KeyListener;
-use super::rate::KeyRate;
-use super::reservation::{KeyReservation, Taken};
-use super::tiers::{TierRules, TierSet};
-use crate::clock::Clock;
-use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
-use crate::event::Event;
-
-/// A keyed limiter's store of key states, under the front every keyed limiter shares. Implemented
-/// by ritmo-core's [`KeyedLimiter`](super::KeyedLimiter) and ritmo-std's `KeyedRateLimiter`;
-/// public only so that both share the one front and the one reservation type.
-#[doc(hidden)]
-pub trait KeyedStore<K: 'static> {
-    /// The clock the limiter reads.
-    type Clock: Clock;
-    /// How a key's tier is picked (`OneTier` for one config).
-    type Tiers: TierSet<K>;
-    /// The rules every key follows.
-    fn key_rate(&self) -> &KeyRate<Self::Clock>;
-    /// The tiers keys are put on.
-    fn tiers(&self) -> &Self::Tiers;
-    /// The listener told about events with their key, if any.
-    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>>;
-    /// Decides one call for `k` permits (already checked) on `tier` that may wait `max_wait`
-    /// units, on `key`'s state (found or put in), and writes what it took.
-    fn take(
-        &self,
-        key: &K,
-        tier: <Self::Tiers as TierSet<K>>::Index,
-        k: u32,
-        max_wait: u64,
-    ) -> Result<Taken, RateLimitExceeded>;
-    /// Gives back what a reservation on tier `tier` (0 for one tier) wrote (`written`, having
-    /// added `increment`) if `key` was not changed since; whether it went back.
-    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool;
-    /// What the store holds for `key` on `tier` now, changing no state (a store may reclaim idle
-    /// keys meanwhile: that changes no decision).
-    fn peek(&self, key: &K, tier: <Self::Tiers as TierSet<K>>::Index) -> Peek;
-
-    /// Tells the limiter's listeners, if it has any, about `event` on `key`.
-    #[inline]
-    fn publish_key(&self, key: &K, event: Event) {
-        if self.key_rate().listener().is_some() || self.key_listener().is_some() {
-            publish(self, key, &event);
-        }
-    }
-
-    /// Counts and publishes a refusal of a call on `key` for `reason` that would have waited
-    /// `wait` units.
-    #[inline]
-    fn refused(&self, key: &K, reason: Reason, wait: u64) -> RateLimitExceeded {
-        let rate = self.key_rate();
-        rate.count_rejected(reason);
-        let error = rate.rejected(reason, wait);
-        // The event built only where someone listens.
-        if rate.listener().is_some() || self.key_listener().is_some() {
-            publish(self, key, &Event::Rejected(error));
-        }
-        error
-    }
-
-    /// Counts a call's outcome `taken` (`Err`: refused for `reason`, the wait it would have had).
-    #[inline(always)]
-    fn granted(
-        &self,
-        key: &K,
-        taken: Result<Taken, (Reason, u64)>,
-    ) -> Result<Taken, RateLimitExceeded> {
-        match taken {
-            Ok(taken) => {
-                self.key_rate().count_granted(taken.wait);
-                Ok(taken)
-            }
-            Err((reason, wait)) => Err(self.refused(key, reason, wait)),
-        }
-    }
-
-    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
-    #[inline(always)]
-    fn pick(&self, key: &K) -> Result<<Self::Tiers as TierSet<K>>::Index, RateLimitExceeded> {
-        match self.tiers().pick(key) {
-            Some(tier) => Ok(tier),
-            None => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
-        }
-    }
-
-    /// The numbers of `tier` now (for one tier, the config in force).
-    #[inline(always)]
-    fn rules(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        match self.tiers().rules(tier) {
-            Some(rules) => rules,
-            None => self.key_rate().rules(),
-        }
-    }
-}
-
-/// What a keyed store holds for a key now: the numbers of its tier, the instant, and the key's
-/// state or why it has none.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy)]
-pub struct Peek {
-    /// The numbers of the key's tier, as the store read them.
-    pub rules: TierRules,
-    /// The clock's reading, in units.
-    pub now: u64,
-    /// The key's state.
-    pub key: Peeked,
-}
-
-/// A key's state in a [`Peek`].
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy)]
-pub enum Peeked {
-    /// Held: its state, carried over to the tier asked about.
-    State(u64),
-    /// Not held, and there is room for it: it would start with a full burst.
-    Absent,
-    /// Not held, and no room for it for this many units.
-    NoRoom(u64),
-}
+use super::reservation::KeyReservation;
+pub use super::store::{KeyedStore, Peek, Peeked, Taken};
+use super::tiers::TierSet;
+use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded};
 
 /// `available_permits` of every keyed limiter: calls of one permit `key` would pass now.
 #[doc(hidden)]
@@ -173,19 +57,6 @@ pub fn retry_after_n<K: 'static, S: KeyedStore<K>>(
     Ok(rate.duration(wait))
 }
 
-/// Tells `store`'s listeners about `event` on `key`: out of line on servers, so that a limiter
-/// without listeners builds no event (built eagerly, it cost the map's refusal 10 instructions);
-/// on microcontrollers, where flash counts, as the compiler sees fit.
-#[cfg_attr(target_has_atomic = "64", cold, inline(never))]
-fn publish<K: 'static, S: KeyedStore<K> + ?Sized>(store: &S, key: &K, event: &Event) {
-    if let Some(listener) = store.key_rate().listener() {
-        listener.on_event(event);
-    }
-    if let Some(listener) = store.key_listener() {
-        listener.on_event(key, event);
-    }
-}
-
 /// `try_acquire` of every keyed limiter: one permit for `key` if it is there now.
 #[doc(hidden)]
 #[inline]
@@ -194,7 +65,7 @@ pub fn try_acquire<K: 'static, S: KeyedStore<K>>(
     key: &K,
 ) -> Result<(), RateLimitExceeded> {
     let tier = store.pick(key)?;
-    if !store.rules(tier).enabled() {
+    if !store.enabled(tier) {
         return Ok(());
     }
     store.take(key, tier, 1, 0).map(|_| ())

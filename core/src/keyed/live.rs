@@ -19,6 +19,9 @@ use crate::sync::{Seq, U64Cell, fence_release};
 pub(super) struct KeyLive {
     /// 0: never changed. Odd: a change is converting the keys. Even: the numbers are current.
     seq: Seq,
+    /// `seq` at the end of the last change of this config (not a tier's): a reservation decided
+    /// before it gives nothing back.
+    changed_at: Seq,
     interval: U64Cell,
     max_wait: U64Cell,
     /// `permits` in the low 32 bits, `enabled` in bit 32.
@@ -32,6 +35,7 @@ impl KeyLive {
     pub(super) fn new(config: Config) -> KeyLive {
         KeyLive {
             seq: Seq::new(),
+            changed_at: Seq::new(),
             interval: U64Cell::new(0),
             max_wait: U64Cell::new(0),
             permits: U64Cell::new(0),
@@ -60,8 +64,15 @@ impl KeyLive {
     }
 
     /// The sequence number of the numbers in force (odd while a change runs).
+    #[inline(always)]
     pub(super) fn seq(&self) -> u32 {
         self.seq.load()
+    }
+
+    /// The sequence number at the end of the last change of the config (0: none).
+    #[inline(always)]
+    pub(super) fn changed_at(&self) -> u32 {
+        self.changed_at.load()
     }
 
     #[cold]
@@ -95,17 +106,40 @@ impl KeyLive {
             return;
         }
         let old = self.rate(base);
+        self.changing(base, |end| {
+            self.changed_at.store(end);
+            // Idle is new (`carry_over`): an idle key, or any key of a disabled config, starts
+            // afresh under the new config, as a key never seen does, whichever store dropped it.
+            convert_all(&|tat| carry_over(tat, now, &old, &new));
+            self.publish(&new);
+            critical_section::with(|cs| self.config.borrow(cs).set(config));
+        });
+    }
+
+    /// Runs `body` (which converts keys and publishes numbers) as one change: readers of the
+    /// numbers wait it out, and the generation moves on. `body` gets the sequence number at the
+    /// change's end. The caller serialises changes.
+    pub(super) fn changing(&self, base: &Rate, body: impl FnOnce(u32)) {
         let seq = self.seq.load();
+        if seq == 0 {
+            // Until now readers took `base` without reading the cells: fill them first.
+            self.publish(base);
+        }
         self.seq.store_relaxed(seq | 1);
         fence_release();
-        // Idle is new (`carry_over`): an idle key, or any key of a disabled config, starts afresh
-        // under the new config, as a key never seen does, whichever store happened to drop it.
-        convert_all(&|tat| carry_over(tat, now, &old, &new));
-        self.interval.store(new.interval);
-        self.max_wait.store(new.max_wait);
-        self.permits
-            .store(u64::from(new.permits) | (u64::from(new.enabled()) << 32));
-        critical_section::with(|cs| self.config.borrow(cs).set(config));
+        body((seq | 1) + 1);
         self.seq.store((seq | 1) + 1);
+    }
+
+    fn publish(&self, rate: &Rate) {
+        self.interval.store(rate.interval);
+        self.max_wait.store(rate.max_wait);
+        self.permits
+            .store(u64::from(rate.permits) | (u64::from(rate.enabled()) << 32));
+    }
+
+    /// `read` once no change is being written (a store's own numbers, such as a tier's).
+    pub(super) fn consistent<R>(&self, mut read: impl FnMut() -> R) -> R {
+        read_consistent(&self.seq, |_| read()).0
     }
 }

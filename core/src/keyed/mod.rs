@@ -78,7 +78,9 @@ mod peek;
 pub(crate) mod persist;
 mod rate;
 mod reservation;
+mod rules;
 mod state;
+mod store;
 mod table;
 mod tiered;
 mod tiers;
@@ -86,16 +88,18 @@ mod tiers;
 #[doc(hidden)]
 pub use front::KeyedStore;
 #[doc(hidden)]
-pub use rate::Settled;
+pub use rate::KeyRate;
 #[doc(hidden)]
-pub use rate::{Decision, KeyRate};
+pub use rate::Settled;
 pub use reservation::KeyReservation;
 #[doc(hidden)]
-pub use reservation::Taken;
+pub use rules::Decision;
+#[doc(hidden)]
+pub use rules::TierRules;
 #[doc(hidden)]
 pub use state::KeyState;
 #[doc(hidden)]
-pub use tiers::TierRules;
+pub use store::Taken;
 pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
 use core::fmt;

@@ -31,8 +31,9 @@ use core::hash::Hash;
 
 use super::KeyedLimiter;
 use super::front::KeyedStore;
+use super::rules::TierRules;
 use super::table::{Probe, SlotTier, Table};
-use super::tiers::{TierRules, TierSet};
+use super::tiers::TierSet;
 use crate::clock::Clock;
 use crate::persist::{
     HEAD, KeyBytes, Restored, Untrusted, check_head, fingerprint_add, fingerprint_bytes, seal,

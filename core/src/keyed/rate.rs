@@ -7,52 +7,17 @@
 use core::fmt;
 use core::time::Duration;
 
-use super::tiers::TierRules;
+use super::rules::{Decision, TierRules, decide_with};
 use crate::clock::{Clock, FixedRateClock, TickRate};
 use crate::config::Config;
 use crate::error::{InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::Listener;
-use crate::gcra::{self, Reserve};
+use crate::gcra;
 use crate::rate::Rate;
-#[cfg(feature = "reconfigure")]
-use crate::sync::Backoff;
 #[cfg(feature = "counters")]
 use crate::sync::Tally;
-
-/// What one call for one key does to that key's state.
-///
-/// ```
-/// use core::time::Duration;
-/// use ritmo::{Config, ManualClock};
-/// use ritmo::keyed::{Decision, KeyRate};
-/// let rate = KeyRate::new("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-/// // A key never seen (or idle again) has state 0: its full burst.
-/// assert_eq!(rate.decide(0, 0, 1, 0), Decision::Now { new_tat: 1_000_000_000 });
-/// assert_eq!(rate.decide(2_000_000_000, 0, 1, 0), Decision::Reject { wait: 1_000_000_000 });
-/// # Ok::<(), ritmo::ConfigError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Decision {
-    /// The permits are there now; the key's state becomes `new_tat`.
-    Now {
-        /// The key's state after the call.
-        new_tat: u64,
-    },
-    /// The permits arrive in `wait` units, within the call's `max_wait`: they are reserved (the
-    /// state becomes `new_tat`) and the caller waits.
-    Wait {
-        /// The key's state after the call.
-        new_tat: u64,
-        /// Units until the permits arrive.
-        wait: u64,
-    },
-    /// The permits arrive later than `max_wait` (`u64::MAX`: never); nothing changes.
-    Reject {
-        /// Units until the permits would arrive.
-        wait: u64,
-    },
-}
+#[cfg(feature = "reconfigure")]
+use crate::{state::until_won, sync::Backoff};
 
 /// A config converted into a clock's units once, plus the limiter's id, clock and listener: what
 /// every key of a keyed limiter shares.
@@ -149,17 +114,14 @@ impl<C> KeyRate<C> {
     #[doc(hidden)]
     pub fn settled(&self) -> Settled {
         #[cfg(feature = "reconfigure")]
-        {
-            let mut backoff = Backoff::new();
-            loop {
-                let seq = self.live.seq();
-                let rate = self.current();
-                if seq & 1 == 0 && self.live.seq() == seq {
-                    return Settled { rate, seq };
-                }
-                backoff.lost();
+        return until_won(Backoff::new(), || {
+            let seq = self.live.seq();
+            let rate = self.current();
+            if seq & 1 == 0 && self.live.seq() == seq {
+                return Some(Settled { rate, seq });
             }
-        }
+            None
+        });
         #[cfg(not(feature = "reconfigure"))]
         Settled { rate: self.rate }
     }
@@ -179,8 +141,7 @@ impl<C> KeyRate<C> {
     }
 
     /// [`decide`](Self::decide) with the numbers of `settled`.
-    #[doc(hidden)]
-    pub fn decide_settled(
+    pub(crate) fn decide_settled(
         &self,
         settled: &Settled,
         tat: u64,
@@ -198,41 +159,42 @@ impl<C> KeyRate<C> {
     #[cfg(feature = "reconfigure")]
     #[doc(hidden)]
     pub fn change(&self, config: Config, now: u64, convert_all: impl FnOnce(&dyn Fn(u64) -> u64)) {
-        let tick = TickRate::from_hz(self.rate.unit_hz >> self.rate.shift);
-        let new = Rate::new(&config, tick);
+        let new = self.in_units(&config);
         self.live
             .change(&self.rate, self.config, config, new, now, convert_all);
     }
-}
 
-/// The decision for a key whose state is `tat`, at `now`, with `rate`'s numbers.
-#[inline]
-pub(crate) fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
-    if !rate.enabled() {
-        return Decision::Now { new_tat: tat };
+    /// Runs `body`, which converts keys and publishes numbers of the store's own (a tier's), as
+    /// one change of the numbers in force: readers wait it out. `body` gets the generation at
+    /// the change's end.
+    #[cfg(feature = "reconfigure")]
+    pub(crate) fn changing(&self, body: impl FnOnce(u32)) {
+        self.live.changing(&self.rate, body);
     }
-    if k > rate.permits {
-        // Checked against a config a change has since replaced: never admitted.
-        return Decision::Reject { wait: u64::MAX };
+
+    /// `read` of numbers a change may be writing, once none is; at once if none ever was.
+    #[inline(always)]
+    pub(crate) fn consistent<R>(&self, read: impl FnMut() -> R) -> R {
+        #[cfg(feature = "reconfigure")]
+        if self.live.seq() != 0 {
+            return self.live.consistent(read);
+        }
+        let mut read = read;
+        read()
     }
-    match gcra::reserve(tat, now, rate.increment(k), rate.window(), max_wait) {
-        Reserve::Now { new_tat } => Decision::Now { new_tat },
-        Reserve::Wait { new_tat, wait } => Decision::Wait { new_tat, wait },
-        Reserve::Reject { wait } => Decision::Reject { wait },
+
+    /// `config` in this limiter's units.
+    #[cfg(feature = "reconfigure")]
+    pub(crate) fn in_units(&self, config: &Config) -> Rate {
+        Rate::new(
+            config,
+            TickRate::from_hz(self.rate.unit_hz >> self.rate.shift),
+        )
     }
 }
 
 impl<C: Clock> KeyRate<C> {
     /// The rules for `config` on a clock whose tick rate is known only at run time.
-    ///
-    /// ```
-    /// use core::time::Duration;
-    /// use ritmo::{Config, ManualClock};
-    /// use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.config().permits(), 4);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn with_clock(id: &'static str, config: Config, clock: C) -> Self {
         let tick = clock.tick_rate();
         Self::build(id, config, clock, tick)
@@ -259,15 +221,6 @@ impl<C> KeyRate<C> {
     /// Counts a call granted by a keyed store: admitted at once (`wait` 0) or reserved for a
     /// later slot (feature `counters`; nothing otherwise). For keyed stores of your own; ritmo's
     /// call it on every call they grant.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// rate.count_granted(0);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[inline(always)]
     pub fn count_granted(&self, wait: u64) {
         #[cfg(feature = "counters")]
@@ -282,15 +235,6 @@ impl<C> KeyRate<C> {
 
     /// Counts a call a keyed store refused for `reason` (feature `counters`; nothing
     /// otherwise). Counted reasons: [`Reason::NoPermitInTime`] and [`Reason::KeyCapacity`].
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock, Reason};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// rate.count_rejected(Reason::KeyCapacity);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[inline(always)]
     pub fn count_rejected(&self, reason: Reason) {
         #[cfg(feature = "counters")]
@@ -305,19 +249,6 @@ impl<C> KeyRate<C> {
 
     /// Calls admitted at once since it was built, every key together (feature `counters`).
     /// A statistic: see [`count_granted`](Self::count_granted) for how it is kept.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 4> =
-    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// l.try_acquire(&2).unwrap();
-    /// assert!(l.try_acquire(&1).is_err());
-    /// assert_eq!(l.rate().admitted_count(), 2);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn admitted_count(&self) -> u64 {
@@ -325,19 +256,6 @@ impl<C> KeyRate<C> {
     }
 
     /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// let r = l.reserve(&1).unwrap(); // waits a second
-    /// assert_eq!((l.rate().admitted_count(), l.rate().waited_count()), (1, 1));
-    /// # drop(r);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn waited_count(&self) -> u64 {
@@ -348,20 +266,6 @@ impl<C> KeyRate<C> {
     /// permits would come too late), [`Reason::KeyCapacity`] (no room for a new key) and
     /// [`Reason::UnknownTier`] (a tiered limiter's function named no tier); 0 for every other
     /// reason, which a keyed store never refuses a call for.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock, Reason};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 1> =
-    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
-    /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
-    /// assert_eq!(l.rate().rejected_count(Reason::NoPermitInTime), 1);
-    /// assert_eq!(l.rate().rejected_count(Reason::KeyCapacity), 1);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn rejected_count(&self, reason: Reason) -> u64 {
@@ -374,18 +278,6 @@ impl<C> KeyRate<C> {
     }
 
     /// The same rules, with `listener` to report to (see [`listener`](Self::listener)).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, Event, Listener, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// struct Quiet;
-    /// impl Listener for Quiet { fn on_event(&self, _: &Event) {} }
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new())
-    ///     .with_listener(&Quiet);
-    /// assert!(rate.listener().is_some());
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
         self.set_listener(listener);
@@ -397,29 +289,11 @@ impl<C> KeyRate<C> {
     }
 
     /// The limiter's id.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.id(), "api");
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn id(&self) -> &'static str {
         self.id
     }
 
     /// The config every key gets.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let c = Config::new(3, Duration::from_secs(1))?;
-    /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).config(), c);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn config(&self) -> Config {
         #[cfg(feature = "reconfigure")]
         {
@@ -436,28 +310,41 @@ impl<C> KeyRate<C> {
     /// with [`decide`](Self::decide), which reads the numbers in force at each try.
     #[doc(hidden)]
     #[inline(always)]
-    pub fn unchanged_rules(&self) -> Option<super::tiers::TierRules> {
+    pub fn unchanged_rules(&self) -> Option<TierRules> {
         #[cfg(feature = "reconfigure")]
         if self.live.seq() != 0 {
             return None;
         }
-        Some(super::tiers::TierRules(self.rate))
+        Some(TierRules(self.rate))
     }
 
     /// The numbers of the config in force, for a store that decides with them (as a tier's).
-    #[doc(hidden)]
     #[inline(always)]
-    pub fn rules(&self) -> super::tiers::TierRules {
-        super::tiers::TierRules(self.current())
+    pub(crate) fn rules(&self) -> TierRules {
+        TierRules(self.current())
     }
 
-    /// How many changes of config have started (0: never reconfigured): a reservation made
-    /// under one generation gives nothing back under another.
+    /// How many changes of config or tiers have started, twice (0: never): what a reservation
+    /// notes, to give nothing back after a change of its numbers.
     #[inline(always)]
     pub(crate) fn generation(&self) -> u32 {
         #[cfg(feature = "reconfigure")]
         {
             self.live.seq()
+        }
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            0
+        }
+    }
+
+    /// The generation at the end of the last change of the config (0: none): a reservation
+    /// noted before it gives nothing back.
+    #[inline(always)]
+    pub(crate) fn changed_at(&self) -> u32 {
+        #[cfg(feature = "reconfigure")]
+        {
+            self.live.changed_at()
         }
         #[cfg(not(feature = "reconfigure"))]
         {
@@ -479,147 +366,55 @@ impl<C> KeyRate<C> {
     }
 
     /// The clock it reads.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Clock, Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::starting_at(7));
-    /// assert_eq!(rate.clock().now(), 7);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn clock(&self) -> &C {
         &self.clock
     }
 
     /// The listener rejections and released reservations are reported to. It hears the limiter's
     /// id, never the key: keys are often personal data (an IP address, a user name).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// assert!(rate.listener().is_none());
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn listener(&self) -> Option<&'static dyn Listener> {
         self.listener
     }
 
     /// Whether the config is enabled (a disabled one lets every call through and keeps no keys).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_enabled(false);
-    /// assert!(!KeyRate::with_clock("api", c, ManualClock::new()).enabled());
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn enabled(&self) -> bool {
         self.current().enabled()
     }
 
     /// `Err` for `k = 0` or `k > permits`: no key's state can ever grant that.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert!(rate.check_permits(4).is_ok());
-    /// assert_eq!(rate.check_permits(5).unwrap_err().requested(), 5);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
         TierRules(self.current()).check_permits(self.id, k)
     }
 
     /// The config's `max_wait`, in units (rounded down).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(5));
-    /// assert_eq!(KeyRate::with_clock("api", c, ManualClock::new()).max_wait(), 5_000_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn max_wait(&self) -> u64 {
         self.current().max_wait
     }
 
     /// A duration in units, rounded down (a `max_wait` of a call's own).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.units(Duration::from_micros(3)), 3_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn units(&self, d: Duration) -> u64 {
         self.rate.units_floor(d)
     }
 
     /// A wait of `units` from a clock reading as a duration: rounded up to the whole clock tick at
     /// which it has passed, then to the nanosecond (the one rounding rule every wait follows).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.duration(250), Duration::from_nanos(250));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn duration(&self, units: u64) -> Duration {
         self.rate.wait_duration(units)
     }
 
     /// An instant in units as a reading of the clock, rounded up to a whole tick (what a
     /// [`Wait`](crate::Wait) waits for).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.reading(42), 42); // a 1 GHz clock: units are ticks
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn reading(&self, units: u64) -> u64 {
         self.rate.reading_ceil(units)
     }
 
     /// `k * T`, the amount a call of `k` permits adds to its key's state.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.increment(2), 500_000_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn increment(&self, k: u32) -> u64 {
         self.current().increment(k)
     }
 
     /// Whether a key whose state is `tat` is idle at `now`: its burst is full again, so it decides
     /// every call exactly like a key never seen, and may be dropped without changing anything.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert!(rate.is_idle(100, 100));
-    /// assert!(!rate.is_idle(101, 100));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn is_idle(&self, tat: u64, now: u64) -> bool {
         tat <= now
     }
@@ -627,49 +422,18 @@ impl<C> KeyRate<C> {
     /// What a call for `k` permits (already checked with [`check_permits`](Self::check_permits))
     /// that may wait up to `max_wait` units does to a key whose state is `tat`, at `now`. On a
     /// disabled config every call passes and the state stays as it is.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Decision, KeyRate};
-    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(
-    ///     rate.decide(1_000_000_000, 0, 1, 2_000_000_000),
-    ///     Decision::Wait { new_tat: 2_000_000_000, wait: 1_000_000_000 }
-    /// );
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[inline]
     pub fn decide(&self, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
         decide_with(&self.current(), tat, now, k, max_wait)
     }
 
     /// Calls of one permit a key whose state is `tat` would pass at `now`, in `0..=permits`.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.available(0, 0), 4);
-    /// assert_eq!(rate.available(750_000_000, 0), 1);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn available(&self, tat: u64, now: u64) -> u32 {
         TierRules(self.current()).available(tat, now)
     }
 
     /// Units until `k` permits (already checked) would pass at once for a key whose state is
     /// `tat`: 0 if they are there now.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.wait(1_000_000_000, 0, 1), 250_000_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
         TierRules(self.current()).wait(tat, now, k)
     }
@@ -677,32 +441,12 @@ impl<C> KeyRate<C> {
     /// The state after a reservation that wrote `written` and added `increment` is given back, or
     /// `None` if its permits cannot go back (a later call changed the key since: its slot is left
     /// unused, so that two calls never share one).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// assert_eq!(rate.refund(500, 500, 250), Some(250));
-    /// assert_eq!(rate.refund(750, 500, 250), None);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn refund(&self, tat: u64, written: u64, increment: u64) -> Option<u64> {
         gcra::refund(tat, written, increment)
     }
 
     /// The error for a call refused for `reason`, `wait` units before it could pass. It is not
     /// published: the keyed store reports it once its own lock is released.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock, Reason};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::new());
-    /// let e = rate.rejected(Reason::KeyCapacity, 1_000);
-    /// assert_eq!((e.reason(), e.retry_after()), (Reason::KeyCapacity, Duration::from_micros(1)));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub const fn rejected(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
         RateLimitExceeded::new(self.id, reason, wait, self.rate.unit_hz, self.rate.shift)
     }
@@ -710,15 +454,6 @@ impl<C> KeyRate<C> {
 
 impl<C: Clock> KeyRate<C> {
     /// The clock's reading, in the units every state and wait is expressed in.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyRate;
-    /// let rate = KeyRate::with_clock("api", Config::new(4, Duration::from_secs(1))?, ManualClock::starting_at(9));
-    /// assert_eq!(rate.now(), 9);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[inline]
     pub fn now(&self) -> u64 {
         let reading = self.clock.now();

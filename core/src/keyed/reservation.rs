@@ -4,52 +4,11 @@
 use core::hash::Hash;
 use core::time::Duration;
 
-use super::front::KeyedStore;
-use super::rate::Decision;
+use super::store::{KeyedStore, Taken};
+use super::tiers::sealed::Sealed;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;
 use crate::reservation::{Held, Holder};
-
-/// What a call did to its key: the state it wrote, when its permits arrive, and how long that is.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy)]
-pub struct Taken {
-    /// The key's state after the call.
-    pub written: u64,
-    /// When its permits are there, in units.
-    pub slot: u64,
-    /// How long until then, in units.
-    pub wait: u64,
-}
-
-impl Taken {
-    /// A call that passes uncounted (a disabled limiter) at `now`.
-    pub const fn uncounted(now: u64) -> Taken {
-        Taken {
-            written: 0,
-            slot: now,
-            wait: 0,
-        }
-    }
-
-    /// What `decision`, made at `now`, took; `Err` if it was a refusal, with the wait it would
-    /// have had.
-    pub const fn of(decision: Decision, now: u64) -> Result<Taken, (Reason, u64)> {
-        match decision {
-            Decision::Now { new_tat } => Ok(Taken {
-                written: new_tat,
-                slot: now,
-                wait: 0,
-            }),
-            Decision::Wait { new_tat, wait } => Ok(Taken {
-                written: new_tat,
-                slot: now.saturating_add(wait),
-                wait,
-            }),
-            Decision::Reject { wait } => Err((Reason::NoPermitInTime, wait)),
-        }
-    }
-}
 
 /// Permits for one key, taken now or reserved for a slot: commit it when the work runs, or let it
 /// go. Dropping or [`cancel`](Held::cancel)ling it before it is committed returns the
@@ -70,8 +29,8 @@ impl Taken {
 pub type KeyReservation<'a, K, L> = Held<'a, L, KeyCharge<K>>;
 
 /// What a reservation on a keyed limiter charged: its key, the state it wrote and what it added
-/// (0: nothing to give back), on tier `tier` (0 for one tier).
-#[doc(hidden)]
+/// (0: nothing to give back), on tier `tier` (0 for one tier). It names the reservation's type
+/// ([`KeyReservation`]); its key is [`key`](KeyReservation::key).
 #[derive(Debug)]
 pub struct KeyCharge<K> {
     key: K,
@@ -154,7 +113,9 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
     }
 
     fn give_back(&self, charge: &KeyCharge<K>) -> bool {
-        self.key_rate().generation() == charge.generation
+        let generation = charge.generation;
+        self.key_rate().changed_at() <= generation
+            && self.tiers().changed_at(charge.tier) <= generation
             && self.refund_key(&charge.key, charge.written, charge.increment, charge.tier)
     }
 

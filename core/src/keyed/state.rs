@@ -3,10 +3,11 @@
 
 use crate::gcra::{self, Refused};
 use crate::rate::Rate;
-use crate::sync::Backoff;
-use crate::sync::U64Cell;
+use crate::state::{take_contended, update};
+use crate::sync::{Backoff, U64Cell};
 
-use super::rate::{Decision, KeyRate, Settled};
+use super::rate::{KeyRate, Settled};
+use super::rules::{Decision, TierRules};
 
 /// One key's state, for a keyed store that shares it between threads: the instant its next
 /// permit arrives, in one atomic word (a short critical section on targets without 64-bit
@@ -33,11 +34,6 @@ impl Default for KeyState {
 
 impl KeyState {
     /// The state of a key never seen: its full burst.
-    ///
-    /// ```
-    /// # use ritmo::keyed::KeyState;
-    /// assert_eq!(KeyState::new().tat(), 0);
-    /// ```
     #[cfg(not(all(test, loom)))]
     pub const fn new() -> Self {
         KeyState(U64Cell::new(0))
@@ -51,11 +47,6 @@ impl KeyState {
 
     /// The instant (in its limiter's units) at which the key's next permit arrives; the key is
     /// idle from then on.
-    ///
-    /// ```
-    /// # use ritmo::keyed::KeyState;
-    /// assert_eq!(KeyState::new().tat(), 0);
-    /// ```
     #[inline]
     pub fn tat(&self) -> u64 {
         self.0.load()
@@ -64,17 +55,6 @@ impl KeyState {
     /// Decides a call with [`KeyRate::decide`] and applies it with one compare-and-swap,
     /// deciding again with the value found if another thread changed the key first. A rejection
     /// changes nothing.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Decision, KeyRate, KeyState};
-    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-    /// let state = KeyState::new();
-    /// assert_eq!(state.apply(&rate, 0, 2, 0), Decision::Now { new_tat: 2_000_000_000 });
-    /// assert_eq!(state.tat(), 2_000_000_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[inline]
     pub fn apply<C>(&self, rate: &KeyRate<C>, now: u64, k: u32, max_wait: u64) -> Decision {
         self.apply_by(|tat| rate.decide(tat, now, k, max_wait))
@@ -93,76 +73,70 @@ impl KeyState {
         self.apply_by(|tat| rate.decide_settled(settled, tat, now, k, max_wait))
     }
 
-    /// [`apply`](Self::apply) with one tier's numbers.
+    /// [`apply`](Self::apply) with one tier's numbers, as `rules` reads them at each try.
     #[doc(hidden)]
     #[inline]
     pub fn apply_rules(
         &self,
-        rules: &super::tiers::TierRules,
+        rules: impl Fn() -> TierRules,
         now: u64,
         k: u32,
         max_wait: u64,
     ) -> Decision {
-        self.apply_by(|tat| rules.decide(tat, now, k, max_wait))
+        self.apply_by(|tat| rules().decide(tat, now, k, max_wait))
     }
 
-    /// [`try_take`](Self::try_take) with one tier's numbers.
+    /// [`try_take`](Self::try_take) with `rules`, the numbers `rate` was built with, while no
+    /// change of them has begun: `None`, with nothing done, if one has by the time the state is
+    /// read (a conversion it wrote may be what was read) or the compare-and-swap lost; decide
+    /// then with the numbers in force.
     #[doc(hidden)]
     #[inline]
-    pub fn try_take_rules(&self, rules: &super::tiers::TierRules, now: u64) -> Result<(), u64> {
-        self.take_with(&rules.0, now)
+    pub fn try_take_unchanged<C>(
+        &self,
+        rate: &KeyRate<C>,
+        rules: &TierRules,
+        now: u64,
+    ) -> Option<Result<(), u64>> {
+        let tat = self.0.load();
+        if rate.generation() != 0 {
+            return None;
+        }
+        match gcra::check_limit(tat, now, rules.0.interval, rules.0.limit) {
+            Ok(new_tat) => self
+                .0
+                .compare_exchange_weak(tat, new_tat)
+                .ok()
+                .map(|_| Ok(())),
+            Err(refused) => Some(Err(refused.wait())),
+        }
     }
 
     /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
     #[doc(hidden)]
     pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
-        let mut backoff = Backoff::new();
-        loop {
-            let tat = self.0.load();
-            if self.0.compare_exchange_weak(tat, convert(tat)).is_ok() {
-                return;
-            }
-            backoff.lost();
-        }
+        let _ = update(&self.0, Backoff::new(), |tat| {
+            Ok::<_, ()>((convert(tat), ()))
+        });
     }
 
     /// One compare-and-swap loop for every way of deciding.
     #[inline]
     fn apply_by(&self, decide: impl Fn(u64) -> Decision) -> Decision {
-        let mut backoff = Backoff::new();
-        loop {
-            let tat = self.0.load();
-            let decision = decide(tat);
-            let new_tat = match decision {
-                Decision::Now { new_tat } | Decision::Wait { new_tat, .. } => new_tat,
-                Decision::Reject { .. } => return decision,
-            };
-            if new_tat == tat {
-                return decision; // a disabled config: nothing to write
+        // A disabled config decides `new_tat == tat`: nothing is written.
+        update(&self.0, Backoff::new(), |tat| match decide(tat) {
+            decision @ (Decision::Now { new_tat } | Decision::Wait { new_tat, .. }) => {
+                Ok((new_tat, decision))
             }
-            if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
-                return decision;
-            }
-            backoff.lost();
-        }
+            rejected => Err(rejected),
+        })
+        .unwrap_or_else(|rejected| rejected)
     }
 
     /// Takes one permit now if it is there, with one load and one compare-and-swap (the hot path
     /// of `try_acquire`, the same test the unkeyed limiter runs); `Err(wait)` with the units until
     /// it arrives otherwise. On a disabled config it refuses: check
     /// [`KeyRate::enabled`] first.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{KeyRate, KeyState};
-    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-    /// let state = KeyState::new();
-    /// assert_eq!(state.try_take(&rate, 0), Ok(()));
-    /// assert_eq!(state.try_take(&rate, 0), Ok(()));
-    /// assert_eq!(state.try_take(&rate, 0), Err(1_000_000_000));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     #[inline]
     pub fn try_take<C>(&self, rate: &KeyRate<C>, now: u64) -> Result<(), u64> {
         self.take_with(&rate.rate, now)
@@ -185,32 +159,13 @@ impl KeyState {
     #[cold]
     #[inline(never)]
     fn take_contended(&self, rate: &Rate, now: u64) -> Result<(), u64> {
-        let mut backoff = Backoff::new();
-        loop {
-            backoff.lost();
-            let tat = self.0.load();
-            let new_tat =
-                gcra::check_limit(tat, now, rate.interval, rate.limit).map_err(Refused::wait)?;
-            if self.0.compare_exchange_weak(tat, new_tat).is_ok() {
-                return Ok(());
-            }
-        }
+        take_contended(&self.0, now, rate.interval, rate.limit)
+            .map(|_| ())
+            .map_err(Refused::wait)
     }
 
     /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed the
     /// key since (see [`KeyRate::refund`]). Returns whether the permits went back.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Decision, KeyRate, KeyState};
-    /// let rate = KeyRate::with_clock("api", Config::new(2, Duration::from_secs(2))?, ManualClock::new());
-    /// let state = KeyState::new();
-    /// let Decision::Now { new_tat } = state.apply(&rate, 0, 1, 0) else { unreachable!() };
-    /// assert!(state.refund(&rate, new_tat, rate.increment(1)));
-    /// assert_eq!(state.tat(), 0);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
     pub fn refund<C>(&self, rate: &KeyRate<C>, written: u64, increment: u64) -> bool {
         let tat = self.0.load();
         match rate.refund(tat, written, increment) {

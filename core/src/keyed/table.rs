@@ -11,7 +11,7 @@ use core::hash::{Hash, Hasher};
 
 use siphasher::sip::SipHasher13;
 
-use super::tiers::TierRules;
+use super::rules::TierRules;
 
 /// One slot: a key, its state, and the tier its state was made under (`()` for a limiter of one
 /// config: no byte spent). The slot its hash points to is recomputed when an entry may move (only

@@ -3,6 +3,8 @@
 
 use crate::clock::{Clock, FixedRateClock};
 use crate::sync::Lock;
+#[cfg(feature = "reconfigure")]
+use crate::{config::Config, error::TierError};
 
 use super::rate::KeyRate;
 use super::table::Table;
@@ -120,5 +122,54 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// The tiers it picks from.
     pub const fn tiers(&self) -> &Tiers<K, T, P, F> {
         &self.tiers
+    }
+
+    /// Gives the tier named `name` `config` from now on, live: each of its keys follows the
+    /// single limiter's rule ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)):
+    /// a key still being limited keeps `min(available, new permits)` and the permits it owes,
+    /// while a key idle now (or any key, when the tier was disabled) starts afresh with the new
+    /// config's full burst, as a key never seen does. Keys of other tiers are untouched; a
+    /// reservation made before the change gives nothing back after it. The config in force
+    /// changes nothing. One critical section converts the tier's keys and publishes the numbers.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo::{Config, ErrorCode, ManualClock};
+    /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// let clock = ManualClock::new();
+    /// let tiers = Tiers::new(
+    ///     [
+    ///         Tier::new("free", Config::new(4, Duration::from_secs(1))?),
+    ///         Tier::new("paid", Config::new(100, Duration::from_secs(1))?),
+    ///     ],
+    ///     |key: &u32| if *key < 1000 { "free" } else { "paid" },
+    /// );
+    /// let api: KeyedLimiter<u32, _, 8, _> = KeyedLimiter::tiered_with_clock("api", tiers, &clock, 1);
+    /// api.try_acquire_n(&1, 4).unwrap(); // key 1 spends its burst
+    /// api.try_acquire(&2).unwrap();
+    /// clock.advance(Duration::from_millis(500)); // key 1: 2 back; key 2: idle
+    /// api.set_tier_config("free", Config::new(8, Duration::from_secs(1))?).unwrap();
+    /// let available = |key| api.available_permits(&key);
+    /// assert_eq!((available(1), available(2), available(3)), (2, 8, 8));
+    /// let err = api.set_tier_config("gold", Config::new(9, Duration::from_secs(1))?).unwrap_err();
+    /// assert_eq!((err.code(), err.name()), (ErrorCode::UnknownTier, "gold"));
+    /// assert_eq!(err.to_string(), "RITMO-REG-011: unknown tier name: \"gold\" (limiter \"api\")");
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    #[cfg(feature = "reconfigure")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
+    pub fn set_tier_config(&self, name: &str, config: Config) -> Result<(), TierError> {
+        let reading = self.rate.now();
+        self.table.with(|t| {
+            let now = t.observe(reading);
+            self.tiers
+                .change(&self.rate, name, config, now, |tier, convert| {
+                    for slot in t.slots.iter_mut() {
+                        if slot.key.is_some() && slot.tier == tier {
+                            slot.tat = convert(slot.tat);
+                        }
+                    }
+                })
+        })
     }
 }

@@ -6,11 +6,13 @@ use core::marker::PhantomData;
 
 use crate::clock::TickRate;
 use crate::config::Config;
-use crate::error::InvalidPermits;
-use crate::gcra;
-use crate::rate::{Rate, carry_over};
+use crate::rate::Rate;
+#[cfg(feature = "reconfigure")]
+use crate::sync::U64Cell;
+#[cfg(feature = "reconfigure")]
+use core::cell::Cell;
 
-use super::rate::Decision;
+use super::rules::TierRules;
 
 /// One tier: the plan a tier function answers for its keys (a value of the user's own type, an
 /// enum say, or the tier's name itself), the name clients are told (in errors, metrics labels and
@@ -173,15 +175,73 @@ pub struct Tiers<K: ?Sized, const T: usize, P = &'static str, F = fn(&K) -> P> {
     pick: F,
     /// Each tier's config in the limiter's units (set by the limiter that takes the tiers).
     rates: [Rate; T],
+    /// Each tier's config after a live change (feature `reconfigure`).
+    #[cfg(feature = "reconfigure")]
+    live: [TierLive; T],
     key: PhantomData<fn(&K)>,
+}
+
+/// A tier's numbers after a live change of its config, written under the limiter's change (a
+/// sequence lock, or the table's critical section) and read under it.
+#[cfg(feature = "reconfigure")]
+#[derive(Debug)]
+struct TierLive {
+    interval: U64Cell,
+    max_wait: U64Cell,
+    /// `permits` in the low 32 bits, `enabled` in bit 32; 0: never changed.
+    permits: U64Cell,
+    /// The limiter's generation at the end of the tier's last change.
+    changed_at: U64Cell,
+    config: critical_section::Mutex<Cell<Option<Config>>>,
+}
+
+#[cfg(feature = "reconfigure")]
+impl TierLive {
+    const_fn! {
+    fn new() -> TierLive {
+        TierLive {
+            interval: U64Cell::new(0),
+            max_wait: U64Cell::new(0),
+            permits: U64Cell::new(0),
+            changed_at: U64Cell::new(0),
+            config: critical_section::Mutex::new(Cell::new(None)),
+        }
+    }
+    }
+
+    /// The numbers in force, if a change set them.
+    fn rate(&self, base: &Rate) -> Option<Rate> {
+        let packed = self.permits.load();
+        let (interval, max_wait) = (self.interval.load(), self.max_wait.load());
+        (packed != 0)
+            .then(|| Rate::with_numbers(base, interval, max_wait, packed as u32, packed >> 32 != 0))
+    }
+
+    fn config(&self) -> Option<Config> {
+        critical_section::with(|cs| self.config.borrow(cs).get())
+    }
+
+    fn set(&self, rate: &Rate, config: Config, end: u32) {
+        self.changed_at.store(u64::from(end));
+        self.interval.store(rate.interval);
+        self.max_wait.store(rate.max_wait);
+        self.permits
+            .store(u64::from(rate.permits) | (u64::from(rate.enabled()) << 32));
+        critical_section::with(|cs| self.config.borrow(cs).set(Some(config)));
+    }
 }
 
 impl<K: ?Sized, const T: usize, P: Clone, F: Clone> Clone for Tiers<K, T, P, F> {
     fn clone(&self) -> Self {
         Tiers {
-            tiers: self.tiers.clone(),
+            tiers: core::array::from_fn(|i| Tier {
+                config: self.config_of(i),
+                ..self.tiers[i].clone()
+            }),
             pick: self.pick.clone(),
-            rates: self.rates,
+            rates: core::array::from_fn(|i| self.rates_of(i)),
+            #[cfg(feature = "reconfigure")]
+            live: core::array::from_fn(|_| TierLive::new()),
             key: PhantomData,
         }
     }
@@ -190,14 +250,15 @@ impl<K: ?Sized, const T: usize, P: Clone, F: Clone> Clone for Tiers<K, T, P, F> 
 impl<K: ?Sized, const T: usize, P, F> fmt::Debug for Tiers<K, T, P, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut list = f.debug_map();
-        for tier in &self.tiers {
-            list.entry(&tier.name, &tier.config);
+        for (i, tier) in self.tiers.iter().enumerate() {
+            list.entry(&tier.name, &self.config_of(i));
         }
         list.finish()
     }
 }
 
 impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
+    const_fn! {
     /// The tiers `tiers` (index 0, 1, ...), a key being on the tier whose plan equals
     /// `pick(key)`; in a `const` context if need be.
     ///
@@ -215,20 +276,79 @@ impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
     /// assert_eq!(tiers.tier_of("sk_paid_42").map(|t| t.name()), Some("paid"));
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    pub const fn new(tiers: [Tier<P>; T], pick: F) -> Self {
+    pub fn new(tiers: [Tier<P>; T], pick: F) -> Self {
         const { assert!(T > 0 && T <= 255, "a tier set holds 1 to 255 tiers") };
         let rates = rates_of(&tiers, TickRate::from_hz(1_000_000_000));
         Tiers {
             tiers,
             pick,
             rates,
+            #[cfg(all(feature = "reconfigure", not(all(test, loom))))]
+            live: [const { TierLive::new() }; T],
+            #[cfg(all(feature = "reconfigure", test, loom))]
+            live: core::array::from_fn(|_| TierLive::new()),
             key: PhantomData,
         }
     }
+    }
 
-    /// The tiers, by index.
+    /// The tiers, by index, as they were built (a tier's config in force, after a live change,
+    /// is [`config_of`](Self::config_of) its index).
     pub const fn tiers(&self) -> &[Tier<P>; T] {
         &self.tiers
+    }
+
+    /// The config in force of the tier at `index` (its own, unless changed live since).
+    ///
+    /// # Panics
+    ///
+    /// If `index >= T`.
+    pub fn config_of(&self, index: usize) -> Config {
+        #[cfg(feature = "reconfigure")]
+        if let Some(config) = self.live[index].config() {
+            return config;
+        }
+        self.tiers[index].config
+    }
+
+    /// The numbers in force of the tier at `index` (`index < T`).
+    fn rates_of(&self, index: usize) -> Rate {
+        #[cfg(feature = "reconfigure")]
+        if let Some(rate) = self.live[index].rate(&self.rates[index]) {
+            return rate;
+        }
+        self.rates[index]
+    }
+
+    /// Changes the config of the tier named `name` to `config` from `now` (in `rate`'s units)
+    /// as one change of `rate`'s numbers: `convert` gets the tier's index and the conversion of
+    /// one state (the reconfigure rule, idle is new) and applies it to every key the store
+    /// holds on that tier. The store serialises changes, and converts under its own locks.
+    #[cfg(feature = "reconfigure")]
+    #[doc(hidden)]
+    pub fn change<C>(
+        &self,
+        rate: &super::KeyRate<C>,
+        name: &str,
+        config: Config,
+        now: u64,
+        convert: impl FnOnce(u8, &dyn Fn(u64) -> u64),
+    ) -> Result<(), crate::error::TierError> {
+        let Some(index) = self.tiers.iter().position(|tier| tier.name == name) else {
+            return Err(crate::error::TierError::unknown(rate.id(), name));
+        };
+        if config == self.config_of(index) {
+            return Ok(());
+        }
+        let (old, new) = (self.rates_of(index), rate.in_units(&config));
+        rate.changing(|end| {
+            // T <= 255
+            convert(index as u8, &|tat| {
+                crate::rate::carry_over(tat, now, &old, &new)
+            });
+            self.live[index].set(&new, config, end);
+        });
+        Ok(())
     }
 
     /// The same tiers in the units of a clock of `tick` (what a limiter taking them does).
@@ -261,33 +381,68 @@ const fn rates_of<P, const T: usize>(tiers: &[Tier<P>; T], tick: TickRate) -> [R
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OneTier;
 
-mod sealed {
-    pub trait Sealed {}
+pub(super) mod sealed {
+    /// Seals [`TierSet`](super::TierSet), with what only ritmo-core reads.
+    pub trait Sealed {
+        /// The limiter's generation at the end of the last live change of the tier at
+        /// `position` (0: none): a reservation noted before it gives nothing back.
+        fn changed_at(&self, position: u8) -> u32;
+    }
 }
 
-impl sealed::Sealed for OneTier {}
-impl<K: ?Sized, const T: usize, P, F> sealed::Sealed for Tiers<K, T, P, F> {}
+impl sealed::Sealed for OneTier {
+    #[inline(always)]
+    fn changed_at(&self, _position: u8) -> u32 {
+        0
+    }
+}
+
+impl<K: ?Sized, const T: usize, P, F> sealed::Sealed for Tiers<K, T, P, F> {
+    fn changed_at(&self, position: u8) -> u32 {
+        #[cfg(feature = "reconfigure")]
+        if let Some(live) = self.live.get(usize::from(position)) {
+            return live.changed_at.load() as u32;
+        }
+        let _ = position;
+        0
+    }
+}
 
 /// Where a keyed limiter's keys get their config: [`OneTier`] (the limiter's own config, the
-/// default) or [`Tiers`]. Sealed; its items are for ritmo's keyed stores.
+/// default) or [`Tiers`]. Sealed: ritmo's two sets are the only ones.
+///
+/// ```
+/// use core::time::Duration;
+/// use ritmo::Config;
+/// use ritmo::keyed::{OneTier, Tier, TierSet, Tiers};
+/// let tiers: Tiers<u32, 2, _, _> = Tiers::new(
+///     [
+///         Tier::new("free", Config::new(10, Duration::from_secs(60))?),
+///         Tier::new("paid", Config::new(1000, Duration::from_secs(60))?),
+///     ],
+///     |key: &u32| if *key < 1000 { "free" } else { "paid" },
+/// );
+/// let paid = tiers.pick(&4242).unwrap();
+/// assert_eq!((paid, tiers.count()), (1, 2));
+/// assert_eq!(tiers.tier(1).map(|(name, _)| name), Some("paid"));
+/// assert_eq!((TierSet::<u32>::count(&OneTier), TierSet::<u32>::tier(&OneTier, 0)), (1, None));
+/// # Ok::<(), ritmo::ConfigError>(())
+/// ```
 pub trait TierSet<K: ?Sized>: sealed::Sealed {
-    /// What a slot keeps of its key's tier: `()` for one tier, a `u8` for [`Tiers`].
-    #[doc(hidden)]
+    /// What a keyed store keeps of its key's tier: `()` for one tier, the tier's index (a `u8`)
+    /// for [`Tiers`].
     type Index: super::table::SlotTier + fmt::Debug + Send + Sync + 'static;
     /// The tier of `key` now; `None` when the function answers a plan no tier has.
-    #[doc(hidden)]
     fn pick(&self, key: &K) -> Option<Self::Index>;
-    /// The numbers of tier `index`; `None`: the limiter's own config (one tier).
+    /// The numbers of tier `index` as built, or in force if `changed` (a live change may have
+    /// come: read under the change's lock); `None`: the limiter's own config (one tier).
     #[doc(hidden)]
-    fn rules(&self, index: Self::Index) -> Option<TierRules>;
-    /// The name and config of the tier at `position`, if the set has named tiers.
-    #[doc(hidden)]
+    fn rules(&self, index: Self::Index, changed: bool) -> Option<TierRules>;
+    /// The name and config in force of the tier at `position`, if the set has named tiers.
     fn tier(&self, position: usize) -> Option<(&'static str, Config)>;
     /// How many tiers (1 for one config).
-    #[doc(hidden)]
     fn count(&self) -> usize;
     /// `index` as a number (0 for one tier).
-    #[doc(hidden)]
     fn position(index: Self::Index) -> u8;
     /// Whether a reservation made on the tier at `position` can still go back to a key now on
     /// `index`: the same tier, or one with the same numbers (nothing was carried over).
@@ -304,7 +459,7 @@ impl<K: ?Sized> TierSet<K> for OneTier {
     }
 
     #[inline(always)]
-    fn rules(&self, _index: ()) -> Option<TierRules> {
+    fn rules(&self, _index: (), _changed: bool) -> Option<TierRules> {
         None
     }
 
@@ -341,16 +496,15 @@ impl<K: ?Sized, const T: usize, P: PartialEq, F: Fn(&K) -> P> TierSet<K> for Tie
     }
 
     #[inline]
-    fn rules(&self, index: u8) -> Option<TierRules> {
-        self.rates
-            .get(usize::from(index))
-            .map(|rate| TierRules(*rate))
+    fn rules(&self, index: u8, changed: bool) -> Option<TierRules> {
+        let i = usize::from(index);
+        let rate = self.rates.get(i)?;
+        Some(TierRules(if changed { self.rates_of(i) } else { *rate }))
     }
 
     fn tier(&self, position: usize) -> Option<(&'static str, Config)> {
-        self.tiers
-            .get(position)
-            .map(|tier| (tier.name, tier.config))
+        let tier = self.tiers.get(position)?;
+        Some((tier.name, self.config_of(position)))
     }
 
     fn count(&self) -> usize {
@@ -363,83 +517,6 @@ impl<K: ?Sized, const T: usize, P: PartialEq, F: Fn(&K) -> P> TierSet<K> for Tie
     }
 
     fn refundable(&self, index: u8, position: u8) -> bool {
-        index == position || self.rules(index) == self.rules(position)
-    }
-}
-
-/// One tier's numbers in a limiter's units: what a keyed store decides a key's calls with. For
-/// ritmo's keyed stores.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TierRules(pub(crate) Rate);
-
-impl TierRules {
-    /// Whether the tier limits at all.
-    #[inline]
-    pub fn enabled(&self) -> bool {
-        self.0.enabled()
-    }
-
-    /// Permits per period.
-    pub fn permits(&self) -> u32 {
-        self.0.permits
-    }
-
-    /// `max_wait` in units.
-    pub fn max_wait(&self) -> u64 {
-        self.0.max_wait
-    }
-
-    /// `k * T`.
-    pub fn increment(&self, k: u32) -> u64 {
-        self.0.increment(k)
-    }
-
-    /// `Err` for `k = 0` or `k > permits` of limiter `id`.
-    #[inline]
-    pub fn check_permits(&self, id: &'static str, k: u32) -> Result<(), InvalidPermits> {
-        if k == 0 || k > self.0.permits {
-            Err(InvalidPermits::new(id, k, self.0.permits))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// What a call does to a key whose state is `tat` (see `KeyRate::decide`).
-    #[inline]
-    pub fn decide(&self, tat: u64, now: u64, k: u32, max_wait: u64) -> Decision {
-        super::rate::decide_with(&self.0, tat, now, k, max_wait)
-    }
-
-    /// Calls of one permit a key whose state is `tat` would pass at `now`: the one rule of
-    /// every keyed peek (`KeyRate::available` applies it to the config in force).
-    pub fn available(&self, tat: u64, now: u64) -> u32 {
-        if !self.0.enabled() {
-            return self.0.permits;
-        }
-        gcra::available(tat, now, self.0.interval, self.0.window(), self.0.permits)
-    }
-
-    /// Units until `k` permits would pass at once.
-    pub fn wait(&self, tat: u64, now: u64, k: u32) -> u64 {
-        if !self.0.enabled() {
-            return 0;
-        }
-        match gcra::check(tat, now, self.0.increment(k), self.0.window()) {
-            Ok(_) => 0,
-            Err(wait) => wait,
-        }
-    }
-
-    /// A key's state `tat` made under these numbers, carried over at `now` to `to`'s (a change
-    /// of tier): the single limiter's `reconfigure` rule, idle is new included (an idle key, or
-    /// a key of a disabled tier, starts afresh on its new tier).
-    #[inline]
-    pub fn carry(&self, tat: u64, now: u64, to: &TierRules) -> u64 {
-        if self.0 == to.0 {
-            tat
-        } else {
-            carry_over(tat, now, &self.0, &to.0)
-        }
+        index == position || self.rules(index, true) == self.rules(position, true)
     }
 }

@@ -41,7 +41,7 @@ use crate::error::{AcquireError, InvalidPermits};
 use crate::event::Event;
 use crate::gcra::{self, Reserve};
 use crate::rate::carry_over;
-use crate::state::read_consistent;
+use crate::state::{read_consistent, until_won};
 use crate::sync::{Backoff, Seq, U64Cell, fence_release};
 
 /// A config's numbers as the reconfigured path reads them.
@@ -319,14 +319,13 @@ impl<C: Clock> RateLimiter<C> {
     #[inline(never)]
     pub(super) fn live_acquire(&self, k: u32, max_wait: Option<u64>) -> Outcome {
         let now = self.now_units();
-        let mut backoff = Backoff::new();
-        loop {
+        until_won(Backoff::new(), || {
             let (params, tat, seq) = self.live.read();
             if k == 0 || k > params.permits {
-                return Outcome::Invalid(params.permits);
+                return Some(Outcome::Invalid(params.permits));
             }
             if !params.enabled {
-                return Outcome::Disabled;
+                return Some(Outcome::Disabled);
             }
             let increment = Rate::increment_of(params.interval, k);
             let max_wait = max_wait.unwrap_or(params.max_wait);
@@ -334,23 +333,16 @@ impl<C: Clock> RateLimiter<C> {
             {
                 Reserve::Now { new_tat } => (new_tat, 0),
                 Reserve::Wait { new_tat, wait } => (new_tat, wait),
-                Reserve::Reject { wait } => return Outcome::Refused(wait),
+                Reserve::Reject { wait } => return Some(Outcome::Refused(wait)),
             };
-            if self
-                .live
-                .tat(seq)
-                .compare_exchange_weak(tat, written)
-                .is_ok()
-            {
-                return Outcome::Granted {
-                    written,
-                    increment,
-                    wait,
-                    seq,
-                };
-            }
-            backoff.lost();
-        }
+            let won = self.live.tat(seq).compare_exchange_weak(tat, written);
+            won.is_ok().then_some(Outcome::Granted {
+                written,
+                increment,
+                wait,
+                seq,
+            })
+        })
     }
 
     /// [`live_acquire`](Self::live_acquire) for a call that never waits: `Err(wait)` if refused

@@ -17,8 +17,8 @@ use super::RateLimiter;
 /// otherwise its slot is left unused, since giving it back would let two calls share one slot.
 pub type Reservation<'a, C> = Held<'a, RateLimiter<C>, Charge>;
 
-/// What a single limiter's reservation charged: the state it wrote and what it added.
-#[doc(hidden)]
+/// What a single limiter's reservation charged: the state it wrote and what it added. It names
+/// the reservation's type ([`Reservation`]) and has no methods of its own.
 #[derive(Debug)]
 pub struct Charge {
     written: u64,

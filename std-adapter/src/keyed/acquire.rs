@@ -62,9 +62,11 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         k: u32,
         max_wait: u64,
     ) -> Decision {
-        match self.tiers.rules(tier) {
+        match self.tiers.rules(tier, false) {
             None => state.apply(&self.rate, now, k, max_wait),
-            Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+            // The numbers read at each try, after the state: a change (of a tier too) converts
+            // the states first, so numbers read after one is seen are the ones it published.
+            Some(_) => state.apply_rules(|| self.rules(tier), now, k, max_wait),
         }
     }
 
@@ -96,16 +98,27 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         k: u32,
         max_wait: u64,
     ) -> Option<Decision> {
-        // The state afterwards is noted by the map: the key may be idle sooner than it last knew
-        // (a faster tier).
-        self.map.write(key, |entry| {
-            if entry.tier != tier {
-                let (from, to) = (self.rules(entry.tier), self.rules(tier));
-                entry.convert(&|tat| from.carry(tat, now, &to));
-                entry.tier = tier;
+        // The numbers before the write lock, as for a new key: a change converting the keys
+        // needs that lock, so under it the numbers are read as they are. The state afterwards is
+        // noted by the map: the key may be idle sooner than it last knew (a faster tier).
+        loop {
+            let settled = self.rate.settled();
+            let decided = self.map.write(key, |entry| {
+                if !self.rate.still(&settled) {
+                    return None;
+                }
+                let to = self.rules_held(tier);
+                if entry.tier != tier {
+                    let from = self.rules_held(entry.tier);
+                    entry.convert(&|tat| from.carry(tat, now, &to));
+                    entry.tier = tier;
+                }
+                Some(entry.apply_rules(|| to, now, k, max_wait))
+            })?;
+            if let Some(decision) = decided {
+                return Some(decision);
             }
-            self.apply(entry, tier, now, k, max_wait)
-        })
+        }
     }
 
     /// A key not in the map: make room for it if need be, then put it in. `hash` is the key's
@@ -135,9 +148,9 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                     // key dropped after our clock read gets a fresh state that never starts
                     // before the old one ended.
                     let now = now.max(self.evicted_at.load(Ordering::SeqCst));
-                    let decide = |state: &KeyEntry<P::Index>| match self.tiers.rules(tier) {
+                    let decide = |state: &KeyEntry<P::Index>| match self.tiers.rules(tier, false) {
                         None => state.apply_settled(&self.rate, &settled, now, k, max_wait),
-                        Some(rules) => state.apply_rules(&rules, now, k, max_wait),
+                        Some(_) => state.apply_rules(|| self.rules_held(tier), now, k, max_wait),
                     };
                     match held {
                         Some(state) => {
@@ -145,7 +158,8 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                             self.held.fetch_sub(1, Ordering::AcqRel);
                             if state.tier != tier {
                                 // On another tier: carried over, under the shard's write lock.
-                                let (from, to) = (self.rules(state.tier), self.rules(tier));
+                                let (from, to) =
+                                    (self.rules_held(state.tier), self.rules_held(tier));
                                 state.convert(&|tat| from.carry(tat, now, &to));
                                 state.tier = tier;
                             }
@@ -191,27 +205,26 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[inline]
     pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
         let tier = self.pick(key)?;
-        let rules = match self.tiers.rules(tier) {
-            Some(rules) => rules,
-            None => match self.rate.unchanged_rules() {
-                Some(rules) => rules,
-                // Reconfigured: decide with the numbers in force at each try.
-                None => return self.try_acquire_changed(key, tier),
-            },
+        // Reconfigured (or a tier changed live): decide with the numbers in force at each try.
+        let Some(config) = self.rate.unchanged_rules() else {
+            return self.try_acquire_changed(key, tier);
         };
+        let rules = self.tiers.rules(tier, false).unwrap_or(config);
         if !rules.enabled() {
             return Ok(());
         }
         let now = self.rate.now();
         // The read lock held across one compare-and-swap, as in `take`.
         match self.map.read_hashed(key, |state| {
-            (state.tier == tier).then(|| state.try_take_rules(&rules, now))
+            (state.tier == tier).then(|| state.try_take_unchanged(&self.rate, &rules, now))
         }) {
-            Ok(Some(Ok(()))) => {
+            Ok(Some(Some(Ok(())))) => {
                 self.rate.count_granted(0);
                 Ok(())
             }
-            Ok(Some(Err(wait))) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+            Ok(Some(Some(Err(wait)))) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+            // Changed meanwhile, or lost a race: the path that reads the numbers afresh.
+            Ok(Some(None)) => self.try_acquire_changed(key, tier),
             Ok(None) => self.take_moved(key, tier, now, 1, 0).map(|_| ()),
             Err(hash) => self.take_new(key, Some(hash), tier, 1, now, 0).map(|_| ()),
         }
@@ -220,7 +233,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// [`try_acquire`](Self::try_acquire) on a limiter a `reconfigure` changed.
     #[cold]
     fn try_acquire_changed(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
-        if !self.rate.enabled() {
+        if !self.rules(tier).enabled() {
             return Ok(());
         }
         self.take_key(key, tier, 1, 0).map(|_| ())

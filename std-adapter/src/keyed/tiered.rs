@@ -3,8 +3,10 @@
 
 use std::hash::Hash;
 
-use ritmo_core::Clock;
+use std::sync::PoisonError;
+
 use ritmo_core::keyed::{KeyRate, Tier, Tiers};
+use ritmo_core::{Clock, Config, TierError};
 
 use super::KeyedRateLimiter;
 use crate::clock::StdClock;
@@ -80,5 +82,57 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     /// The tiers it picks from.
     pub fn tiers(&self) -> &Tiers<K, T, P, F> {
         &self.tiers
+    }
+
+    /// Gives the tier named `name` `config` from now on, live, with the rule of
+    /// [`reconfigure`](KeyedRateLimiter::reconfigure) for each of its keys: a key still being
+    /// limited keeps `min(available, new permits)` and the permits it owes, while a key idle now
+    /// (or any key, when the tier was disabled) starts afresh with the new config's full burst.
+    /// Keys of other tiers are untouched; a reservation made before the change gives nothing
+    /// back after it. The config in force changes nothing; an unknown name is
+    /// [`ErrorCode::UnknownTier`](crate::ritmo::ErrorCode::UnknownTier) (`RITMO-REG-011`). The
+    /// change converts the tier's keys, one compare-and-swap each, while calls wait for it (as
+    /// `reconfigure`'s do). Changes run one at a time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::{Tier, Tiers};
+    /// use ritmo::server::KeyedRateLimiter;
+    /// let clock = ManualClock::new();
+    /// let tiers = Tiers::new(
+    ///     [
+    ///         Tier::new("free", Config::new(4, Duration::from_secs(1))?),
+    ///         Tier::new("paid", Config::new(100, Duration::from_secs(1))?),
+    ///     ],
+    ///     |user: &u32| if *user < 1000 { "free" } else { "paid" },
+    /// );
+    /// let api = KeyedRateLimiter::tiered_with_clock("api", tiers, 100, &clock);
+    /// api.try_acquire_n(&1, 4).unwrap(); // user 1 spends its burst
+    /// api.try_acquire(&2).unwrap();
+    /// clock.advance(Duration::from_millis(500)); // user 1: 2 back; user 2: idle
+    /// api.set_tier_config("free", Config::new(8, Duration::from_secs(1))?)?;
+    /// let available = |user| api.available_permits(&user);
+    /// assert_eq!((available(1), available(2), available(3)), (2, 8, 8));
+    /// assert!(api.set_tier_config("gold", Config::new(9, Duration::from_secs(1))?).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_tier_config(&self, name: &str, config: Config) -> Result<(), TierError> {
+        let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.rate.now();
+        // As `reconfigure`: the shards' notes are made afresh once the states moved.
+        let mut changed = Ok(());
+        self.map.changing(|| {
+            changed = self
+                .tiers
+                .change(&self.rate, name, config, now, |tier, convert| {
+                    self.map.for_each(|_, entry| {
+                        if entry.tier == tier {
+                            entry.convert(convert);
+                        }
+                    });
+                });
+        });
+        changed
     }
 }
