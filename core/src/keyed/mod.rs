@@ -88,9 +88,9 @@ pub use front::KeyedStore;
 pub use rate::Settled;
 #[doc(hidden)]
 pub use rate::{Decision, KeyRate};
-pub use reservation::KeyReservation;
 #[doc(hidden)]
 pub use reservation::Taken;
+pub use reservation::{KeyCharge, KeyReservation};
 #[doc(hidden)]
 pub use state::KeyState;
 #[doc(hidden)]
