@@ -362,6 +362,9 @@ fn kind_denial<L: Kind>(limiter: &L, key: &L::Key, error: AcquireError) -> Denia
     Denial::new(error, kind_status(limiter, key)).with_policy(limiter.kind_policy_of(key))
 }
 
+/// What an in-process store's [`Decision::Later`] would hold: never used.
+type Settled<P> = Pending<Result<Grant<P>, Denial>>;
+
 /// The layer's decision on a reservation: with no waiting allowed a reservation is always for
 /// now; otherwise a clock read and a compare, where converting the wait to a `Duration` divides.
 fn granted<R, T, L: Kind>(
@@ -369,7 +372,7 @@ fn granted<R, T, L: Kind>(
     key: &L::Key,
     reserved: Result<Held<R, T>, AcquireError>,
     max_wait: Duration,
-) -> Decision<Held<R, T>, Pending<Result<Grant<Held<R, T>>, Denial>>>
+) -> Decision<Held<R, T>, Settled<Held<R, T>>>
 where
     R: Deref<Target: Holder<T>>,
 {
@@ -397,7 +400,7 @@ macro_rules! kind_store {
     ($key_type:ty, $permit:ty, |$this:ident, $key:ident, $permits:ident, $wait:ident| $reserve:expr) => {
         type Key = $key_type;
         type Permit = $permit;
-        type Acquire = Pending<Result<Grant<$permit>, Denial>>;
+        type Acquire = Settled<$permit>;
 
         fn policy(&self) -> Policy {
             self.kind_policies()[0]
