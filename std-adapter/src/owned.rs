@@ -25,9 +25,10 @@ pub type OwnedBandsReservation<C, const B: usize> = Held<Arc<Bands<C, B>>, Bands
 pub type OwnedKeyedReservation<K, C, P = OneTier> =
     Held<Arc<KeyedRateLimiter<K, C, P>>, KeyCharge<K>>;
 
-/// Reserves permits of a limiter shared by `Arc`, as a reservation that owns it: one verb for
-/// every kind ([`RateLimiter`] and [`Bands`] with key `()`, [`KeyedRateLimiter`] with its key,
-/// tiered or not).
+/// A limiter of any kind shared by `Arc`, as the layers take it: permits taken for good, or
+/// reserved as a reservation that owns the limiter. One trait for every kind ([`RateLimiter`] and
+/// [`Bands`] with key `()`, [`KeyedRateLimiter`] with its key, tiered or not): ritmo's client
+/// layer takes any of them through it.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -45,11 +46,13 @@ pub type OwnedKeyedReservation<K, C, P = OneTier> =
 /// first.commit();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub trait ReserveOwned {
+pub trait ReserveOwned: Send + Sync + 'static {
     /// What the limiter is keyed by: `()` for one quota (a limiter, bands).
     type Key: ?Sized;
-    /// Its owned reservation.
-    type Reservation;
+    /// The limiter the `Arc` holds.
+    type Limiter: Holder<Self::Charge> + Send + Sync + 'static;
+    /// What its reservations charge ([`LimiterCharge`], [`BandsCharge`], [`KeyCharge`]).
+    type Charge: Send + 'static;
 
     /// Takes `permits` for `key` now, or reserves them if their slot comes within `max_wait`
     /// (`None`: the config's own); otherwise refuses at once without changing anything.
@@ -58,7 +61,10 @@ pub trait ReserveOwned {
         key: &Self::Key,
         permits: u32,
         max_wait: Option<Duration>,
-    ) -> Result<Self::Reservation, AcquireError>;
+    ) -> Result<Held<Arc<Self::Limiter>, Self::Charge>, AcquireError>;
+
+    /// Takes `permits` for `key` now, for good, or refuses at once.
+    fn try_acquire_for(&self, key: &Self::Key, permits: u32) -> Result<(), AcquireError>;
 }
 
 /// The reservation `reserved` made on `arc`'s limiter, owning it through `arc`.
@@ -70,9 +76,10 @@ fn own<H: Holder<T>, T>(arc: &Arc<H>, reserved: Held<&H, T>) -> Held<Arc<H>, T> 
     }
 }
 
-impl<C: Clock> ReserveOwned for Arc<RateLimiter<C>> {
+impl<C: Clock + Send + Sync + 'static> ReserveOwned for Arc<RateLimiter<C>> {
     type Key = ();
-    type Reservation = OwnedReservation<C>;
+    type Limiter = RateLimiter<C>;
+    type Charge = LimiterCharge;
 
     fn reserve_owned(
         &self,
@@ -86,11 +93,19 @@ impl<C: Clock> ReserveOwned for Arc<RateLimiter<C>> {
         };
         Ok(own(self, reserved))
     }
+
+    fn try_acquire_for(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
+        if permits == 1 {
+            return Ok(self.try_acquire()?);
+        }
+        self.try_acquire_n(permits)
+    }
 }
 
-impl<C: Clock, const B: usize> ReserveOwned for Arc<Bands<C, B>> {
+impl<C: Clock + Send + Sync + 'static, const B: usize> ReserveOwned for Arc<Bands<C, B>> {
     type Key = ();
-    type Reservation = OwnedBandsReservation<C, B>;
+    type Limiter = Bands<C, B>;
+    type Charge = BandsCharge<B>;
 
     fn reserve_owned(
         &self,
@@ -104,13 +119,24 @@ impl<C: Clock, const B: usize> ReserveOwned for Arc<Bands<C, B>> {
         };
         Ok(own(self, reserved))
     }
+
+    fn try_acquire_for(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
+        if permits == 1 {
+            return Ok(self.try_acquire()?);
+        }
+        self.try_acquire_n(permits)
+    }
 }
 
-impl<K: Hash + Eq + Clone + 'static, C: Clock, P: TierSet<K>> ReserveOwned
-    for Arc<KeyedRateLimiter<K, C, P>>
+impl<K, C, P> ReserveOwned for Arc<KeyedRateLimiter<K, C, P>>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    C: Clock + Send + Sync + 'static,
+    P: TierSet<K> + Send + Sync + 'static,
 {
     type Key = K;
-    type Reservation = OwnedKeyedReservation<K, C, P>;
+    type Limiter = KeyedRateLimiter<K, C, P>;
+    type Charge = KeyCharge<K>;
 
     fn reserve_owned(
         &self,
@@ -123,5 +149,12 @@ impl<K: Hash + Eq + Clone + 'static, C: Clock, P: TierSet<K>> ReserveOwned
             Some(max_wait) => self.reserve_n_within(key, permits, max_wait)?,
         };
         Ok(own(self, reserved))
+    }
+
+    fn try_acquire_for(&self, key: &K, permits: u32) -> Result<(), AcquireError> {
+        if permits == 1 {
+            return Ok(self.try_acquire(key)?);
+        }
+        self.try_acquire_n(key, permits)
     }
 }
