@@ -357,7 +357,10 @@ fn kind_status<L: Kind>(limiter: &L, key: &L::Key) -> Status {
     }
 }
 
-/// A refusal of `key`, with its status and the policy it follows.
+/// A refusal of `key`, with its status and the policy it follows. Cold: the admitted path stays
+/// small.
+#[cold]
+#[inline(never)]
 fn kind_denial<L: Kind>(limiter: &L, key: &L::Key, error: AcquireError) -> Denial {
     Denial::new(error, kind_status(limiter, key)).with_policy(limiter.kind_policy_of(key))
 }
@@ -432,6 +435,7 @@ macro_rules! kind_store {
             Some(kind_status(&**self, key))
         }
 
+        #[inline]
         fn take(&self, key: &Self::Key, permits: u32) -> Option<Result<(), Denial>> {
             let taken = self.take_now(key, permits);
             Some(taken.map_err(|error| kind_denial(&**self, key, error)))
@@ -513,6 +517,7 @@ impl<C: Clock + Sync + 'static> Kind for RateLimiter<C> {
         }
     }
 
+    #[inline]
     fn take_now(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
         if permits == 1 {
             self.try_acquire().map_err(AcquireError::from)
@@ -564,6 +569,7 @@ impl<C: Clock + Sync + 'static, const B: usize> Kind for Bands<C, B> {
         }
     }
 
+    #[inline]
     fn take_now(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
         self.try_acquire_n(permits)
     }
@@ -617,6 +623,7 @@ where
         }
     }
 
+    #[inline]
     fn take_now(&self, key: &K, permits: u32) -> Result<(), AcquireError> {
         if permits == 1 {
             self.try_acquire(key).map_err(AcquireError::from)
