@@ -2,7 +2,8 @@
 //! stack's count less the same app's under `tower::layer::util::Identity` (what any layer given to
 //! axum's `Router::layer` costs axum) is the layer's own. Prints the table benches/RESULTS.md
 //! keeps, and fails if ritmo's layer allocates for an admitted request through the global or the
-//! per-IP layer, `&'static` or `Arc`.
+//! per-IP layer, `&'static` or `Arc`, taking its permit for good or holding a reservation that a
+//! classifier may refund.
 //!
 //! Its own test binary without the test harness (`harness = false`): the counting allocator
 //! (`stats_alloc`'s, since ritmo forbids `unsafe` and a `GlobalAlloc` needs it) counts every
@@ -26,6 +27,7 @@ use http::Request;
 use ritmo_core::{Config, RateLimiter};
 use ritmo_std::{IpKey, KeyedRateLimiter, StdClock};
 use ritmo_tower::RateLimitLayer;
+use ritmo_tower::charge::not_304_or_5xx;
 use ritmo_tower::key::{Global, PeerIp};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tower::ServiceExt;
@@ -138,6 +140,16 @@ fn stacks(admitted: bool) -> Vec<(&'static str, Router)> {
         (
             "ritmo per-IP Arc",
             app().layer(RateLimitLayer::new(Arc::new(per_ip(c)), PeerIp::new())),
+        ),
+        (
+            "ritmo global Arc, charged by outcome",
+            app().layer(RateLimitLayer::new(Arc::new(global(c)), Global).charge(not_304_or_5xx())),
+        ),
+        (
+            "ritmo per-IP Arc, charged by outcome",
+            app().layer(
+                RateLimitLayer::new(Arc::new(per_ip(c)), PeerIp::new()).charge(not_304_or_5xx()),
+            ),
         ),
         ("tower_governor global", governor(false, burst, period)),
         ("tower_governor per-IP", governor(true, burst, period)),
