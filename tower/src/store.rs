@@ -218,10 +218,11 @@ pub trait Permit: Send + 'static {
 /// Where the layer takes permits: a limiter, a keyed limiter, a remote store.
 ///
 /// Implement it for a cheap, clonable handle (`&'static` or `Arc`): the layer clones it into every
-/// service and every response future. Implemented for `&'static RateLimiter<C>` and
-/// `Arc<RateLimiter<C>>` (one global quota, key `()`), `&'static KeyedRateLimiter<K, C>` and
-/// `Arc<KeyedRateLimiter<K, C>>` (one quota per key), the Redis limiters (ritmo-redis, feature
-/// `tower`), and `Arc<S>` of any store.
+/// service and every response future. Implemented, `&'static` and `Arc`, for every in-process
+/// kind: `RateLimiter<C>` and `Bands<C, B>` (one global quota, key `()`), `KeyedRateLimiter<K, C,
+/// P>` (one quota per key, tiered or not); for the Redis limiters (ritmo-redis, feature `tower`);
+/// and for `Arc<S>` of any store. An in-process kind's permit is its reservation, borrowed from a
+/// `&'static` limiter or owning the `Arc` (no lock and no allocation per request).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a store the rate-limit layer can take permits from",
     label = "not a `Store`",
