@@ -322,7 +322,7 @@ pub type OneQuota = Arc<RateLimiter<ClientClock>>;
 pub type PerKey<K> = Arc<KeyedRateLimiter<K, ClientClock>>;
 
 /// Makes a client's quota: from its id, config, `max_keys` and clock.
-type MakeQuota<Q> = fn(&'static str, Config, usize, ClientClock) -> Q;
+type MakeQuota<Q> = Box<dyn FnOnce(&'static str, Config, usize, ClientClock) -> Q + Send + Sync>;
 
 struct Inner<K: 'static, Q> {
     limiter: Q,
@@ -545,7 +545,12 @@ impl<K, Q> core::fmt::Debug for Outbound<K, Q> {
 impl Outbound<HostKey> {
     /// One quota per `host:port` (the default), each allowing `config`.
     pub fn per_host(id: &'static str, config: Config) -> Builder<HostKey> {
-        Builder::new(id, config, KeyOf::Of(Box::new(HostKey::of)), per_key)
+        Builder::new(
+            id,
+            config,
+            KeyOf::Of(Box::new(HostKey::of)),
+            Box::new(per_key),
+        )
     }
 }
 
@@ -553,7 +558,7 @@ impl Outbound<(), OneQuota> {
     /// One quota for every request, whatever its host.
     pub fn global(id: &'static str, config: Config) -> Builder<(), OneQuota> {
         let one = |id, config, _, clock| Arc::new(RateLimiter::with_clock(id, config, clock));
-        Builder::new(id, config, KeyOf::Fixed(()), one)
+        Builder::new(id, config, KeyOf::Fixed(()), Box::new(one))
     }
 }
 
@@ -589,11 +594,49 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         config: Config,
         key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
     ) -> Builder<K> {
-        Builder::new(id, config, KeyOf::Of(Box::new(key)), per_key)
+        Builder::new(id, config, KeyOf::Of(Box::new(key)), Box::new(per_key))
     }
 }
 
 impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: ReserveOwned<Key = K>> Outbound<K, Q> {
+    /// A client over `quota`, a limiter of any kind shared by `Arc` (a `Bands`, a tiered keyed
+    /// limiter, ...), the key of a request any function of it (`|_| ()` for one quota). `config`
+    /// gives the client's `max_wait` and what [`config`](Self::config) reports; the quota keeps
+    /// its own numbers and clock.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use ritmo::{Bands, Config, ManualClock};
+    /// use ritmo::client::{Cause, Outbound, Target};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // 2 per second and 3 per minute, together.
+    /// let second = Config::new(2, Duration::from_secs(1))?;
+    /// let bands = Arc::new(Bands::new("api", [second, Config::new(3, Duration::from_secs(60))?], ManualClock::new()));
+    /// let client = Outbound::with_quota("api", second, bands, |_: &Target<'_>| ()).build();
+    /// client.acquire(&()).await?;
+    /// client.acquire(&()).await?;
+    /// let refused = client.acquire(&()).await.unwrap_err(); // the second's band is spent
+    /// assert_eq!(refused.cause(), Cause::LocalQuota);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_quota(
+        id: &'static str,
+        config: Config,
+        quota: Q,
+        key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
+    ) -> Builder<K, Q> {
+        Builder::new(
+            id,
+            config,
+            KeyOf::Of(Box::new(key)),
+            Box::new(|_, _, _, _| quota),
+        )
+    }
+
     /// The key of a request.
     pub fn key_of(&self, target: &Target<'_>) -> K {
         self.key_with(|| *target)
