@@ -13,7 +13,7 @@ use tower_service::Service;
 
 use crate::error::Error;
 use crate::outbound::{MaxWait, Outbound, PerKey, Target, Transport};
-use ritmo_std::ReserveOwned;
+use ritmo_std::Limit;
 
 /// How a request is copied for a retry, before it is sent ([`ClientLayer::replay_with`]).
 ///
@@ -207,7 +207,7 @@ impl<F, K, RB, E, Q> Future for ResponseFuture<F, K, Response<RB>, E, Q>
 where
     F: Future<Output = Result<Response<RB>, E>>,
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    Q: ReserveOwned<Key = K>,
+    Q: Limit<Key = K>,
 {
     type Output = Result<Response<RB>, Error<E>>;
 
@@ -253,7 +253,7 @@ where
 
 impl<S, K, R, B, RB, Q> Service<Request<B>> for RateLimited<S, K, R, Q>
 where
-    Q: ReserveOwned<Key = K>,
+    Q: Limit<Key = K>,
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send,

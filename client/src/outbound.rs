@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use http::{HeaderMap, Method, StatusCode};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded, RateLimiter, Reason};
-use ritmo_std::{KeyedRateLimiter, ReserveOwned};
+use ritmo_std::{KeyedRateLimiter, Limit};
 use tokio::time::Instant;
 
 use crate::adopt::Adopted;
@@ -312,20 +312,20 @@ fn bump(c: &AtomicU64) {
 
 /// The client's own quota when every request has the same key ([`Outbound::global`]): one
 /// limiter, no map to look the key up in (measured, 75 instructions fewer a request through the
-/// `ClientLayer`, benches/RESULTS.md). Both quotas are taken through one trait,
-/// [`ReserveOwned`](crate::ritmo::server::ReserveOwned), their reservations owned (held across
-/// `.await`).
-pub type OneQuota = Arc<RateLimiter<ClientClock>>;
+/// `ClientLayer`, benches/RESULTS.md). Every quota is taken through one trait,
+/// [`Limit`](crate::ritmo::server::Limit), its reservations owning it (held across `.await`).
+pub type OneQuota = RateLimiter<ClientClock>;
 
 /// The client's own quota with one state per key ([`Outbound::per_host`],
 /// [`Outbound::keyed_by`]).
-pub type PerKey<K> = Arc<KeyedRateLimiter<K, ClientClock>>;
+pub type PerKey<K> = KeyedRateLimiter<K, ClientClock>;
 
 /// Makes a client's quota: from its id, config, `max_keys` and clock.
-type MakeQuota<Q> = Box<dyn FnOnce(&'static str, Config, usize, ClientClock) -> Q + Send + Sync>;
+type MakeQuota<Q> =
+    Box<dyn FnOnce(&'static str, Config, usize, ClientClock) -> Arc<Q> + Send + Sync>;
 
 struct Inner<K: 'static, Q> {
-    limiter: Q,
+    limiter: Arc<Q>,
     id: &'static str,
     config: Config,
     holds: Holds<K>,
@@ -369,7 +369,7 @@ impl<K, Q> core::fmt::Debug for Builder<K, Q> {
     }
 }
 
-impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: ReserveOwned<Key = K>> Builder<K, Q> {
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Builder<K, Q> {
     fn new(id: &'static str, config: Config, key: KeyOf<K>, make: MakeQuota<Q>) -> Self {
         Builder {
             make,
@@ -518,8 +518,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: ReserveOwned<Key = K>> Bui
 /// # }
 /// ```
 ///
-/// `Q` is the quota's kind: [`PerKey`] (the default), or [`OneQuota`] for
-/// [`global`](Outbound::global).
+/// `Q` is the quota's kind: [`PerKey`] (the default), [`OneQuota`] for
+/// [`global`](Outbound::global), or any other [`Limit`](crate::ritmo::server::Limit)
+/// ([`with_quota`](Outbound::with_quota)).
 pub struct Outbound<K: 'static, Q = PerKey<K>> {
     inner: Arc<Inner<K, Q>>,
 }
@@ -568,7 +569,7 @@ fn per_key<K: Hash + Eq + Clone>(
     config: Config,
     max_keys: usize,
     clock: ClientClock,
-) -> PerKey<K> {
+) -> Arc<PerKey<K>> {
     Arc::new(KeyedRateLimiter::with_clock(id, config, max_keys, clock))
 }
 
@@ -598,9 +599,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
     }
 }
 
-impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: ReserveOwned<Key = K>> Outbound<K, Q> {
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Outbound<K, Q> {
     /// A client over `quota`, a limiter of any kind shared by `Arc` (a `Bands`, a tiered keyed
-    /// limiter, ...), the key of a request any function of it (`|_| ()` for one quota). `config`
+    /// limiter, ...: any [`Limit`](crate::ritmo::server::Limit)), the key of a request any function of it (`|_| ()` for one quota). `config`
     /// gives the client's `max_wait` and what [`config`](Self::config) reports; the quota keeps
     /// its own numbers and clock.
     ///
@@ -626,7 +627,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: ReserveOwned<Key = K>> Out
     pub fn with_quota(
         id: &'static str,
         config: Config,
-        quota: Q,
+        quota: Arc<Q>,
         key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
     ) -> Builder<K, Q> {
         Builder::new(

@@ -46,7 +46,7 @@ use reqwest_middleware::{Middleware, Next};
 
 use crate::error::Error;
 use crate::outbound::{MaxWait, Outbound, PerKey, ResponseView, Target, Transport};
-use ritmo_std::ReserveOwned;
+use ritmo_std::Limit;
 
 /// The client's quota and the server's holds for a `reqwest_middleware::ClientWithMiddleware`.
 #[derive(Debug, Clone)]
@@ -96,7 +96,7 @@ impl Transport<Request> for NextTransport<'_> {
 impl<K, Q> Middleware for RateLimitMiddleware<K, Q>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    Q: ReserveOwned<Key = K>,
+    Q: Limit<Key = K>,
 {
     async fn handle(
         &self,

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use ritmo_core::keyed::{KeyCharge, OneTier, TierSet};
 use ritmo_core::{
-    AcquireError, Bands, BandsCharge, Clock, Held, Holder, LimiterCharge, RateLimiter,
+    AcquireError, Bands, BandsCharge, BandsReservation, Clock, Held, Holder, LimiterCharge,
+    RateLimiter, Reservation,
 };
 
-use crate::KeyedRateLimiter;
+use crate::{KeyedRateLimiter, KeyedReservation};
 
 /// A [`RateLimiter`]'s reservation that owns the limiter through an `Arc`.
 pub type OwnedReservation<C> = Held<Arc<RateLimiter<C>>, LimiterCharge>;
@@ -25,16 +26,15 @@ pub type OwnedBandsReservation<C, const B: usize> = Held<Arc<Bands<C, B>>, Bands
 pub type OwnedKeyedReservation<K, C, P = OneTier> =
     Held<Arc<KeyedRateLimiter<K, C, P>>, KeyCharge<K>>;
 
-/// A limiter of any kind shared by `Arc`, as the layers take it: permits taken for good, or
-/// reserved as a reservation that owns the limiter. One trait for every kind ([`RateLimiter`] and
-/// [`Bands`] with key `()`, [`KeyedRateLimiter`] with its key, tiered or not): ritmo's client
-/// layer takes any of them through it.
+/// A limiter of any kind, as the server and client layers take it: permits taken for good, or
+/// reserved, borrowing the limiter or, shared by `Arc`, owning it. One trait for every kind
+/// ([`RateLimiter`] and [`Bands`] with key `()`, [`KeyedRateLimiter`] with its key, tiered or not).
 ///
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use ritmo::{Config, ManualClock, RateLimiter};
-/// use ritmo::server::{OwnedReservation, ReserveOwned};
+/// use ritmo::server::{Limit, OwnedReservation};
 ///
 /// let config = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
 /// let limiter = Arc::new(RateLimiter::new("api", config, ManualClock::new()));
@@ -46,54 +46,58 @@ pub type OwnedKeyedReservation<K, C, P = OneTier> =
 /// first.commit();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub trait ReserveOwned: Send + Sync + 'static {
+pub trait Limit: Holder<<Self as Limit>::Charge> + Send + Sync + Sized + 'static {
     /// What the limiter is keyed by: `()` for one quota (a limiter, bands).
     type Key: ?Sized;
-    /// The limiter the `Arc` holds.
-    type Limiter: Holder<Self::Charge> + Send + Sync + 'static;
     /// What its reservations charge ([`LimiterCharge`], [`BandsCharge`], [`KeyCharge`]).
     type Charge: Send + 'static;
 
     /// Takes `permits` for `key` now, or reserves them if their slot comes within `max_wait`
     /// (`None`: the config's own); otherwise refuses at once without changing anything.
-    fn reserve_owned(
+    fn reserve_for(
         &self,
         key: &Self::Key,
         permits: u32,
         max_wait: Option<Duration>,
-    ) -> Result<Held<Arc<Self::Limiter>, Self::Charge>, AcquireError>;
+    ) -> Result<Held<&Self, Self::Charge>, AcquireError>;
 
     /// Takes `permits` for `key` now, for good, or refuses at once.
     fn try_acquire_for(&self, key: &Self::Key, permits: u32) -> Result<(), AcquireError>;
-}
 
-/// The reservation `reserved` made on `arc`'s limiter, owning it through `arc`.
-fn own<H: Holder<T>, T>(arc: &Arc<H>, reserved: Held<&H, T>) -> Held<Arc<H>, T> {
-    match reserved.with_handle(Arc::clone(arc)) {
-        Ok(owned) => owned,
-        // Made on `**arc` by the caller.
-        Err(_) => unreachable!("a reservation made on the limiter the `Arc` holds"),
+    /// [`reserve_for`](Self::reserve_for), as a reservation that owns the limiter through the
+    /// `Arc` (held across `.await`, moved into a task).
+    fn reserve_owned(
+        self: &Arc<Self>,
+        key: &Self::Key,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Result<Held<Arc<Self>, Self::Charge>, AcquireError> {
+        let reserved = self.reserve_for(key, permits, max_wait)?;
+        match reserved.with_handle(Arc::clone(self)) {
+            Ok(owned) => Ok(owned),
+            // Made on `**self` just above.
+            Err(_) => unreachable!("a reservation made on the limiter the `Arc` holds"),
+        }
     }
 }
 
-impl<C: Clock + Send + Sync + 'static> ReserveOwned for Arc<RateLimiter<C>> {
+impl<C: Clock + Send + Sync + 'static> Limit for RateLimiter<C> {
     type Key = ();
-    type Limiter = RateLimiter<C>;
     type Charge = LimiterCharge;
 
-    fn reserve_owned(
+    fn reserve_for(
         &self,
         _key: &(),
         permits: u32,
         max_wait: Option<Duration>,
-    ) -> Result<OwnedReservation<C>, AcquireError> {
-        let reserved = match max_wait {
-            None => self.reserve_n(permits)?,
-            Some(max_wait) => self.reserve_n_within(permits, max_wait)?,
-        };
-        Ok(own(self, reserved))
+    ) -> Result<Reservation<'_, C>, AcquireError> {
+        match max_wait {
+            None => self.reserve_n(permits),
+            Some(max_wait) => self.reserve_n_within(permits, max_wait),
+        }
     }
 
+    #[inline]
     fn try_acquire_for(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
         if permits == 1 {
             return Ok(self.try_acquire()?);
@@ -102,55 +106,49 @@ impl<C: Clock + Send + Sync + 'static> ReserveOwned for Arc<RateLimiter<C>> {
     }
 }
 
-impl<C: Clock + Send + Sync + 'static, const B: usize> ReserveOwned for Arc<Bands<C, B>> {
+impl<C: Clock + Send + Sync + 'static, const B: usize> Limit for Bands<C, B> {
     type Key = ();
-    type Limiter = Bands<C, B>;
     type Charge = BandsCharge<B>;
 
-    fn reserve_owned(
+    fn reserve_for(
         &self,
         _key: &(),
         permits: u32,
         max_wait: Option<Duration>,
-    ) -> Result<OwnedBandsReservation<C, B>, AcquireError> {
-        let reserved = match max_wait {
-            None => self.reserve_n(permits)?,
-            Some(max_wait) => self.reserve_n_within(permits, max_wait)?,
-        };
-        Ok(own(self, reserved))
+    ) -> Result<BandsReservation<'_, C, B>, AcquireError> {
+        match max_wait {
+            None => self.reserve_n(permits),
+            Some(max_wait) => self.reserve_n_within(permits, max_wait),
+        }
     }
 
     fn try_acquire_for(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
-        if permits == 1 {
-            return Ok(self.try_acquire()?);
-        }
         self.try_acquire_n(permits)
     }
 }
 
-impl<K, C, P> ReserveOwned for Arc<KeyedRateLimiter<K, C, P>>
+impl<K, C, P> Limit for KeyedRateLimiter<K, C, P>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Clock + Send + Sync + 'static,
     P: TierSet<K> + Send + Sync + 'static,
 {
     type Key = K;
-    type Limiter = KeyedRateLimiter<K, C, P>;
     type Charge = KeyCharge<K>;
 
-    fn reserve_owned(
+    fn reserve_for(
         &self,
         key: &K,
         permits: u32,
         max_wait: Option<Duration>,
-    ) -> Result<OwnedKeyedReservation<K, C, P>, AcquireError> {
-        let reserved = match max_wait {
-            None => self.reserve_n(key, permits)?,
-            Some(max_wait) => self.reserve_n_within(key, permits, max_wait)?,
-        };
-        Ok(own(self, reserved))
+    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
+        match max_wait {
+            None => self.reserve_n(key, permits),
+            Some(max_wait) => self.reserve_n_within(key, permits, max_wait),
+        }
     }
 
+    #[inline]
     fn try_acquire_for(&self, key: &K, permits: u32) -> Result<(), AcquireError> {
         if permits == 1 {
             return Ok(self.try_acquire(key)?);

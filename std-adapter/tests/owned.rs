@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ritmo_core::keyed::{Tier, Tiers};
 use ritmo_core::{Bands, Config, ManualClock, RateLimiter};
-use ritmo_std::{KeyedRateLimiter, ReserveOwned};
+use ritmo_std::{KeyedRateLimiter, Limit};
 
 fn config() -> Config {
     Config::new(1, Duration::from_secs(1))
@@ -19,10 +19,7 @@ fn config() -> Config {
 
 /// The tail rule on `limiter` for `key`, through owned reservations: `available` reads the
 /// permits that would pass now.
-fn tail_rule<L: ReserveOwned>(limiter: &L, key: &L::Key, available: impl Fn() -> u32)
-where
-    L::Limiter: Send + Sync,
-{
+fn tail_rule<L: Limit>(limiter: &Arc<L>, key: &L::Key, available: impl Fn() -> u32) {
     let first = limiter.reserve_owned(key, 1, None).unwrap();
     assert_eq!(first.wait_time(), Duration::ZERO);
     let second = limiter.reserve_owned(key, 1, None).unwrap();

@@ -12,14 +12,13 @@ use core::hash::Hash;
 use core::ops::Deref;
 use std::sync::Arc;
 
-use ritmo_core::keyed::{KeyCharge, TierSet};
+use ritmo_core::keyed::TierSet;
 use ritmo_core::{
-    AcquireError, Bands, BandsCharge, BandsReservation, Clock, Config, Held, Holder, LimiterCharge,
-    RateLimiter, Reservation,
+    AcquireError, Bands, BandsReservation, Clock, Config, Held, Holder, RateLimiter, Reservation,
 };
 use ritmo_std::{
-    KeyedRateLimiter, KeyedReservation, OwnedBandsReservation, OwnedKeyedReservation,
-    OwnedReservation, ReserveOwned,
+    KeyedRateLimiter, KeyedReservation, Limit, OwnedBandsReservation, OwnedKeyedReservation,
+    OwnedReservation,
 };
 
 /// A quota policy, as the `RateLimit-Policy` field states it: `quota` permits per `window`.
@@ -309,12 +308,7 @@ where
 
 /// What the stores of ritmo's in-process kinds (one limiter, bands, a keyed limiter, tiered or
 /// not) read of their limiter, whether the layer holds it `&'static` or by `Arc`.
-pub(crate) trait Kind {
-    /// `()` for one quota.
-    type Key: Clone + Send + 'static;
-    /// What its reservations charge.
-    type Charge: Send + 'static;
-
+pub(crate) trait Kind: Limit {
     /// Every policy a key may follow (a tier's, a band's).
     fn kind_policies(&self) -> Vec<Policy>;
 
@@ -325,19 +319,6 @@ pub(crate) trait Kind {
 
     /// The config's `max_wait`.
     fn kind_max_wait(&self) -> Duration;
-
-    /// Reserves `permits` for `key` within `max_wait` (`None`: the config's own).
-    fn reserve_for<'a>(
-        &'a self,
-        key: &Self::Key,
-        permits: u32,
-        max_wait: Option<Duration>,
-    ) -> Result<Held<&'a Self, Self::Charge>, AcquireError>
-    where
-        Self: Holder<Self::Charge>;
-
-    /// Takes `permits` for `key` for good, or refuses at once.
-    fn take_now(&self, key: &Self::Key, permits: u32) -> Result<(), AcquireError>;
 
     /// `key`'s permits available now and the quota of the policy it follows (`None`: no tier,
     /// nothing ever passes).
@@ -398,10 +379,20 @@ fn own_wait<L: Kind>(limiter: &L, max_wait: Duration) -> Option<Duration> {
     (max_wait != limiter.kind_max_wait()).then_some(max_wait)
 }
 
+/// [`Limit::reserve_for`] on a `&'static` limiter: the reservation borrows it for `'static`.
+fn borrowed<L: Limit>(
+    limiter: &&'static L,
+    key: &L::Key,
+    permits: u32,
+    max_wait: Option<Duration>,
+) -> Result<Held<&'static L, L::Charge>, AcquireError> {
+    limiter.reserve_for(key, permits, max_wait)
+}
+
 /// A [`Store`]'s methods for a handle (`&'static L`, `Arc<L>`) of an in-process kind `L`, given
 /// the handle's permit and how it reserves.
 macro_rules! kind_store {
-    ($key_type:ty, $permit:ty, |$this:ident, $key:ident, $permits:ident, $wait:ident| $reserve:expr) => {
+    ($key_type:ty, $permit:ty, $reserve:path) => {
         type Key = $key_type;
         type Permit = $permit;
         type Acquire = Settled<$permit>;
@@ -428,8 +419,8 @@ macro_rules! kind_store {
             permits: u32,
             max_wait: Duration,
         ) -> Decision<$permit, Self::Acquire> {
-            let ($this, $key, $permits, $wait) = (self, key, permits, own_wait(&**self, max_wait));
-            granted(&**self, key, $reserve, max_wait)
+            let reserved = $reserve(self, key, permits, own_wait(&**self, max_wait));
+            granted(&**self, key, reserved, max_wait)
         }
 
         fn status(&self, key: &Self::Key) -> Option<Status> {
@@ -438,36 +429,31 @@ macro_rules! kind_store {
 
         #[inline]
         fn take(&self, key: &Self::Key, permits: u32) -> Option<Result<(), Denial>> {
-            let taken = self.take_now(key, permits);
+            let taken = self.try_acquire_for(key, permits);
             Some(taken.map_err(|error| kind_denial(&**self, key, error)))
         }
     };
 }
 
 /// One global quota (key `()`) on a `&'static` limiter.
-impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
-    kind_store!((), Reservation<'static, C>, |l, k, n, w| Kind::reserve_for(
-        *l, k, n, w
-    ));
+impl<C: Clock + Send + Sync + 'static> Store for &'static RateLimiter<C> {
+    kind_store!((), Reservation<'static, C>, borrowed);
 }
 
 /// One global quota (key `()`) on a limiter shared by `Arc`.
 impl<C: Clock + Send + Sync + 'static> Store for Arc<RateLimiter<C>> {
-    kind_store!((), OwnedReservation<C>, |l, k, n, w| l
-        .reserve_owned(k, n, w));
+    kind_store!((), OwnedReservation<C>, Limit::reserve_owned);
 }
 
 /// One global quota of several bands (key `()`), on `&'static` bands: a request passes if every
 /// band admits it; its status is the band that binds (the fewest permits left).
-impl<C: Clock + Sync + 'static, const B: usize> Store for &'static Bands<C, B> {
-    kind_store!((), BandsReservation<'static, C, B>, |l, k, n, w| {
-        Kind::reserve_for(*l, k, n, w)
-    });
+impl<C: Clock + Send + Sync + 'static, const B: usize> Store for &'static Bands<C, B> {
+    kind_store!((), BandsReservation<'static, C, B>, borrowed);
 }
 
 /// One global quota of several bands (key `()`), on bands shared by `Arc`.
 impl<C: Clock + Send + Sync + 'static, const B: usize> Store for Arc<Bands<C, B>> {
-    kind_store!((), OwnedBandsReservation<C, B>, |l, k, n, w| l.reserve_owned(k, n, w));
+    kind_store!((), OwnedBandsReservation<C, B>, Limit::reserve_owned);
 }
 
 /// One quota per key on a `&'static` keyed limiter; with tiers, each key its tier's, reported
@@ -478,9 +464,7 @@ where
     C: Clock + Send + Sync + 'static,
     P: TierSet<K> + Send + Sync + 'static,
 {
-    kind_store!(K, KeyedReservation<'static, K, C, P>, |l, k, n, w| {
-        Kind::reserve_for(*l, k, n, w)
-    });
+    kind_store!(K, KeyedReservation<'static, K, C, P>, borrowed);
 }
 
 /// One quota per key (with tiers, each key its tier's) on a keyed limiter shared by `Arc`.
@@ -490,13 +474,10 @@ where
     C: Clock + Send + Sync + 'static,
     P: TierSet<K> + Send + Sync + 'static,
 {
-    kind_store!(K, OwnedKeyedReservation<K, C, P>, |l, k, n, w| l.reserve_owned(k, n, w));
+    kind_store!(K, OwnedKeyedReservation<K, C, P>, Limit::reserve_owned);
 }
 
-impl<C: Clock + Sync + 'static> Kind for RateLimiter<C> {
-    type Key = ();
-    type Charge = LimiterCharge;
-
+impl<C: Clock + Send + Sync + 'static> Kind for RateLimiter<C> {
     fn kind_policies(&self) -> Vec<Policy> {
         let config = self.config();
         vec![Policy::new(self.id(), config.permits(), config.period())]
@@ -504,27 +485,6 @@ impl<C: Clock + Sync + 'static> Kind for RateLimiter<C> {
 
     fn kind_max_wait(&self) -> Duration {
         self.config().max_wait()
-    }
-
-    fn reserve_for<'a>(
-        &'a self,
-        _key: &(),
-        permits: u32,
-        max_wait: Option<Duration>,
-    ) -> Result<Reservation<'a, C>, AcquireError> {
-        match max_wait {
-            None => self.reserve_n(permits),
-            Some(max_wait) => self.reserve_n_within(permits, max_wait),
-        }
-    }
-
-    #[inline]
-    fn take_now(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
-        if permits == 1 {
-            self.try_acquire().map_err(AcquireError::from)
-        } else {
-            self.try_acquire_n(permits)
-        }
     }
 
     fn available(&self, _key: &()) -> (u32, Option<u32>) {
@@ -537,10 +497,7 @@ impl<C: Clock + Sync + 'static> Kind for RateLimiter<C> {
     }
 }
 
-impl<C: Clock + Sync + 'static, const B: usize> Kind for Bands<C, B> {
-    type Key = ();
-    type Charge = BandsCharge<B>;
-
+impl<C: Clock + Send + Sync + 'static, const B: usize> Kind for Bands<C, B> {
     /// One policy per band, named by the bands' id.
     fn kind_policies(&self) -> Vec<Policy> {
         let id = self.id();
@@ -556,23 +513,6 @@ impl<C: Clock + Sync + 'static, const B: usize> Kind for Bands<C, B> {
 
     fn kind_max_wait(&self) -> Duration {
         self.max_wait()
-    }
-
-    fn reserve_for<'a>(
-        &'a self,
-        _key: &(),
-        permits: u32,
-        max_wait: Option<Duration>,
-    ) -> Result<BandsReservation<'a, C, B>, AcquireError> {
-        match max_wait {
-            None => self.reserve_n(permits),
-            Some(max_wait) => self.reserve_n_within(permits, max_wait),
-        }
-    }
-
-    #[inline]
-    fn take_now(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
-        self.try_acquire_n(permits)
     }
 
     fn available(&self, key: &()) -> (u32, Option<u32>) {
@@ -592,9 +532,6 @@ where
     C: Clock + Send + Sync + 'static,
     P: TierSet<K> + Send + Sync + 'static,
 {
-    type Key = K;
-    type Charge = KeyCharge<K>;
-
     /// One policy per tier, named by the tier (for one config, the limiter's id).
     fn kind_policies(&self) -> Vec<Policy> {
         let tiers = self.tier_configs().into_iter();
@@ -610,27 +547,6 @@ where
     /// The config's own `max_wait` (each tier's own, for a tiered limiter).
     fn kind_max_wait(&self) -> Duration {
         self.config().max_wait()
-    }
-
-    fn reserve_for<'a>(
-        &'a self,
-        key: &K,
-        permits: u32,
-        max_wait: Option<Duration>,
-    ) -> Result<KeyedReservation<'a, K, C, P>, AcquireError> {
-        match max_wait {
-            None => self.reserve_n(key, permits),
-            Some(max_wait) => self.reserve_n_within(key, permits, max_wait),
-        }
-    }
-
-    #[inline]
-    fn take_now(&self, key: &K, permits: u32) -> Result<(), AcquireError> {
-        if permits == 1 {
-            self.try_acquire(key).map_err(AcquireError::from)
-        } else {
-            self.try_acquire_n(key, permits)
-        }
     }
 
     fn available(&self, key: &K) -> (u32, Option<u32>) {
