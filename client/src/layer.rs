@@ -111,10 +111,17 @@ pub(crate) fn target_of<B>(request: &Request<B>) -> Target<'_> {
 /// # let _ = layer;
 /// # Ok::<(), ritmo::ConfigError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ClientLayer<K: 'static, R = NoReplay, Q = PerKey<K>> {
     outbound: Outbound<K, Q>,
     replay: R,
+}
+
+impl<K, R: Clone, Q> Clone for ClientLayer<K, R, Q> {
+    fn clone(&self) -> Self {
+        let (outbound, replay) = (self.outbound.clone(), self.replay.clone());
+        ClientLayer { outbound, replay }
+    }
 }
 
 impl<K, Q> ClientLayer<K, NoReplay, Q> {
@@ -152,11 +159,23 @@ impl<S, K, R: Clone, Q> Layer<S> for ClientLayer<K, R, Q> {
 
 /// A service whose requests wait for the client's quota and the server's holds
 /// ([`ClientLayer`]).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RateLimited<S, K: 'static, R = NoReplay, Q = PerKey<K>> {
     inner: S,
     outbound: Outbound<K, Q>,
     replay: R,
+}
+
+impl<S: Clone, K, R: Clone, Q> Clone for RateLimited<S, K, R, Q> {
+    fn clone(&self) -> Self {
+        let (inner, replay) = (self.inner.clone(), self.replay.clone());
+        let outbound = self.outbound.clone();
+        RateLimited {
+            inner,
+            outbound,
+            replay,
+        }
+    }
 }
 
 impl<S, K, R, Q> RateLimited<S, K, R, Q> {

@@ -49,9 +49,16 @@ use crate::outbound::{MaxWait, Outbound, PerKey, ResponseView, Target, Transport
 use ritmo_std::Limit;
 
 /// The client's quota and the server's holds for a `reqwest_middleware::ClientWithMiddleware`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RateLimitMiddleware<K: 'static, Q = PerKey<K>> {
     outbound: Outbound<K, Q>,
+}
+
+impl<K, Q> Clone for RateLimitMiddleware<K, Q> {
+    fn clone(&self) -> Self {
+        let outbound = self.outbound.clone();
+        RateLimitMiddleware { outbound }
+    }
 }
 
 impl<K, Q> RateLimitMiddleware<K, Q> {
