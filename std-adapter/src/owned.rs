@@ -100,9 +100,10 @@ impl<C: Clock + Send + Sync + 'static> Limit for RateLimiter<C> {
     #[inline]
     fn try_acquire_for(&self, _key: &(), permits: u32) -> Result<(), AcquireError> {
         if permits == 1 {
-            return Ok(self.try_acquire()?);
+            self.try_acquire().map_err(AcquireError::from)
+        } else {
+            self.try_acquire_n(permits)
         }
-        self.try_acquire_n(permits)
     }
 }
 
@@ -151,8 +152,9 @@ where
     #[inline]
     fn try_acquire_for(&self, key: &K, permits: u32) -> Result<(), AcquireError> {
         if permits == 1 {
-            return Ok(self.try_acquire(key)?);
+            self.try_acquire(key).map_err(AcquireError::from)
+        } else {
+            self.try_acquire_n(key, permits)
         }
-        self.try_acquire_n(key, permits)
     }
 }
