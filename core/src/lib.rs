@@ -56,8 +56,6 @@ pub use limiter::{LimiterCharge, RateLimiter, Reservation, Snapshot};
 #[cfg(feature = "defmt")]
 pub use log::DefmtListener;
 pub use registry::Registry;
-pub use reservation::Held;
-#[doc(hidden)]
-pub use reservation::Holder;
+pub use reservation::{Held, Holder};
 pub use settings::{Overrides, Setting, Settings};
 pub use wait::{AdvanceClock, AsyncClock, BlockingClock, ClockWait, Interrupted, Wait};

@@ -21,9 +21,9 @@ use crate::wait::Wait;
 
 /// What a reservation needs of the limiter it came from, for a charge described by `T` (the
 /// states it wrote and what it added): the clock and its conversions, a refund by the tail rule,
-/// and the listeners. Implemented by every kind; public only so that ritmo-std's keyed store gets
-/// the same reservation type.
-#[doc(hidden)]
+/// and the listeners. Implemented by every kind ([`RateLimiter`](crate::RateLimiter),
+/// [`Bands`](crate::Bands), the keyed limiters); generic code names it to reach a [`Held`]'s
+/// methods, as ritmo-std's `Limit` does.
 pub trait Holder<T> {
     /// The clock the limiter reads.
     type Clock: Clock;
