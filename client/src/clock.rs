@@ -11,7 +11,7 @@ use ritmo_std::{StdClock, TokioClock};
 /// costs a look at the runtime's clock and a `Duration` subtraction (about 100 instructions a
 /// request, measured: benches/RESULTS.md). Both read real time when tokio's clock runs.
 #[derive(Debug, Clone)]
-pub(crate) enum ClientClock {
+pub enum ClientClock {
     /// Tokio's clock, paused when the client was built.
     Paused(TokioClock),
     /// The CPU's counter.

@@ -12,7 +12,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::error::Error;
-use crate::outbound::{MaxWait, Outbound, Target, Transport};
+use crate::outbound::{MaxWait, Outbound, PerKey, Target, Transport};
+use ritmo_std::Limit;
 
 /// How a request is copied for a retry, before it is sent ([`ClientLayer::replay_with`]).
 ///
@@ -110,15 +111,22 @@ pub(crate) fn target_of<B>(request: &Request<B>) -> Target<'_> {
 /// # let _ = layer;
 /// # Ok::<(), ritmo::ConfigError>(())
 /// ```
-#[derive(Debug, Clone)]
-pub struct ClientLayer<K: 'static, R = NoReplay> {
-    outbound: Outbound<K>,
+#[derive(Debug)]
+pub struct ClientLayer<K: 'static, R = NoReplay, Q = PerKey<K>> {
+    outbound: Outbound<K, Q>,
     replay: R,
 }
 
-impl<K> ClientLayer<K> {
+impl<K, R: Clone, Q> Clone for ClientLayer<K, R, Q> {
+    fn clone(&self) -> Self {
+        let (outbound, replay) = (self.outbound.clone(), self.replay.clone());
+        ClientLayer { outbound, replay }
+    }
+}
+
+impl<K, Q> ClientLayer<K, NoReplay, Q> {
     /// A layer over `outbound` that never retries (see [`replay_with`](Self::replay_with)).
-    pub fn new(outbound: Outbound<K>) -> Self {
+    pub fn new(outbound: Outbound<K, Q>) -> Self {
         ClientLayer {
             outbound,
             replay: NoReplay,
@@ -126,10 +134,10 @@ impl<K> ClientLayer<K> {
     }
 }
 
-impl<K, R> ClientLayer<K, R> {
+impl<K, R, Q> ClientLayer<K, R, Q> {
     /// How requests are copied for the retry of a `429` (retries also need
     /// [`Builder::retry_once`](crate::Builder::retry_once)).
-    pub fn replay_with<R2>(self, replay: R2) -> ClientLayer<K, R2> {
+    pub fn replay_with<R2>(self, replay: R2) -> ClientLayer<K, R2, Q> {
         ClientLayer {
             outbound: self.outbound,
             replay,
@@ -137,8 +145,8 @@ impl<K, R> ClientLayer<K, R> {
     }
 }
 
-impl<S, K, R: Clone> Layer<S> for ClientLayer<K, R> {
-    type Service = RateLimited<S, K, R>;
+impl<S, K, R: Clone, Q> Layer<S> for ClientLayer<K, R, Q> {
+    type Service = RateLimited<S, K, R, Q>;
 
     fn layer(&self, inner: S) -> Self::Service {
         RateLimited {
@@ -151,16 +159,28 @@ impl<S, K, R: Clone> Layer<S> for ClientLayer<K, R> {
 
 /// A service whose requests wait for the client's quota and the server's holds
 /// ([`ClientLayer`]).
-#[derive(Debug, Clone)]
-pub struct RateLimited<S, K: 'static, R = NoReplay> {
+#[derive(Debug)]
+pub struct RateLimited<S, K: 'static, R = NoReplay, Q = PerKey<K>> {
     inner: S,
-    outbound: Outbound<K>,
+    outbound: Outbound<K, Q>,
     replay: R,
 }
 
-impl<S, K, R> RateLimited<S, K, R> {
+impl<S: Clone, K, R: Clone, Q> Clone for RateLimited<S, K, R, Q> {
+    fn clone(&self) -> Self {
+        let (inner, replay) = (self.inner.clone(), self.replay.clone());
+        let outbound = self.outbound.clone();
+        RateLimited {
+            inner,
+            outbound,
+            replay,
+        }
+    }
+}
+
+impl<S, K, R, Q> RateLimited<S, K, R, Q> {
     /// The client's limiter and holds.
-    pub fn outbound(&self) -> &Outbound<K> {
+    pub fn outbound(&self) -> &Outbound<K, Q> {
         &self.outbound
     }
 
@@ -179,21 +199,21 @@ pin_project! {
     /// A request that neither waits nor may be retried, while no server holds any key (the common
     /// case), took its permit in `call` and is the inner service's future, its response read for
     /// the server's fields when it arrives; any other runs the send loop, boxed.
-    pub struct ResponseFuture<F, K: 'static, T, E> {
+    pub struct ResponseFuture<F, K: 'static, T, E, Q = PerKey<K>> {
         #[pin]
-        state: State<F, K, T, E>,
+        state: State<F, K, T, E, Q>,
     }
 }
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, K: 'static, T, E> {
-        Sent { #[pin] future: F, key: K, outbound: Outbound<K> },
+    enum State<F, K: 'static, T, E, Q> {
+        Sent { #[pin] future: F, key: K, outbound: Outbound<K, Q> },
         Loop { future: SendLoop<T, E> },
     }
 }
 
-impl<F, K, T, E> core::fmt::Debug for ResponseFuture<F, K, T, E> {
+impl<F, K, T, E, Q> core::fmt::Debug for ResponseFuture<F, K, T, E, Q> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let sent = matches!(self.state, State::Sent { .. });
         f.debug_struct("ResponseFuture")
@@ -202,10 +222,11 @@ impl<F, K, T, E> core::fmt::Debug for ResponseFuture<F, K, T, E> {
     }
 }
 
-impl<F, K, RB, E> Future for ResponseFuture<F, K, Response<RB>, E>
+impl<F, K, RB, E, Q> Future for ResponseFuture<F, K, Response<RB>, E, Q>
 where
     F: Future<Output = Result<Response<RB>, E>>,
     K: Hash + Eq + Clone + Send + Sync + 'static,
+    Q: Limit<Key = K>,
 {
     type Output = Result<Response<RB>, Error<E>>;
 
@@ -249,8 +270,9 @@ where
     }
 }
 
-impl<S, K, R, B, RB> Service<Request<B>> for RateLimited<S, K, R>
+impl<S, K, R, B, RB, Q> Service<Request<B>> for RateLimited<S, K, R, Q>
 where
+    Q: Limit<Key = K>,
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send,
@@ -261,7 +283,7 @@ where
 {
     type Response = Response<RB>;
     type Error = Error<S::Error>;
-    type Future = ResponseFuture<S::Future, K, Response<RB>, S::Error>;
+    type Future = ResponseFuture<S::Future, K, Response<RB>, S::Error, Q>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Error::Service)

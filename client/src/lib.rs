@@ -1,6 +1,18 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// Intra-doc links to the other ritmo crates' items, by the paths the `ritmo` facade gives
+// them (`crate::ritmo::Config`, `crate::ritmo::server::StdClock`): written by
+// scripts/facade-paths, which keeps the docs free of sub-crate paths. Docs builds only.
+#[cfg(doc)]
+#[allow(unused_imports)]
+mod ritmo {
+    pub use ritmo_core::*;
+    pub mod server {
+        pub use ritmo_std::*;
+    }
+}
+
 mod adopt;
 mod clock;
 mod error;
@@ -23,10 +35,11 @@ pub mod reqwest;
 pub use reqwest_middleware;
 
 pub use adopt::MAX_POLICIES;
+pub use clock::ClientClock;
 pub use error::{Cause, Error, Limited};
 pub use layer::{ClientLayer, CloneBody, NoReplay, RateLimited, Replay, ResponseFuture};
 pub use outbound::{
-    Builder, DEFAULT_MAX_HOLD, DEFAULT_MAX_KEYS, HostKey, KeyError, MaxWait, Outbound, Stats,
-    Target,
+    Builder, DEFAULT_MAX_HOLD, DEFAULT_MAX_KEYS, HostKey, KeyError, MaxWait, OneQuota, Outbound,
+    PerKey, Stats, Target,
 };
 pub use ritmo_core::RateLimitExceeded;

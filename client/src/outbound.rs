@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use http::{HeaderMap, Method, StatusCode};
-use ritmo_core::{AcquireError, Config, RateLimitExceeded, RateLimiter, Reason, Reservation};
-use ritmo_std::{KeyedRateLimiter, KeyedReservation};
+use ritmo_core::{AcquireError, Config, RateLimitExceeded, RateLimiter, Reason};
+use ritmo_std::{KeyedRateLimiter, Limit};
 use tokio::time::Instant;
 
 use crate::adopt::Adopted;
@@ -310,84 +310,24 @@ fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The client's own quota: one limiter when every request has the same key (`global`: no map to
-/// look the key up in; measured, 75 instructions fewer a request through the `ClientLayer`,
-/// benches/RESULTS.md), else one state per key.
-enum Quota<K: 'static> {
-    One(RateLimiter<ClientClock>),
-    Keyed(KeyedRateLimiter<K, ClientClock>),
-}
+/// The client's own quota when every request has the same key ([`Outbound::global`]): one
+/// limiter, no map to look the key up in (measured, 75 instructions fewer a request through the
+/// `ClientLayer`, benches/RESULTS.md). Every quota is taken through one trait,
+/// [`Limit`](crate::ritmo::server::Limit), its reservations owning it (held across `.await`).
+pub type OneQuota = RateLimiter<ClientClock>;
 
-/// A permit of a [`Quota`] held while its request waits for its slot; given back if dropped.
-enum QuotaReservation<'a, K: Hash + Eq + Clone + Send + Sync + 'static> {
-    One(Reservation<'a, ClientClock>),
-    Keyed(KeyedReservation<'a, K, ClientClock>),
-}
+/// The client's own quota with one state per key ([`Outbound::per_host`],
+/// [`Outbound::keyed_by`]).
+pub type PerKey<K> = KeyedRateLimiter<K, ClientClock>;
 
-impl<K: 'static> Quota<K> {
-    fn id(&self) -> &'static str {
-        match self {
-            Quota::One(l) => l.id(),
-            Quota::Keyed(l) => l.id(),
-        }
-    }
+/// Makes a client's quota: from its id, config, `max_keys` and clock.
+type MakeQuota<Q> =
+    Box<dyn FnOnce(&'static str, Config, usize, ClientClock) -> Arc<Q> + Send + Sync>;
 
-    fn config(&self) -> Config {
-        match self {
-            Quota::One(l) => l.config(),
-            Quota::Keyed(l) => l.config(),
-        }
-    }
-}
-
-impl<K: Hash + Eq + Clone + Send + Sync + 'static> Quota<K> {
-    #[inline]
-    fn try_acquire(&self, key: &K) -> bool {
-        match self {
-            Quota::One(l) => l.try_acquire().is_ok(),
-            Quota::Keyed(l) => l.try_acquire(key).is_ok(),
-        }
-    }
-
-    fn reserve_within(
-        &self,
-        key: &K,
-        max_wait: Duration,
-    ) -> Result<QuotaReservation<'_, K>, AcquireError> {
-        match self {
-            Quota::One(l) => l.reserve_n_within(1, max_wait).map(QuotaReservation::One),
-            Quota::Keyed(l) => l
-                .reserve_n_within(key, 1, max_wait)
-                .map(QuotaReservation::Keyed),
-        }
-    }
-}
-
-impl<K: Hash + Eq + Clone + Send + Sync + 'static> QuotaReservation<'_, K> {
-    fn remaining(&self) -> Duration {
-        match self {
-            QuotaReservation::One(r) => r.remaining(),
-            QuotaReservation::Keyed(r) => r.remaining(),
-        }
-    }
-
-    fn is_ready(&self) -> bool {
-        match self {
-            QuotaReservation::One(r) => r.is_ready(),
-            QuotaReservation::Keyed(r) => r.is_ready(),
-        }
-    }
-
-    fn commit(self) {
-        match self {
-            QuotaReservation::One(r) => r.commit(),
-            QuotaReservation::Keyed(r) => r.commit(),
-        }
-    }
-}
-
-struct Inner<K: 'static> {
-    limiter: Quota<K>,
+struct Inner<K: 'static, Q> {
+    limiter: Arc<Q>,
+    id: &'static str,
+    config: Config,
     holds: Holds<K>,
     key: KeyOf<K>,
     max_wait: Duration,
@@ -405,7 +345,8 @@ enum Retry {
 
 /// Builds an [`Outbound`]: its quota, how keys are chosen, the cap on holds, retries.
 #[must_use]
-pub struct Builder<K> {
+pub struct Builder<K, Q = PerKey<K>> {
+    make: MakeQuota<Q>,
     id: &'static str,
     config: Config,
     key: KeyOf<K>,
@@ -415,7 +356,7 @@ pub struct Builder<K> {
     adopt: bool,
 }
 
-impl<K> core::fmt::Debug for Builder<K> {
+impl<K, Q> core::fmt::Debug for Builder<K, Q> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Builder")
             .field("id", &self.id)
@@ -428,9 +369,10 @@ impl<K> core::fmt::Debug for Builder<K> {
     }
 }
 
-impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
-    fn new(id: &'static str, config: Config, key: KeyOf<K>) -> Self {
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Builder<K, Q> {
+    fn new(id: &'static str, config: Config, key: KeyOf<K>, make: MakeQuota<Q>) -> Self {
         Builder {
+            make,
             id,
             config,
             key,
@@ -485,25 +427,17 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
     /// after pausing it (in the test's runtime): a client built while tokio's clock stands still
     /// reads tokio's clock, so its quota follows `tokio::time::advance`, from the runtime's time;
     /// one built while it runs reads the CPU's counter (a few instructions a request).
-    pub fn build(self) -> Outbound<K> {
+    pub fn build(self) -> Outbound<K, Q> {
         let clock = ClientClock::new();
-        let limiter = match self.key {
-            KeyOf::Fixed(_) => {
-                Quota::One(RateLimiter::with_clock(self.id, self.config, clock.clone()))
-            }
-            KeyOf::Of(_) => Quota::Keyed(KeyedRateLimiter::with_clock(
-                self.id,
-                self.config,
-                self.max_keys,
-                clock.clone(),
-            )),
-        };
+        let limiter = (self.make)(self.id, self.config, self.max_keys, clock.clone());
         let adopted = self
             .adopt
             .then(|| Adopted::new(self.id, self.config, clock, self.max_keys));
         Outbound {
             inner: Arc::new(Inner {
                 limiter,
+                id: self.id,
+                config: self.config,
                 holds: Holds::new(self.max_hold, self.max_keys),
                 key: self.key,
                 max_wait: self.config.max_wait(),
@@ -583,11 +517,15 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Builder<K> {
 /// # Ok(())
 /// # }
 /// ```
-pub struct Outbound<K: 'static> {
-    inner: Arc<Inner<K>>,
+///
+/// `Q` is the quota's kind: [`PerKey`] (the default), [`OneQuota`] for
+/// [`global`](Outbound::global), or any other [`Limit`](crate::ritmo::server::Limit)
+/// ([`with_quota`](Outbound::with_quota)).
+pub struct Outbound<K: 'static, Q = PerKey<K>> {
+    inner: Arc<Inner<K, Q>>,
 }
 
-impl<K> Clone for Outbound<K> {
+impl<K, Q> Clone for Outbound<K, Q> {
     fn clone(&self) -> Self {
         Outbound {
             inner: Arc::clone(&self.inner),
@@ -595,11 +533,11 @@ impl<K> Clone for Outbound<K> {
     }
 }
 
-impl<K> core::fmt::Debug for Outbound<K> {
+impl<K, Q> core::fmt::Debug for Outbound<K, Q> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Outbound")
-            .field("id", &self.inner.limiter.id())
-            .field("config", &self.inner.limiter.config())
+            .field("id", &self.inner.id)
+            .field("config", &self.inner.config)
             .field("retry", &self.inner.retry)
             .finish_non_exhaustive()
     }
@@ -608,15 +546,31 @@ impl<K> core::fmt::Debug for Outbound<K> {
 impl Outbound<HostKey> {
     /// One quota per `host:port` (the default), each allowing `config`.
     pub fn per_host(id: &'static str, config: Config) -> Builder<HostKey> {
-        Builder::new(id, config, KeyOf::Of(Box::new(HostKey::of)))
+        Builder::new(
+            id,
+            config,
+            KeyOf::Of(Box::new(HostKey::of)),
+            Box::new(per_key),
+        )
     }
 }
 
-impl Outbound<()> {
+impl Outbound<(), OneQuota> {
     /// One quota for every request, whatever its host.
-    pub fn global(id: &'static str, config: Config) -> Builder<()> {
-        Builder::new(id, config, KeyOf::Fixed(()))
+    pub fn global(id: &'static str, config: Config) -> Builder<(), OneQuota> {
+        let one = |id, config, _, clock| Arc::new(RateLimiter::with_clock(id, config, clock));
+        Builder::new(id, config, KeyOf::Fixed(()), Box::new(one))
     }
+}
+
+/// A quota of one state per key.
+fn per_key<K: Hash + Eq + Clone>(
+    id: &'static str,
+    config: Config,
+    max_keys: usize,
+    clock: ClientClock,
+) -> Arc<PerKey<K>> {
+    Arc::new(KeyedRateLimiter::with_clock(id, config, max_keys, clock))
 }
 
 /// How long from `start` to `deadline` is left at `now`, never negative.
@@ -641,7 +595,47 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         config: Config,
         key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
     ) -> Builder<K> {
-        Builder::new(id, config, KeyOf::Of(Box::new(key)))
+        Builder::new(id, config, KeyOf::Of(Box::new(key)), Box::new(per_key))
+    }
+}
+
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Outbound<K, Q> {
+    /// A client over `quota`, a limiter of any kind shared by `Arc` (a `Bands`, a tiered keyed
+    /// limiter, ...: any [`Limit`](crate::ritmo::server::Limit)), the key of a request any function of it (`|_| ()` for one quota). `config`
+    /// gives the client's `max_wait` and what [`config`](Self::config) reports; the quota keeps
+    /// its own numbers and clock.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use ritmo::{Bands, Config, ManualClock};
+    /// use ritmo::client::{Cause, Outbound, Target};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // 2 per second and 3 per minute, together.
+    /// let second = Config::new(2, Duration::from_secs(1))?;
+    /// let bands = Arc::new(Bands::new("api", [second, Config::new(3, Duration::from_secs(60))?], ManualClock::new()));
+    /// let client = Outbound::with_quota("api", second, bands, |_: &Target<'_>| ()).build();
+    /// client.acquire(&()).await?;
+    /// client.acquire(&()).await?;
+    /// let refused = client.acquire(&()).await.unwrap_err(); // the second's band is spent
+    /// assert_eq!(refused.cause(), Cause::LocalQuota);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_quota(
+        id: &'static str,
+        config: Config,
+        quota: Arc<Q>,
+        key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
+    ) -> Builder<K, Q> {
+        Builder::new(
+            id,
+            config,
+            KeyOf::Of(Box::new(key)),
+            Box::new(|_, _, _, _| quota),
+        )
     }
 
     /// The key of a request.
@@ -667,7 +661,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         if inner.adopted.is_some() || !inner.holds.none_held() {
             return false;
         }
-        if !inner.limiter.try_acquire(key) {
+        if inner.limiter.try_acquire_for(key, 1).is_err() {
             return false;
         }
         bump(&inner.counters.sent);
@@ -676,7 +670,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
 
     /// The client's own quota (the config it was built with).
     pub fn config(&self) -> Config {
-        self.inner.limiter.config()
+        self.inner.config
     }
 
     /// How long `key` is still held by its server (`None` when it is not held).
@@ -743,7 +737,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
                 if end > deadline {
                     bump(&inner.counters.limited_server);
                     let error = RateLimitExceeded::from_parts(
-                        inner.limiter.id(),
+                        inner.id,
                         Reason::NoPermitInTime,
                         left(end, now),
                     );
@@ -758,7 +752,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
                 continue;
             }
             let budget = left(deadline, now);
-            let reservation = match inner.limiter.reserve_within(key, budget) {
+            let reservation = match inner.limiter.reserve_owned(key, 1, Some(budget)) {
                 Ok(r) => r,
                 Err(e) => return Err(self.local_refusal(e)),
             };
@@ -813,9 +807,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
             AcquireError::RateLimited(e) => e,
             // One permit never exceeds a valid config's burst; kept total all the same.
             _ => RateLimitExceeded::from_parts(
-                self.inner.limiter.id(),
+                self.inner.id,
                 Reason::NoPermitInTime,
-                self.inner.limiter.config().period(),
+                self.inner.config.period(),
             ),
         };
         Limited::new(error, Cause::LocalQuota)

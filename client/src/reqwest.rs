@@ -45,22 +45,30 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::error::Error;
-use crate::outbound::{MaxWait, Outbound, ResponseView, Target, Transport};
+use crate::outbound::{MaxWait, Outbound, PerKey, ResponseView, Target, Transport};
+use ritmo_std::Limit;
 
 /// The client's quota and the server's holds for a `reqwest_middleware::ClientWithMiddleware`.
-#[derive(Debug, Clone)]
-pub struct RateLimitMiddleware<K: 'static> {
-    outbound: Outbound<K>,
+#[derive(Debug)]
+pub struct RateLimitMiddleware<K: 'static, Q = PerKey<K>> {
+    outbound: Outbound<K, Q>,
 }
 
-impl<K> RateLimitMiddleware<K> {
+impl<K, Q> Clone for RateLimitMiddleware<K, Q> {
+    fn clone(&self) -> Self {
+        let outbound = self.outbound.clone();
+        RateLimitMiddleware { outbound }
+    }
+}
+
+impl<K, Q> RateLimitMiddleware<K, Q> {
     /// A middleware over `outbound` (retries as `outbound` was built to do).
-    pub fn new(outbound: Outbound<K>) -> Self {
+    pub fn new(outbound: Outbound<K, Q>) -> Self {
         RateLimitMiddleware { outbound }
     }
 
     /// The client's limiter and holds.
-    pub fn outbound(&self) -> &Outbound<K> {
+    pub fn outbound(&self) -> &Outbound<K, Q> {
         &self.outbound
     }
 }
@@ -92,7 +100,11 @@ impl Transport<Request> for NextTransport<'_> {
 }
 
 #[async_trait::async_trait]
-impl<K: Hash + Eq + Clone + Send + Sync + 'static> Middleware for RateLimitMiddleware<K> {
+impl<K, Q> Middleware for RateLimitMiddleware<K, Q>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    Q: Limit<Key = K>,
+{
     async fn handle(
         &self,
         request: Request,

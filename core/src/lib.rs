@@ -37,7 +37,7 @@ mod loom_keyed_tests;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use bands::{Bands, BandsReservation};
+pub use bands::{Bands, BandsCharge, BandsReservation};
 pub use clock::{Clock, FixedRateClock, ManualClock, ManualTime, TickRate};
 pub use config::{Config, ConfigBuilder, DurationValue, parse_bool, parse_duration};
 #[cfg(feature = "embedded-hal")]
@@ -52,12 +52,10 @@ pub use event::{Event, Listener, Tee};
 #[cfg_attr(docsrs, doc(cfg(feature = "embedded-io")))]
 pub use io::{RateLimitedWrite, WriteError};
 pub use keyed::{KeyListener, KeySnapshot, KeyedLimiter, KeyedReservation, KeyedSnapshot};
-pub use limiter::{RateLimiter, Reservation, Snapshot};
+pub use limiter::{LimiterCharge, RateLimiter, Reservation, Snapshot};
 #[cfg(feature = "defmt")]
 pub use log::DefmtListener;
 pub use registry::Registry;
-pub use reservation::Held;
-#[doc(hidden)]
-pub use reservation::Holder;
+pub use reservation::{Held, Holder};
 pub use settings::{Overrides, Setting, Settings};
 pub use wait::{AdvanceClock, AsyncClock, BlockingClock, ClockWait, Interrupted, Wait};

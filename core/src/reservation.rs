@@ -2,13 +2,16 @@
 //! [`BandsReservation`], a keyed limiter's [`KeyReservation`]): permits a call holds for its slot,
 //! until it commits them or lets them go. The lifecycle (commit; cancel, drop or interrupt by the
 //! tail rule; waits) is written here once; a kind supplies, through [`Holder`], its clock, its
-//! conversions and how a charge goes back.
+//! conversions and how a charge goes back. A reservation reaches its limiter through a handle:
+//! a borrow (`&'a RateLimiter<C>`) or anything else that derefs to it, such as an `Arc` that
+//! keeps it alive (an owned reservation, held across `.await` by a server or client layer).
 //!
 //! [`Reservation`]: crate::Reservation
 //! [`BandsReservation`]: crate::BandsReservation
 //! [`KeyReservation`]: crate::keyed::KeyReservation
 
 use core::fmt;
+use core::ops::Deref;
 use core::time::Duration;
 
 use crate::clock::Clock;
@@ -18,9 +21,9 @@ use crate::wait::Wait;
 
 /// What a reservation needs of the limiter it came from, for a charge described by `T` (the
 /// states it wrote and what it added): the clock and its conversions, a refund by the tail rule,
-/// and the listeners. Implemented by every kind; public only so that ritmo-std's keyed store gets
-/// the same reservation type.
-#[doc(hidden)]
+/// and the listeners. Implemented by every kind ([`RateLimiter`](crate::RateLimiter),
+/// [`Bands`](crate::Bands), the keyed limiters); generic code names it to reach a [`Held`]'s
+/// methods, as ritmo-std's `Limit` does.
 pub trait Holder<T> {
     /// The clock the limiter reads.
     type Clock: Clock;
@@ -48,6 +51,9 @@ pub trait Holder<T> {
     fn publish_release(&self, charge: &T, event: Event);
 }
 
+/// Only a settled reservation has given its charge up, and settling one consumes it (or drops it).
+const SETTLED: &str = "a settled reservation is never used again";
+
 /// Permits taken now or reserved for a slot: commit it when the work runs, or let it go.
 ///
 /// Dropping or [`cancel`](Held::cancel)ling a reservation that was not committed returns its
@@ -67,19 +73,26 @@ pub trait Holder<T> {
 /// assert_eq!(l.reserve().unwrap().wait_time(), Duration::from_secs(2));
 /// # Ok::<(), ritmo::ConfigError>(())
 /// ```
+///
+/// `R` is how it reaches its limiter: `&'a` the limiter (a reservation that borrows it), or a
+/// handle that keeps it alive, such as `Arc<RateLimiter<C>>` (an owned reservation, which
+/// [`with_handle`](Held::with_handle) makes of a borrowed one).
 #[must_use = "a reservation returns its permits when dropped: commit it once the work runs"]
-pub struct Held<'a, H: Holder<T> + ?Sized, T> {
-    limiter: &'a H,
-    charge: T,
+pub struct Held<R, T>
+where
+    R: Deref<Target: Holder<T>>,
+{
+    limiter: R,
+    /// What it took; `None` once committed or given back.
+    charge: Option<T>,
     slot: u64,
     wait: u64,
     permits: u32,
-    settled: bool,
 }
 
-impl<H: Holder<T> + ?Sized, T> fmt::Debug for Held<'_, H, T> {
+impl<R: Deref<Target: Holder<T>>, T> fmt::Debug for Held<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct(H::KIND)
+        f.debug_struct(<R::Target as Holder<T>>::KIND)
             .field("limiter", &self.limiter.holder_id())
             .field("permits", &self.permits)
             .field("slot", &self.slot)
@@ -88,29 +101,72 @@ impl<H: Holder<T> + ?Sized, T> fmt::Debug for Held<'_, H, T> {
     }
 }
 
-impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
+impl<R: Deref<Target: Holder<T>>, T> Held<R, T> {
     /// A reservation of `permits` on `limiter` that took `charge`, its slot `slot` units, `wait`
     /// units from when it was made.
-    pub(crate) fn new(limiter: &'a H, charge: T, slot: u64, wait: u64, permits: u32) -> Self {
+    pub(crate) fn new(limiter: R, charge: T, slot: u64, wait: u64, permits: u32) -> Self {
         Held {
             limiter,
-            charge,
+            charge: Some(charge),
             slot,
             wait,
             permits,
-            settled: false,
         }
     }
 
     /// What it took, to adjust where it is made.
     #[cfg(feature = "reconfigure")]
     pub(crate) fn charge_mut(&mut self) -> &mut T {
-        &mut self.charge
+        match &mut self.charge {
+            Some(charge) => charge,
+            None => unreachable!("{SETTLED}"),
+        }
     }
 
     /// What it took.
     pub(crate) fn charge(&self) -> &T {
-        &self.charge
+        match &self.charge {
+            Some(charge) => charge,
+            None => unreachable!("{SETTLED}"),
+        }
+    }
+
+    /// The same reservation, reaching its limiter through `handle` instead: an owned reservation
+    /// made of a borrowed one when `handle` is an `Arc` of the limiter it borrows, so that it can
+    /// outlive the borrow (held across `.await`, moved into a task). `Err` gives it back unchanged
+    /// if `handle` is another limiter.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use core::time::Duration;
+    /// use ritmo::{Config, ManualClock, RateLimiter};
+    /// let l = Arc::new(RateLimiter::new("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new()));
+    /// let owned = l.reserve().unwrap().with_handle(Arc::clone(&l)).unwrap();
+    /// assert!(owned.cancel()); // the permit goes back to the limiter the `Arc` keeps alive
+    /// assert_eq!(l.available_permits(), 1);
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    pub fn with_handle<S: Deref<Target = R::Target>>(
+        mut self,
+        handle: S,
+    ) -> Result<Held<S, T>, Self> {
+        if !core::ptr::eq(&*handle, &*self.limiter) {
+            return Err(self);
+        }
+        let (slot, wait, permits) = (self.slot, self.wait, self.permits);
+        Ok(Held {
+            limiter: handle,
+            // Taken: this one is settled and its drop does nothing.
+            charge: self.charge.take(),
+            slot,
+            wait,
+            permits,
+        })
+    }
+
+    /// The handle it reaches its limiter through: the borrow, or the `Arc` that keeps it alive.
+    pub fn handle(&self) -> &R {
+        &self.limiter
     }
 
     /// The limiter this reservation is for.
@@ -123,8 +179,8 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// assert_eq!(r.limiter().id(), "x");
     /// # r.commit();
     /// ```
-    pub fn limiter(&self) -> &'a H {
-        self.limiter
+    pub fn limiter(&self) -> &R::Target {
+        &self.limiter
     }
 
     /// How many permits it holds.
@@ -212,7 +268,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// assert_eq!(l.available_permits(), 0);
     /// ```
     pub fn commit(mut self) {
-        self.settled = true;
+        self.charge = None;
     }
 
     /// Gives the reservation up before its work runs; returns whether its permits went back
@@ -250,7 +306,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     /// l.reserve().unwrap().wait_with(&mut AdvanceClock).unwrap();
     /// assert_eq!(clock.now(), 1_000_000_000);
     /// ```
-    pub fn wait_with<W: Wait<H::Clock> + ?Sized>(
+    pub fn wait_with<W: Wait<<R::Target as Holder<T>>::Clock> + ?Sized>(
         self,
         waiter: &mut W,
     ) -> Result<(), RateLimitExceeded> {
@@ -267,16 +323,15 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     }
 
     fn release(&mut self, reason: Reason) -> bool {
-        if self.settled {
+        let Some(charge) = self.charge.take() else {
             return false;
-        }
-        self.settled = true;
-        if !H::charged(&self.charge) {
+        };
+        if !<R::Target as Holder<T>>::charged(&charge) {
             return true;
         }
-        let returned = self.limiter.give_back(&self.charge);
+        let returned = self.limiter.give_back(&charge);
         self.limiter.publish_release(
-            &self.charge,
+            &charge,
             Event::Released {
                 id: self.limiter.holder_id(),
                 permits: self.permits,
@@ -288,7 +343,7 @@ impl<'a, H: Holder<T> + ?Sized, T> Held<'a, H, T> {
     }
 }
 
-impl<H: Holder<T> + ?Sized, T> Drop for Held<'_, H, T> {
+impl<R: Deref<Target: Holder<T>>, T> Drop for Held<R, T> {
     fn drop(&mut self) {
         self.release(Reason::Cancelled);
     }

@@ -13,6 +13,9 @@
 //!   back and the call fails with [`Reason::Interrupted`](crate::ritmo::Reason::Interrupted).
 //! - [`KeyedRateLimiter`]: one quota per client (per IP with [`IpKey`], per user, per API key) in
 //!   a sharded map capped at `max_keys`, reclaiming idle keys exactly, with no background thread.
+//! - [`Limit`]: every kind through one trait, with reservations that own a limiter shared by
+//!   `Arc` ([`OwnedReservation`], [`OwnedBandsReservation`], [`OwnedKeyedReservation`]), to hold
+//!   across `.await`.
 //! - [`tokio::AsyncExt`] and [`tokio::TokioClock`] (feature `tokio`): `acquire_async().await`,
 //!   `call_async(fut)`.
 //! - [`prelude`]: `use ritmo::server::prelude::*;` brings the traits these methods come from.
@@ -50,6 +53,7 @@ pub mod keyed;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+mod owned;
 pub mod prelude;
 #[cfg(feature = "settings")]
 #[cfg_attr(docsrs, doc(cfg(feature = "settings")))]
@@ -72,6 +76,7 @@ pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};
 pub use coarse::{CoarseClock, UpkeepError};
 pub use keyed::{IpKey, KeyedRateLimiter, KeyedReservation};
+pub use owned::{Limit, OwnedBandsReservation, OwnedKeyedReservation, OwnedReservation};
 #[cfg(feature = "tokio")]
 pub use tokio::{AsyncExt, TokioClock};
 pub use wait::{Interrupt, ParkWait};

@@ -5,6 +5,7 @@
 //! `try_call(..)`; with the `tokio` feature, [`tokio::AsyncExt`](crate::tokio::AsyncExt) gives
 //! the same names with an `_async` suffix. The async trait is imported anonymously (`as _`):
 //! its methods are in scope, and its name never clashes with another crate's `AsyncExt`.
+//! [`Limit`](crate::Limit) is imported so too: `reserve_owned` on an `Arc` of any kind.
 //!
 //! ```
 //! use std::time::Duration;
@@ -21,4 +22,4 @@ pub use ritmo_core::prelude::*;
 pub use crate::blocking::BlockingExt;
 #[cfg(feature = "tokio")]
 pub use crate::tokio::AsyncExt as _;
-pub use crate::{Interrupt, StdRateLimiter};
+pub use crate::{Interrupt, Limit as _, StdRateLimiter};

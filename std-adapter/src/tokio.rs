@@ -197,7 +197,9 @@ pub trait AsyncExt: sealed::Sealed {
 /// Sleeps until the reservation's slot, then keeps it: any kind's reservation (one limiter's, a
 /// keyed limiter's). Dropped before the poll that finds the slot arrived, the reservation goes
 /// with it and gives its permits back.
-pub(crate) async fn wait_for_slot<H: Holder<T> + ?Sized, T>(reservation: Held<'_, H, T>) {
+pub(crate) async fn wait_for_slot<R: core::ops::Deref<Target: Holder<T>>, T>(
+    reservation: Held<R, T>,
+) {
     sleep_until_reading(reservation.limiter().holder_clock(), reservation.slot()).await;
     reservation.commit();
 }

@@ -22,7 +22,6 @@ mod layer;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
-mod owned;
 mod reject;
 mod store;
 
@@ -30,11 +29,8 @@ pub use layer::{
     CostError, Detect, Errors, Fields, Grpc, Http, LayerEvent, MissingKey, Mode, Protocol,
     RateLimit, RateLimitLayer, RefundCause, ResponseFuture,
 };
-pub use owned::OwnedPermit;
 pub use reject::{
     BoxError, DefaultResponse, MissingKeyError, OnReject, Rejection, RespondWith, respond_with,
 };
 pub use ritmo_core::RateLimitExceeded;
-pub use store::{
-    Decision, Denial, Grant, KeyedPermit, LimiterPermit, Permit, Policy, Status, Store,
-};
+pub use store::{Decision, Denial, Grant, Permit, Policy, Status, Store};

@@ -9,10 +9,17 @@ use core::future::{Future, Pending};
 use core::time::Duration;
 
 use core::hash::Hash;
+use core::ops::Deref;
+use std::sync::Arc;
 
-use ritmo_core::keyed::{OneTier, TierSet};
-use ritmo_core::{AcquireError, Clock, RateLimiter, Reservation};
-use ritmo_std::{KeyedRateLimiter, KeyedReservation};
+use ritmo_core::keyed::TierSet;
+use ritmo_core::{
+    AcquireError, Bands, BandsReservation, Clock, Config, Held, Holder, RateLimiter, Reservation,
+};
+use ritmo_std::{
+    KeyedRateLimiter, KeyedReservation, Limit, OwnedBandsReservation, OwnedKeyedReservation,
+    OwnedReservation,
+};
 
 /// A quota policy, as the `RateLimit-Policy` field states it: `quota` permits per `window`.
 ///
@@ -210,10 +217,11 @@ pub trait Permit: Send + 'static {
 /// Where the layer takes permits: a limiter, a keyed limiter, a remote store.
 ///
 /// Implement it for a cheap, clonable handle (`&'static` or `Arc`): the layer clones it into every
-/// service and every response future. Implemented for `&'static RateLimiter<C>` and
-/// `Arc<RateLimiter<C>>` (one global quota, key `()`), `&'static KeyedRateLimiter<K, C>` and
-/// `Arc<KeyedRateLimiter<K, C>>` (one quota per key), the Redis limiters (ritmo-redis, feature
-/// `tower`), and `Arc<S>` of any store.
+/// service and every response future. Implemented, `&'static` and `Arc`, for every in-process
+/// kind: `RateLimiter<C>` and `Bands<C, B>` (one global quota, key `()`), `KeyedRateLimiter<K, C,
+/// P>` (one quota per key, tiered or not); for the Redis limiters (ritmo-redis, feature `tower`);
+/// and for `Arc<S>` of any store. An in-process kind's permit is its reservation, borrowed from a
+/// `&'static` limiter or owning the `Arc` (no lock and no allocation per request).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a store the rate-limit layer can take permits from",
     label = "not a `Store`",
@@ -276,249 +284,286 @@ pub trait Store: Clone + Send + Sync + 'static {
     }
 }
 
-/// The permits of a request on a [`RateLimiter`]: its [`Reservation`].
-#[derive(Debug)]
-pub struct LimiterPermit<C: Clock + 'static>(Reservation<'static, C>);
-
-impl<C: Clock + 'static> LimiterPermit<C> {
-    /// The instant the permits are due, as a reading of the limiter's clock: for a request
-    /// admitted at once, the reading its decision was made at.
-    pub fn slot(&self) -> u64 {
-        self.0.slot()
-    }
-}
-
-impl<C: Clock + Sync + 'static> Permit for LimiterPermit<C> {
-    fn commit(self) {
-        self.0.commit();
-    }
-
-    fn refund(self) -> bool {
-        self.0.cancel()
-    }
-
-    fn remaining(&self) -> Duration {
-        self.0.remaining()
-    }
-}
-
-/// The status of a limiter right now: the permits available, and how long until one more is.
-pub(crate) fn limiter_status<C: Clock>(limiter: &RateLimiter<C>) -> Status {
-    // `permits()`, not `config()`: the config in force is read under a lock.
-    let permits = limiter.permits();
-    let remaining = limiter.available_permits();
-    if remaining >= permits {
-        return Status::new(permits, Duration::ZERO);
-    }
-    // How long until `remaining + 1` permits would pass at once: when the next one comes back.
-    // If another request took permits between the two reads this is later, never earlier.
-    let reset = limiter
-        .retry_after_n(remaining + 1)
-        .unwrap_or(Duration::ZERO);
-    Status::new(remaining, reset)
-}
-
-impl<C: Clock + Sync + 'static> Store for &'static RateLimiter<C> {
-    type Key = ();
-    type Permit = LimiterPermit<C>;
-    type Acquire = Pending<Result<Grant<LimiterPermit<C>>, Denial>>;
-
-    fn policy(&self) -> Policy {
-        let config = self.config();
-        Policy::new(self.id(), config.permits(), config.period())
-    }
-
-    fn max_wait(&self) -> Duration {
-        self.config().max_wait()
-    }
-
-    fn acquire(
-        &self,
-        _key: &(),
-        permits: u32,
-        max_wait: Duration,
-    ) -> Decision<LimiterPermit<C>, Self::Acquire> {
-        // The config's own `max_wait` is already in the limiter's units: no conversion.
-        let decision = if max_wait == self.config().max_wait() {
-            self.reserve_n(permits)
-        } else {
-            self.reserve_n_within(permits, max_wait)
-        };
-        Decision::Now(match decision {
-            Ok(reservation) => {
-                // With no waiting allowed, a reservation is always for now; otherwise a clock read
-                // and a compare, where converting the wait to a `Duration` divides.
-                let wait = if max_wait.is_zero() || reservation.is_ready() {
-                    Duration::ZERO
-                } else {
-                    reservation.remaining()
-                };
-                Ok(Grant::new(LimiterPermit(reservation), wait, None))
-            }
-            Err(error) => Err(Denial::new(error, limiter_status(self))),
-        })
-    }
-
-    fn status(&self, _key: &()) -> Option<Status> {
-        Some(limiter_status(self))
-    }
-
-    fn take(&self, _key: &(), permits: u32) -> Option<Result<(), Denial>> {
-        let taken = if permits == 1 {
-            self.try_acquire().map_err(AcquireError::from)
-        } else {
-            self.try_acquire_n(permits)
-        };
-        Some(taken.map_err(|error| Denial::new(error, limiter_status(self))))
-    }
-}
-
-/// The permits of a request on a [`KeyedRateLimiter`]: its [`KeyedReservation`].
-#[derive(Debug)]
-pub struct KeyedPermit<
-    K: Hash + Eq + Clone + 'static,
-    C: Clock + 'static,
-    P: TierSet<K> + 'static = OneTier,
->(KeyedReservation<'static, K, C, P>);
-
-impl<K: Hash + Eq + Clone + 'static, C: Clock + 'static, P: TierSet<K> + 'static>
-    KeyedPermit<K, C, P>
-{
-    /// The instant the permits are due, as a reading of the limiter's clock (for a request
-    /// admitted at once, the reading its decision was made at).
-    pub fn slot(&self) -> u64 {
-        self.0.slot()
-    }
-}
-
-impl<K, C, P> Permit for KeyedPermit<K, C, P>
+/// A reservation of any kind is a request's permits: borrowing a `&'static` limiter
+/// ([`Reservation<'static, C>`](crate::ritmo::Reservation)) or owning an `Arc` of it
+/// ([`OwnedReservation<C>`](crate::ritmo::server::OwnedReservation) and the bands' and keyed
+/// limiter's likewise).
+impl<R, T> Permit for Held<R, T>
 where
-    K: Hash + Eq + Clone + Send + Sync + 'static,
-    C: Clock + Send + Sync + 'static,
-    P: TierSet<K> + Send + Sync + 'static,
+    R: Deref<Target: Holder<T>> + Send + 'static,
+    T: Send + 'static,
 {
     fn commit(self) {
-        self.0.commit();
+        Held::commit(self);
     }
 
     fn refund(self) -> bool {
-        self.0.cancel()
+        self.cancel()
     }
 
     fn remaining(&self) -> Duration {
-        self.0.remaining()
+        Held::remaining(self)
     }
 }
 
-/// One key's status, on its own tier: the permits available, and how long until one more is.
-pub(crate) fn keyed_status<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>>(
-    limiter: &KeyedRateLimiter<K, C, P>,
-    key: &K,
-) -> Status {
-    let Some(config) = limiter.config_of(key) else {
-        // No tier: nothing will ever pass.
-        return Status::new(0, limiter.retry_after(key));
+/// What the stores of ritmo's in-process kinds (one limiter, bands, a keyed limiter, tiered or
+/// not) read of their limiter, whether the layer holds it `&'static` or by `Arc`.
+pub(crate) trait Kind: Limit {
+    /// Every policy a key may follow (a tier's, a band's).
+    fn kind_policies(&self) -> Vec<Policy>;
+
+    /// The number of the policy `key` follows now.
+    fn kind_policy_of(&self, _key: &Self::Key) -> usize {
+        0
+    }
+
+    /// The config's `max_wait`.
+    fn kind_max_wait(&self) -> Duration;
+
+    /// `key`'s permits available now and the quota of the policy it follows (`None`: no tier,
+    /// nothing ever passes).
+    fn available(&self, key: &Self::Key) -> (u32, Option<u32>);
+
+    /// How long until `permits` would pass at once for `key`.
+    fn wait_for(&self, key: &Self::Key, permits: u32) -> Duration;
+}
+
+/// `key`'s status now: the permits available, and how long until one more is (zero when its
+/// policy's quota is whole). If another request took permits between the two reads, the reset
+/// is later, never earlier.
+fn kind_status<L: Kind>(limiter: &L, key: &L::Key) -> Status {
+    match limiter.available(key) {
+        (_, None) => Status::new(0, limiter.wait_for(key, 1)),
+        (remaining, Some(quota)) if remaining >= quota => Status::new(quota, Duration::ZERO),
+        (remaining, Some(_)) => Status::new(remaining, limiter.wait_for(key, remaining + 1)),
+    }
+}
+
+/// A refusal of `key`, with its status and the policy it follows. Cold: the admitted path stays
+/// small.
+#[cold]
+#[inline(never)]
+fn kind_denial<L: Kind>(limiter: &L, key: &L::Key, error: AcquireError) -> Denial {
+    Denial::new(error, kind_status(limiter, key)).with_policy(limiter.kind_policy_of(key))
+}
+
+/// What an in-process store's [`Decision::Later`] would hold: never used.
+type Settled<P> = Pending<Result<Grant<P>, Denial>>;
+
+/// The layer's decision on a reservation: with no waiting allowed a reservation is always for
+/// now; otherwise a clock read and a compare, where converting the wait to a `Duration` divides.
+fn granted<R, T, L: Kind>(
+    limiter: &L,
+    key: &L::Key,
+    reserved: Result<Held<R, T>, AcquireError>,
+    max_wait: Duration,
+) -> Decision<Held<R, T>, Settled<Held<R, T>>>
+where
+    R: Deref<Target: Holder<T>>,
+{
+    Decision::Now(match reserved {
+        Ok(reservation) => {
+            let wait = if max_wait.is_zero() || reservation.is_ready() {
+                Duration::ZERO
+            } else {
+                reservation.remaining()
+            };
+            Ok(Grant::new(reservation, wait, None))
+        }
+        Err(error) => Err(kind_denial(limiter, key, error)),
+    })
+}
+
+/// The config's own `max_wait` as `None`: already in the limiter's units, no conversion.
+fn own_wait<L: Kind>(limiter: &L, max_wait: Duration) -> Option<Duration> {
+    (max_wait != limiter.kind_max_wait()).then_some(max_wait)
+}
+
+/// [`Limit::reserve_for`] on a `&'static` limiter: the reservation borrows it for `'static`.
+fn borrowed<L: Limit>(
+    limiter: &&'static L,
+    key: &L::Key,
+    permits: u32,
+    max_wait: Option<Duration>,
+) -> Result<Held<&'static L, L::Charge>, AcquireError> {
+    limiter.reserve_for(key, permits, max_wait)
+}
+
+/// A [`Store`]'s methods for a handle (`&'static L`, `Arc<L>`) of an in-process kind `L`, given
+/// the handle's permit and how it reserves.
+macro_rules! kind_store {
+    ($key_type:ty, $permit:ty, $reserve:path) => {
+        type Key = $key_type;
+        type Permit = $permit;
+        type Acquire = Settled<$permit>;
+
+        fn policy(&self) -> Policy {
+            self.kind_policies()[0]
+        }
+
+        fn policies(&self) -> Vec<Policy> {
+            self.kind_policies()
+        }
+
+        fn policy_of(&self, key: &Self::Key) -> usize {
+            self.kind_policy_of(key)
+        }
+
+        fn max_wait(&self) -> Duration {
+            self.kind_max_wait()
+        }
+
+        fn acquire(
+            &self,
+            key: &Self::Key,
+            permits: u32,
+            max_wait: Duration,
+        ) -> Decision<$permit, Self::Acquire> {
+            let reserved = $reserve(self, key, permits, own_wait(&**self, max_wait));
+            granted(&**self, key, reserved, max_wait)
+        }
+
+        fn status(&self, key: &Self::Key) -> Option<Status> {
+            Some(kind_status(&**self, key))
+        }
+
+        #[inline]
+        fn take(&self, key: &Self::Key, permits: u32) -> Option<Result<(), Denial>> {
+            let taken = self.try_acquire_for(key, permits);
+            Some(taken.map_err(|error| kind_denial(&**self, key, error)))
+        }
     };
-    let permits = config.permits();
-    let remaining = limiter.available_permits(key);
-    if remaining >= permits {
-        return Status::new(permits, Duration::ZERO);
-    }
-    let reset = limiter
-        .retry_after_n(key, remaining + 1)
-        .unwrap_or(Duration::ZERO);
-    Status::new(remaining, reset)
 }
 
-/// A keyed limiter: one quota per key; with tiers, each key its tier's, reported under the tier's
-/// name (one policy per tier).
+/// One global quota (key `()`) on a `&'static` limiter.
+impl<C: Clock + Send + Sync + 'static> Store for &'static RateLimiter<C> {
+    kind_store!((), Reservation<'static, C>, borrowed);
+}
+
+/// One global quota (key `()`) on a limiter shared by `Arc`.
+impl<C: Clock + Send + Sync + 'static> Store for Arc<RateLimiter<C>> {
+    kind_store!((), OwnedReservation<C>, Limit::reserve_owned);
+}
+
+/// One global quota of several bands (key `()`), on `&'static` bands: a request passes if every
+/// band admits it; its status is the band that binds (the fewest permits left).
+impl<C: Clock + Send + Sync + 'static, const B: usize> Store for &'static Bands<C, B> {
+    kind_store!((), BandsReservation<'static, C, B>, borrowed);
+}
+
+/// One global quota of several bands (key `()`), on bands shared by `Arc`.
+impl<C: Clock + Send + Sync + 'static, const B: usize> Store for Arc<Bands<C, B>> {
+    kind_store!((), OwnedBandsReservation<C, B>, Limit::reserve_owned);
+}
+
+/// One quota per key on a `&'static` keyed limiter; with tiers, each key its tier's, reported
+/// under the tier's name (one policy per tier).
 impl<K, C, P> Store for &'static KeyedRateLimiter<K, C, P>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Clock + Send + Sync + 'static,
     P: TierSet<K> + Send + Sync + 'static,
 {
-    type Key = K;
-    type Permit = KeyedPermit<K, C, P>;
-    type Acquire = Pending<Result<Grant<KeyedPermit<K, C, P>>, Denial>>;
+    kind_store!(K, KeyedReservation<'static, K, C, P>, borrowed);
+}
 
-    fn policy(&self) -> Policy {
-        keyed_policies(self)[0]
+/// One quota per key (with tiers, each key its tier's) on a keyed limiter shared by `Arc`.
+impl<K, C, P> Store for Arc<KeyedRateLimiter<K, C, P>>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    C: Clock + Send + Sync + 'static,
+    P: TierSet<K> + Send + Sync + 'static,
+{
+    kind_store!(K, OwnedKeyedReservation<K, C, P>, Limit::reserve_owned);
+}
+
+impl<C: Clock + Send + Sync + 'static> Kind for RateLimiter<C> {
+    fn kind_policies(&self) -> Vec<Policy> {
+        let config = self.config();
+        vec![Policy::new(self.id(), config.permits(), config.period())]
     }
 
-    fn policies(&self) -> Vec<Policy> {
-        keyed_policies(self)
-    }
-
-    fn policy_of(&self, key: &K) -> usize {
-        self.tier_index(key).unwrap_or(0)
-    }
-
-    fn max_wait(&self) -> Duration {
+    fn kind_max_wait(&self) -> Duration {
         self.config().max_wait()
     }
 
-    fn acquire(
-        &self,
-        key: &K,
-        permits: u32,
-        max_wait: Duration,
-    ) -> Decision<KeyedPermit<K, C, P>, Self::Acquire> {
-        // The config's own `max_wait` (each tier's own, for a tiered limiter).
-        let decision = if max_wait == self.config().max_wait() {
-            self.reserve_n(key, permits)
-        } else {
-            self.reserve_n_within(key, permits, max_wait)
-        };
-        Decision::Now(match decision {
-            Ok(reservation) => {
-                let wait = if max_wait.is_zero() || reservation.is_ready() {
-                    Duration::ZERO
-                } else {
-                    reservation.remaining()
-                };
-                Ok(Grant::new(KeyedPermit(reservation), wait, None))
-            }
-            Err(error) => Err(keyed_denial(self, key, error)),
-        })
+    fn available(&self, _key: &()) -> (u32, Option<u32>) {
+        // `permits()`, not `config()`: the config in force is read under a lock.
+        (self.available_permits(), Some(self.permits()))
     }
 
-    fn status(&self, key: &K) -> Option<Status> {
-        Some(keyed_status(self, key))
-    }
-
-    fn take(&self, key: &K, permits: u32) -> Option<Result<(), Denial>> {
-        let taken = if permits == 1 {
-            self.try_acquire(key).map_err(AcquireError::from)
-        } else {
-            self.try_acquire_n(key, permits)
-        };
-        Some(taken.map_err(|error| keyed_denial(self, key, error)))
+    fn wait_for(&self, _key: &(), permits: u32) -> Duration {
+        self.retry_after_n(permits).unwrap_or(Duration::ZERO)
     }
 }
 
-/// A keyed limiter's policies: one per tier, named by the tier (for one config, the limiter's id).
-pub(crate) fn keyed_policies<K, C, P: TierSet<K>>(
-    limiter: &KeyedRateLimiter<K, C, P>,
-) -> Vec<Policy> {
-    limiter
-        .tier_configs()
-        .into_iter()
-        .map(|(name, config)| Policy::new(name, config.permits(), config.period()))
-        .collect()
+impl<C: Clock + Send + Sync + 'static, const B: usize> Kind for Bands<C, B> {
+    /// One policy per band, named by the bands' id.
+    fn kind_policies(&self) -> Vec<Policy> {
+        let id = self.id();
+        let policy = |config: Config| Policy::new(id, config.permits(), config.period());
+        self.configs().into_iter().map(policy).collect()
+    }
+
+    /// The band with the fewest permits left (the first of equals): the one that binds.
+    fn kind_policy_of(&self, _key: &()) -> usize {
+        let left = self.available_permits_per_band();
+        (0..B).min_by_key(|&band| left[band]).unwrap_or(0)
+    }
+
+    fn kind_max_wait(&self) -> Duration {
+        self.max_wait()
+    }
+
+    fn available(&self, key: &()) -> (u32, Option<u32>) {
+        let band = self.kind_policy_of(key);
+        let quota = self.configs().get(band).map(Config::permits);
+        (self.available_permits(), quota)
+    }
+
+    fn wait_for(&self, _key: &(), permits: u32) -> Duration {
+        self.retry_after_n(permits).unwrap_or(Duration::ZERO)
+    }
 }
 
-/// A keyed limiter's refusal of `key`, with its status and its tier's policy.
-pub(crate) fn keyed_denial<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>>(
-    limiter: &KeyedRateLimiter<K, C, P>,
-    key: &K,
-    error: AcquireError,
-) -> Denial {
-    Denial::new(error, keyed_status(limiter, key)).with_policy(limiter.tier_index(key).unwrap_or(0))
+impl<K, C, P> Kind for KeyedRateLimiter<K, C, P>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    C: Clock + Send + Sync + 'static,
+    P: TierSet<K> + Send + Sync + 'static,
+{
+    /// One policy per tier, named by the tier (for one config, the limiter's id).
+    fn kind_policies(&self) -> Vec<Policy> {
+        let tiers = self.tier_configs().into_iter();
+        tiers
+            .map(|(name, config)| Policy::new(name, config.permits(), config.period()))
+            .collect()
+    }
+
+    fn kind_policy_of(&self, key: &K) -> usize {
+        self.tier_index(key).unwrap_or(0)
+    }
+
+    /// The config's own `max_wait` (each tier's own, for a tiered limiter).
+    fn kind_max_wait(&self) -> Duration {
+        self.config().max_wait()
+    }
+
+    fn available(&self, key: &K) -> (u32, Option<u32>) {
+        let quota = self.config_of(key).map(|config| config.permits());
+        (self.available_permits(key), quota)
+    }
+
+    fn wait_for(&self, key: &K, permits: u32) -> Duration {
+        if permits == 1 {
+            return self.retry_after(key);
+        }
+        self.retry_after_n(key, permits).unwrap_or(Duration::ZERO)
+    }
 }
 
 /// Any store behind an `Arc`: the layer's clones share the one store.
-impl<S: Store> Store for std::sync::Arc<S> {
+impl<S: Store> Store for Arc<S> {
     type Key = S::Key;
     type Permit = S::Permit;
     type Acquire = S::Acquire;

@@ -744,7 +744,7 @@ struct Remote(&'static ritmo_core::RateLimiter<&'static ManualClock>);
 
 impl ritmo_tower::Store for Remote {
     type Key = ();
-    type Permit = ritmo_tower::LimiterPermit<&'static ManualClock>;
+    type Permit = ritmo_core::Reservation<'static, &'static ManualClock>;
     type Acquire = std::pin::Pin<
         Box<
             dyn std::future::Future<

@@ -15,10 +15,11 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use ritmo_core::{Clock, Config};
+use ritmo_std::KeyedReservation;
 use ritmo_std::StdClock;
 use ritmo_std::{IpKey, KeyedRateLimiter};
 use ritmo_tower::key::PeerIp;
-use ritmo_tower::{Decision, KeyedPermit, Policy, RateLimitLayer, Status, Store};
+use ritmo_tower::{Decision, Policy, RateLimitLayer, Status, Store};
 use support::net::{client, get as fetch, serve};
 
 const RUN: Duration = Duration::from_secs(2);
@@ -36,7 +37,7 @@ struct Recording {
 
 impl Store for Recording {
     type Key = IpKey;
-    type Permit = KeyedPermit<IpKey, StdClock>;
+    type Permit = KeyedReservation<'static, IpKey, StdClock>;
     type Acquire = <Keyed as Store>::Acquire;
 
     fn policy(&self) -> Policy {

@@ -43,8 +43,8 @@ mod live;
 mod reservation;
 
 use crate::reservation::Held;
-use reservation::BandsCharge;
-pub use reservation::BandsReservation;
+
+pub use reservation::{BandsCharge, BandsReservation};
 
 /// Several rate limits applied together to one stream of calls: "10 per second *and* 1000 per
 /// hour", or a per-second limit plus a daily quota.

@@ -25,11 +25,11 @@ use crate::reservation::{Held, Holder};
 /// assert_eq!(b.available_permits(), 1);
 /// # Ok::<(), ritmo::ConfigError>(())
 /// ```
-pub type BandsReservation<'a, C, const B: usize> = Held<'a, Bands<C, B>, BandsCharge<B>>;
+pub type BandsReservation<'a, C, const B: usize> = Held<&'a Bands<C, B>, BandsCharge<B>>;
 
-/// What a reservation on bands charged: the state it wrote in each band and how far it moved it,
-/// in the generation `seq` of the bands' states. It names the reservation's type
-/// ([`BandsReservation`]) and has no methods of its own.
+/// What a reservation on bands charged (the state it wrote in each band and how far it moved it,
+/// in the generation `seq` of the bands' states): the `T` of its [`Held`], opaque, named only to
+/// spell a reservation's type with another handle (ritmo-std's `OwnedBandsReservation<C, B>`).
 #[derive(Debug)]
 pub struct BandsCharge<const B: usize> {
     pub(super) written: [u64; B],

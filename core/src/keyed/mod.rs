@@ -91,7 +91,7 @@ pub use front::KeyedStore;
 pub use rate::KeyRate;
 #[doc(hidden)]
 pub use rate::Settled;
-pub use reservation::KeyReservation;
+pub use reservation::{KeyCharge, KeyReservation};
 #[doc(hidden)]
 pub use rules::Decision;
 #[doc(hidden)]

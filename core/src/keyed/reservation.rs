@@ -26,11 +26,11 @@ use crate::reservation::{Held, Holder};
 /// assert!(b.cancel());
 /// # Ok::<(), ritmo::ConfigError>(())
 /// ```
-pub type KeyReservation<'a, K, L> = Held<'a, L, KeyCharge<K>>;
+pub type KeyReservation<'a, K, L> = Held<&'a L, KeyCharge<K>>;
 
-/// What a reservation on a keyed limiter charged: its key, the state it wrote and what it added
-/// (0: nothing to give back), on tier `tier` (0 for one tier). It names the reservation's type
-/// ([`KeyReservation`]); its key is [`key`](KeyReservation::key).
+/// What a reservation on a keyed limiter charged (its key, the state it wrote and what it added,
+/// on its tier): the `T` of its [`Held`], opaque, named only to spell a reservation's type with
+/// another handle (ritmo-std's `OwnedKeyedReservation<K, C, P>`).
 #[derive(Debug)]
 pub struct KeyCharge<K> {
     key: K,

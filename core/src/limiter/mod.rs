@@ -24,7 +24,7 @@ mod peek;
 mod reservation;
 
 pub(crate) use crate::rate::Rate;
-pub use reservation::Reservation;
+pub use reservation::{LimiterCharge, Reservation};
 
 /// What a limiter reports about itself: its id, the permits that would pass right now, and its
 /// permits per period.

@@ -15,12 +15,13 @@ use super::RateLimiter;
 /// Dropping or [`cancel`](Held::cancel)ling a reservation that was not committed returns its
 /// permits, but only if no later call changed the limiter since (it was the last reservation);
 /// otherwise its slot is left unused, since giving it back would let two calls share one slot.
-pub type Reservation<'a, C> = Held<'a, RateLimiter<C>, Charge>;
+pub type Reservation<'a, C> = Held<&'a RateLimiter<C>, LimiterCharge>;
 
-/// What a single limiter's reservation charged: the state it wrote and what it added. It names
-/// the reservation's type ([`Reservation`]) and has no methods of its own.
+/// What a single limiter's reservation charged (the state it wrote and what it added): the `T`
+/// of its [`Held`], opaque, named only to spell a reservation's type with another handle, as
+/// `Held<Arc<RateLimiter<C>>, LimiterCharge>` (ritmo-std's `OwnedReservation<C>`).
 #[derive(Debug)]
-pub struct Charge {
+pub struct LimiterCharge {
     written: u64,
     increment: u64,
     /// 0: made on the original state; else the reconfigure generation it was made under.
@@ -39,7 +40,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
         wait: u64,
         permits: u32,
     ) -> Self {
-        let charge = Charge {
+        let charge = LimiterCharge {
             written,
             increment,
             #[cfg(feature = "reconfigure")]
@@ -49,7 +50,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
     }
 }
 
-impl<C: Clock> Holder<Charge> for RateLimiter<C> {
+impl<C: Clock> Holder<LimiterCharge> for RateLimiter<C> {
     type Clock = C;
     const KIND: &'static str = "Reservation";
 
@@ -77,11 +78,11 @@ impl<C: Clock> Holder<Charge> for RateLimiter<C> {
         RateLimitExceeded::new(self.id, reason, wait, self.rate.unit_hz, self.rate.shift)
     }
 
-    fn charged(charge: &Charge) -> bool {
+    fn charged(charge: &LimiterCharge) -> bool {
         charge.increment != 0
     }
 
-    fn give_back(&self, charge: &Charge) -> bool {
+    fn give_back(&self, charge: &LimiterCharge) -> bool {
         #[cfg(feature = "reconfigure")]
         if charge.seq != 0 {
             return self.live_refund(charge.seq, charge.written, charge.increment);
@@ -90,7 +91,7 @@ impl<C: Clock> Holder<Charge> for RateLimiter<C> {
         self.state.refund(charge.written, charge.increment)
     }
 
-    fn publish_release(&self, _charge: &Charge, event: Event) {
+    fn publish_release(&self, _charge: &LimiterCharge, event: Event) {
         if let Some(listener) = self.listener {
             listener.on_event(&event);
         }

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::HeaderMap;
+use ritmo_core::Reservation;
 use ritmo_core::{Clock, Config, RateLimiter};
-use ritmo_tower::{Decision, Denial, Grant, LimiterPermit, Policy, Status, Store};
+use ritmo_tower::{Decision, Denial, Grant, Policy, Status, Store};
 
 /// A limiter that lives as long as the test binary (the layer's store is `&'static`).
 pub fn leak<C: Clock + Sync + 'static>(
@@ -68,8 +69,8 @@ where
     C: Clock + Clone + Send + Sync + 'static,
 {
     type Key = K;
-    type Permit = LimiterPermit<C>;
-    type Acquire = Pending<Result<Grant<LimiterPermit<C>>, Denial>>;
+    type Permit = Reservation<'static, C>;
+    type Acquire = Pending<Result<Grant<Reservation<'static, C>>, Denial>>;
 
     fn policy(&self) -> Policy {
         Policy::new(self.id, self.config.permits(), self.config.period())
