@@ -77,3 +77,25 @@ macro_rules! check {
         }
     };
 }
+
+/// A footprint firmware's entry, the same in every `footprint_*` binary so that the table's rows
+/// differ only by what they measure: the board taken and its clock started, `$outcome` evaluated
+/// and QEMU exited with it, and on Cortex-M the SysTick handler that extends the clock.
+#[macro_export]
+macro_rules! footprint_main {
+    ($outcome:expr) => {
+        #[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
+        #[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
+        fn main() -> ! {
+            let mut board = $crate::Board::take();
+            board.start_clock();
+            $crate::exit($outcome)
+        }
+
+        #[cfg(target_arch = "arm")]
+        #[cortex_m_rt::exception]
+        fn SysTick() {
+            $crate::SysTickClock::on_wrap();
+        }
+    };
+}

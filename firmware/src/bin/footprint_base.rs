@@ -5,19 +5,9 @@
 
 use panic_halt as _;
 use ritmo_core::Clock;
-use ritmo_firmware::{Board, MachineClock};
+use ritmo_firmware::MachineClock;
 
-#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
-#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
-fn main() -> ! {
-    let mut board = Board::take();
-    board.start_clock();
+ritmo_firmware::footprint_main!({
     let now = core::hint::black_box(MachineClock {}.now());
-    ritmo_firmware::exit(now != u64::MAX)
-}
-
-#[cfg(target_arch = "arm")]
-#[cortex_m_rt::exception]
-fn SysTick() {
-    ritmo_firmware::SysTickClock::on_wrap();
-}
+    now != u64::MAX
+});

@@ -8,7 +8,7 @@ use core::time::Duration;
 use panic_halt as _;
 use ritmo_core::const_config;
 use ritmo_core::keyed::KeyedLimiter;
-use ritmo_firmware::{Board, MachineClock};
+use ritmo_firmware::MachineClock;
 
 static PEERS: KeyedLimiter<u32, MachineClock, 8> = KeyedLimiter::new(
     "peers",
@@ -17,18 +17,8 @@ static PEERS: KeyedLimiter<u32, MachineClock, 8> = KeyedLimiter::new(
     0x5eed,
 );
 
-#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
-#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
-fn main() -> ! {
-    let mut board = Board::take();
-    board.start_clock();
+ritmo_firmware::footprint_main!({
     let peers = core::hint::black_box(&PEERS);
     let peer = core::hint::black_box(7u32);
-    ritmo_firmware::exit(peers.try_acquire(&peer).is_ok())
-}
-
-#[cfg(target_arch = "arm")]
-#[cortex_m_rt::exception]
-fn SysTick() {
-    ritmo_firmware::SysTickClock::on_wrap();
-}
+    peers.try_acquire(&peer).is_ok()
+});

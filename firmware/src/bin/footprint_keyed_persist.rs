@@ -9,7 +9,7 @@ use panic_halt as _;
 use ritmo_core::const_config;
 use ritmo_core::keyed::KeyedLimiter;
 use ritmo_core::persist::Restored;
-use ritmo_firmware::{Board, MachineClock};
+use ritmo_firmware::MachineClock;
 
 type Peers = KeyedLimiter<u32, MachineClock, 8>;
 
@@ -20,11 +20,7 @@ static PEERS: Peers = KeyedLimiter::new(
     0x5eed,
 );
 
-#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
-#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
-fn main() -> ! {
-    let mut board = Board::take();
-    board.start_clock();
+ritmo_firmware::footprint_main!({
     let peers = core::hint::black_box(&PEERS);
     let peer = core::hint::black_box(7u32);
     let taken = peers.try_acquire(&peer).is_ok();
@@ -32,11 +28,5 @@ fn main() -> ! {
     let written = peers.save_into(&mut saved);
     let saved = core::hint::black_box(saved);
     let restored = peers.restore(&saved) == Restored::Saved;
-    ritmo_firmware::exit(taken && written && restored)
-}
-
-#[cfg(target_arch = "arm")]
-#[cortex_m_rt::exception]
-fn SysTick() {
-    ritmo_firmware::SysTickClock::on_wrap();
-}
+    taken && written && restored
+});

@@ -7,7 +7,7 @@ use core::time::Duration;
 
 use panic_halt as _;
 use ritmo_core::{const_config, RateLimiter};
-use ritmo_firmware::{Board, MachineClock};
+use ritmo_firmware::MachineClock;
 
 static LIMITER: RateLimiter<MachineClock> = RateLimiter::new(
     "uart",
@@ -15,20 +15,10 @@ static LIMITER: RateLimiter<MachineClock> = RateLimiter::new(
     MachineClock {},
 );
 
-#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
-#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
-fn main() -> ! {
-    let mut board = Board::take();
-    board.start_clock();
+ritmo_firmware::footprint_main!({
     let limiter = core::hint::black_box(&LIMITER);
     let taken = limiter.try_acquire().is_ok();
     let saved = core::hint::black_box(limiter.save());
     let restored = limiter.restore(&saved) == ritmo_core::persist::Restored::Saved;
-    ritmo_firmware::exit(taken && restored)
-}
-
-#[cfg(target_arch = "arm")]
-#[cortex_m_rt::exception]
-fn SysTick() {
-    ritmo_firmware::SysTickClock::on_wrap();
-}
+    taken && restored
+});
