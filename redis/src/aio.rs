@@ -292,26 +292,28 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
         k: u32,
         max_wait: Duration,
     ) -> Result<Reservation<C>, AcquireError> {
-        self.reserve_with_status(key, k, max_wait)
+        self.reserve_with_status(key, k, Some(max_wait))
             .await
             .map_err(|r| r.error)
     }
 
-    /// [`reserve_n_within`](Self::reserve_n_within), reporting the key's status from the same
-    /// script call either way (granted: [`Permit::status`]; refused: [`Refusal::status`]): for
-    /// layers that report quotas, such as the HTTP `RateLimit` fields, without a second round
-    /// trip.
+    /// Reserves `k` permits for `key` within `max_wait` (`None`: the config's), reporting the
+    /// key's status from the same script call either way (granted: [`Permit::status`]; refused:
+    /// [`Refusal::status`]): for layers that report quotas, such as the HTTP `RateLimit` fields,
+    /// without a second round trip.
     pub async fn reserve_with_status(
         &self,
         key: &K,
         k: u32,
-        max_wait: Duration,
+        max_wait: Option<Duration>,
     ) -> Result<Reservation<C>, Refusal> {
         let mut call = self.inner.call(key, k, true).map_err(|e| Refusal {
             error: e.into(),
             status: None,
         })?;
-        call.max_wait = self.inner.wait_bound(max_wait);
+        if let Some(max_wait) = max_wait {
+            call.max_wait = self.inner.wait_bound(max_wait);
+        }
         match self.decide(&call).await {
             Decision::Granted {
                 permit,

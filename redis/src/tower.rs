@@ -48,7 +48,7 @@ async fn acquire<K: StoreKey + ?Sized, C: AsyncConnection>(
     limiter: &RedisKeyedRateLimiter<K, C>,
     key: &K,
     permits: u32,
-    max_wait: Duration,
+    max_wait: Option<Duration>,
 ) -> Result<Grant<Reservation<C>>, Denial> {
     match limiter.reserve_with_status(key, permits, max_wait).await {
         Ok(reservation) => {
@@ -86,7 +86,7 @@ where
         &self,
         key: &K,
         permits: u32,
-        max_wait: Duration,
+        max_wait: Option<Duration>,
     ) -> Decision<Self::Permit, Self::Acquire> {
         let (limiter, key) = (self.clone(), key.clone());
         Decision::Later(Box::pin(async move {
@@ -114,7 +114,7 @@ impl<C: AsyncConnection> Store for RedisRateLimiter<C> {
         &self,
         _key: &(),
         permits: u32,
-        max_wait: Duration,
+        max_wait: Option<Duration>,
     ) -> Decision<Self::Permit, Self::Acquire> {
         let limiter = self.0.clone();
         Decision::Later(Box::pin(async move {

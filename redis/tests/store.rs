@@ -384,7 +384,7 @@ async fn each_decision_reports_the_key_status_from_the_same_call() {
         .unwrap();
     let ms = Duration::from_millis;
     let r = keyed
-        .reserve_with_status("k", 1, Duration::ZERO)
+        .reserve_with_status("k", 1, Some(Duration::ZERO))
         .await
         .unwrap();
     assert_eq!(r.wait_time(), Duration::ZERO);
@@ -398,7 +398,7 @@ async fn each_decision_reports_the_key_status_from_the_same_call() {
     );
     clock.0.advance(ms(30));
     let refusal = keyed
-        .reserve_with_status("k", 1, Duration::ZERO)
+        .reserve_with_status("k", 1, Some(Duration::ZERO))
         .await
         .unwrap_err();
     assert!(matches!(refusal.error, AcquireError::RateLimited(e) if e.retry_after() == ms(70)));
@@ -407,12 +407,15 @@ async fn each_decision_reports_the_key_status_from_the_same_call() {
         Some((0, ms(70)))
     );
     // A longer max_wait than the config's (0) for this call only.
-    let r = keyed.reserve_with_status("k", 2, ms(200)).await.unwrap();
+    let r = keyed
+        .reserve_with_status("k", 2, Some(ms(200)))
+        .await
+        .unwrap();
     assert_eq!(r.wait_time(), ms(170));
     assert_eq!(r.permit().status().map(|s| s.remaining()), Some(0));
     assert!(r.cancel().await);
     let refusal = keyed
-        .reserve_with_status("k", 5, ms(200))
+        .reserve_with_status("k", 5, Some(ms(200)))
         .await
         .unwrap_err();
     assert!(matches!(refusal.error, AcquireError::InvalidPermits(_)));

@@ -107,7 +107,7 @@ async fn the_store_down_is_a_refusal_under_reject() {
         .connect(server.url())
         .unwrap();
     server.kill();
-    let decided = match Store::acquire(&limiter, &(), 1, Duration::ZERO) {
+    let decided = match Store::acquire(&limiter, &(), 1, Some(Duration::ZERO)) {
         ritmo_tower::Decision::Now(decided) => decided,
         ritmo_tower::Decision::Later(round_trip) => round_trip.await,
     };
@@ -118,4 +118,35 @@ async fn the_store_down_is_a_refusal_under_reject() {
     let error = denial.error.rate_limited().copied().unwrap();
     assert_eq!(error.reason(), ritmo_core::Reason::Unavailable);
     assert_eq!(denial.status.remaining(), 0);
+}
+
+/// A layer without a max wait of its own waits within the Redis limiter config's: the second
+/// request's slot is 200 ms away, within the config's 1 s, so it waits and runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redis_configs_max_wait_is_the_layers_default() {
+    let Some(server) = support::Server::start() else {
+        return;
+    };
+    let config = Config::new(1, Duration::from_millis(200))
+        .unwrap()
+        .with_max_wait(Duration::from_secs(1));
+    let limiter = ritmo_redis::builder("wait", config)
+        .connect(server.url())
+        .unwrap();
+    let waits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&waits);
+    let svc = RateLimitLayer::new(limiter, Global)
+        .on_event(move |event| {
+            if let ritmo_tower::LayerEvent::Waiting { wait } = event {
+                seen.lock().unwrap().push(*wait);
+            }
+        })
+        .layer(service_fn(handler));
+    for _ in 0..2 {
+        let response = svc.clone().oneshot(get("a")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let waits = waits.lock().unwrap();
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert!(!waits[0].is_zero() && waits[0] <= Duration::from_secs(1), "{waits:?}");
 }

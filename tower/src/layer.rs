@@ -90,7 +90,12 @@ struct Shared<St, X, M, Cl> {
     mode: M,
     classify: Cl,
     cost: u32,
-    max_wait: Duration,
+    /// The layer's own max wait; `None`: the store's own, as it is when each request comes.
+    max_wait: Option<Duration>,
+    /// Whether a request may wait for its slot: the layer's own max wait is not zero, or (without
+    /// one) the store's own let requests wait when last read (when the layer was built, and
+    /// after each refusal since). While none may, permits are taken on the store's fast path.
+    waits: AtomicBool,
     shadow: bool,
     admitted_fields: bool,
     missing_key: MissingKey,
@@ -120,6 +125,22 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
                 "ritmo rate-limit layer: a request has no rate-limit key and is {outcome}: {why}"
             );
         }
+    }
+
+    /// Without a max wait of its own, reads again whether the store's own lets requests wait
+    /// (after a refusal: its config may have changed) and keeps the answer for the next
+    /// requests; `false` with one.
+    #[cold]
+    fn own_waits_now(&self) -> bool
+    where
+        St: Store,
+    {
+        if self.max_wait.is_some() {
+            return false;
+        }
+        let waits = self.store.may_wait();
+        self.waits.store(waits, Ordering::Relaxed);
+        waits
     }
 
     fn publish(&self, event: LayerEvent) {
@@ -228,7 +249,7 @@ impl<St: Store, X> RateLimitLayer<St, X> {
     /// response charged; a request without a key refused with `400`.
     pub fn new(store: St, extractor: X) -> Self {
         let policy = store.policy();
-        let max_wait = store.max_wait();
+        let waits = AtomicBool::new(store.may_wait());
         RateLimitLayer {
             shared: Arc::new(Shared {
                 fields: PolicyFields::new(policy),
@@ -238,7 +259,8 @@ impl<St: Store, X> RateLimitLayer<St, X> {
                 mode: Http(DefaultResponse),
                 classify: ChargeAll,
                 cost: 1,
-                max_wait,
+                max_wait: None,
+                waits,
                 shadow: false,
                 admitted_fields: true,
                 missing_key: MissingKey::Reject(StatusCode::BAD_REQUEST),
@@ -271,6 +293,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             classify: arc.classify.clone(),
             cost: arc.cost,
             max_wait: arc.max_wait,
+            waits: AtomicBool::new(arc.waits.load(Ordering::Relaxed)),
             shadow: arc.shadow,
             admitted_fields: arc.admitted_fields,
             missing_key: arc.missing_key,
@@ -286,8 +309,11 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         }
     }
 
-    /// Lets a request wait up to `max_wait` for its slot instead of being refused (default: the
-    /// limiter config's `max_wait`; zero refuses at once): it reserves the permit and sleeps (on tokio's timer, holding no thread) until its slot, then runs. Waiters
+    /// Lets a request wait up to `max_wait` for its slot instead of being refused (zero refuses
+    /// at once). Without it, each request waits up to the limiter config's `max_wait` as it is
+    /// when the request comes (a tiered limiter's: the key's tier's; a config changed live
+    /// applies from the next request). A request that may wait reserves its permit and sleeps
+    /// (on tokio's timer, holding no thread) until its slot, then runs. Waiters
     /// are served in the order they reserved. A request dropped while it waits (the client went
     /// away) gives its permit back if nobody reserved after it.
     #[must_use]
@@ -298,7 +324,11 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
         M: Clone,
         Cl: Clone,
     {
-        self.map(|s| Shared { max_wait, ..s })
+        self.map(|s| Shared {
+            max_wait: Some(max_wait),
+            waits: AtomicBool::new(!max_wait.is_zero()),
+            ..s
+        })
     }
 
     /// Each request takes `cost` permits (default 1). Fails if `cost` is 0 or more than the quota.
@@ -413,6 +443,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             classify,
             cost: s.cost,
             max_wait: s.max_wait,
+            waits: s.waits,
             shadow: s.shadow,
             admitted_fields: s.admitted_fields,
             missing_key: s.missing_key,
@@ -498,6 +529,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
             classify: s.classify,
             cost: s.cost,
             max_wait: s.max_wait,
+            waits: s.waits,
             shadow: s.shadow,
             admitted_fields: s.admitted_fields,
             missing_key: s.missing_key,
@@ -635,8 +667,8 @@ where
         // store's fastest path. Admitted (the common case), the request goes straight to the
         // inner service that `poll_ready` made ready, and its future is built in one place.
         if let Some(k) = &key
-            && shared.max_wait.is_zero()
             && !shared.classify.may_refund()
+            && !shared.waits.load(Ordering::Relaxed)
         {
             return match shared.store.take(k, shared.cost) {
                 Some(Ok(())) => {
@@ -700,29 +732,25 @@ where
                 }
             };
         };
-        if let Some(taken) = taken {
-            return match taken {
-                Ok(()) => {
-                    #[cfg(feature = "metrics")]
-                    shared.counts.admitted();
+        let refused = match taken {
+            Some(Ok(())) => {
+                #[cfg(feature = "metrics")]
+                shared.counts.admitted();
+                let future = self.inner.call(request);
+                return ResponseFuture::running(future, Some(key), Held::none(), None, shared);
+            }
+            // Refused where the store's own max wait now lets it wait (its config changed since
+            // it was last read): reserved below.
+            Some(Err(_)) if shared.own_waits_now() => None,
+            taken => taken.and_then(Result::err),
+        };
+        // Refused: answered now, or (shadow mode) served anyway.
+        if let Some(denial) = refused {
+            return match decide(&shared, Err(denial), || shared.mode.protocol(&request)) {
+                Next::Done(output) => ResponseFuture::done(output, shared),
+                Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
                     let future = self.inner.call(request);
-                    ResponseFuture::running(future, Some(key), Held::none(), None, shared)
-                }
-                // Refused: answered now, or (shadow mode) served anyway.
-                Err(denial) => {
-                    match decide(&shared, Err(denial), || shared.mode.protocol(&request)) {
-                        Next::Done(output) => ResponseFuture::done(output, shared),
-                        Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
-                            let future = self.inner.call(request);
-                            ResponseFuture::running(
-                                future,
-                                Some(key),
-                                Held::none(),
-                                grant_status,
-                                shared,
-                            )
-                        }
-                    }
+                    ResponseFuture::running(future, Some(key), Held::none(), grant_status, shared)
                 }
             };
         }
@@ -755,6 +783,11 @@ where
                 };
                 let future = self.inner.call(request);
                 return ResponseFuture::running(future, Some(key), held, grant.status, shared);
+            }
+            // Refused under the store's own max wait: it may no longer let requests wait.
+            Err(denial) if shared.max_wait.is_none() && shared.waits.load(Ordering::Relaxed) => {
+                shared.own_waits_now();
+                Err(denial)
             }
             other => other,
         };

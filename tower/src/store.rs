@@ -254,20 +254,27 @@ pub trait Store: Clone + Send + Sync + 'static {
         0
     }
 
-    /// How long a request may wait for its slot unless the layer says otherwise: the limiter
-    /// config's `max_wait` (zero: refuse at once). The default is zero.
-    fn max_wait(&self) -> Duration {
-        Duration::ZERO
+    /// Whether the store's own max wait lets any request wait now (its limiter config's
+    /// `max_wait` is not zero; a tiered limiter's, any tier's). A layer without a max wait of its
+    /// own reads it when it is built and again after each refusal: while it is `false` (and
+    /// nothing could give permits back) the layer takes permits on [`take`](Self::take)'s fast
+    /// path, and a refusal there under a config that now lets requests wait is reserved through
+    /// [`acquire`](Self::acquire) instead. The default: `true` (always through `acquire`).
+    fn may_wait(&self) -> bool {
+        true
     }
 
     /// Takes `permits` for `key` now, or reserves them if their slot comes within `max_wait`;
-    /// otherwise refuses at once without changing anything. In-process stores decide at once
-    /// ([`Decision::Now`]); remote stores return the round trip as a future ([`Decision::Later`]).
+    /// otherwise refuses at once without changing anything. `max_wait` is the layer's own when it
+    /// was given one; `None`: the store's own, its limiter config's `max_wait` as it is when the
+    /// request comes (a config changed live applies to the next request). In-process stores
+    /// decide at once ([`Decision::Now`]); remote stores return the round trip as a future
+    /// ([`Decision::Later`]).
     fn acquire(
         &self,
         key: &Self::Key,
         permits: u32,
-        max_wait: Duration,
+        max_wait: Option<Duration>,
     ) -> Decision<Self::Permit, Self::Acquire>;
 
     /// The key's status now, read without taking anything; `None` if the store cannot read it
@@ -275,7 +282,8 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn status(&self, key: &Self::Key) -> Option<Status>;
 
     /// Takes `permits` for `key` now for good, or refuses at once: the fast path the layer takes
-    /// when nothing could give the permits back (no waiting, a classifier that never refunds).
+    /// when nothing could give the permits back (its own max wait zero, a classifier that never
+    /// refunds).
     /// `None` (the default) if the store has no such path; the layer then uses
     /// [`acquire`](Self::acquire).
     fn take(&self, key: &Self::Key, permits: u32) -> Option<Result<(), Denial>> {
@@ -317,8 +325,8 @@ pub(crate) trait Kind: Limit {
         0
     }
 
-    /// The config's `max_wait`.
-    fn kind_max_wait(&self) -> Duration;
+    /// Whether a request may wait under the config in force.
+    fn kind_may_wait(&self) -> bool;
 
     /// `key`'s permits available now and the quota of the policy it follows (`None`: no tier,
     /// nothing ever passes).
@@ -350,33 +358,23 @@ fn kind_denial<L: Kind>(limiter: &L, key: &L::Key, error: AcquireError) -> Denia
 /// What an in-process store's [`Decision::Later`] would hold: never used.
 type Settled<P> = Pending<Result<Grant<P>, Denial>>;
 
-/// The layer's decision on a reservation: with no waiting allowed a reservation is always for
-/// now; otherwise a clock read and a compare, where converting the wait to a `Duration` divides.
+/// The layer's decision on a reservation: the wait it was made with (zero when its permits
+/// were there), read without the clock.
 fn granted<R, T, L: Kind>(
     limiter: &L,
     key: &L::Key,
     reserved: Result<Held<R, T>, AcquireError>,
-    max_wait: Duration,
 ) -> Decision<Held<R, T>, Settled<Held<R, T>>>
 where
     R: Deref<Target: Holder<T>>,
 {
     Decision::Now(match reserved {
         Ok(reservation) => {
-            let wait = if max_wait.is_zero() || reservation.is_ready() {
-                Duration::ZERO
-            } else {
-                reservation.remaining()
-            };
+            let wait = reservation.wait_time();
             Ok(Grant::new(reservation, wait, None))
         }
         Err(error) => Err(kind_denial(limiter, key, error)),
     })
-}
-
-/// The config's own `max_wait` as `None`: already in the limiter's units, no conversion.
-fn own_wait<L: Kind>(limiter: &L, max_wait: Duration) -> Option<Duration> {
-    (max_wait != limiter.kind_max_wait()).then_some(max_wait)
 }
 
 /// [`Limit::reserve_for`] on a `&'static` limiter: the reservation borrows it for `'static`.
@@ -409,18 +407,17 @@ macro_rules! kind_store {
             self.kind_policy_of(key)
         }
 
-        fn max_wait(&self) -> Duration {
-            self.kind_max_wait()
+        fn may_wait(&self) -> bool {
+            self.kind_may_wait()
         }
 
         fn acquire(
             &self,
             key: &Self::Key,
             permits: u32,
-            max_wait: Duration,
+            max_wait: Option<Duration>,
         ) -> Decision<$permit, Self::Acquire> {
-            let reserved = $reserve(self, key, permits, own_wait(&**self, max_wait));
-            granted(&**self, key, reserved, max_wait)
+            granted(&**self, key, $reserve(self, key, permits, max_wait))
         }
 
         fn status(&self, key: &Self::Key) -> Option<Status> {
@@ -483,8 +480,8 @@ impl<C: Clock + Send + Sync + 'static> Kind for RateLimiter<C> {
         vec![Policy::new(self.id(), config.permits(), config.period())]
     }
 
-    fn kind_max_wait(&self) -> Duration {
-        self.config().max_wait()
+    fn kind_may_wait(&self) -> bool {
+        !self.config().max_wait().is_zero()
     }
 
     fn available(&self, _key: &()) -> (u32, Option<u32>) {
@@ -511,8 +508,8 @@ impl<C: Clock + Send + Sync + 'static, const B: usize> Kind for Bands<C, B> {
         (0..B).min_by_key(|&band| left[band]).unwrap_or(0)
     }
 
-    fn kind_max_wait(&self) -> Duration {
-        self.max_wait()
+    fn kind_may_wait(&self) -> bool {
+        !self.max_wait().is_zero()
     }
 
     fn available(&self, key: &()) -> (u32, Option<u32>) {
@@ -544,9 +541,11 @@ where
         self.tier_index(key).unwrap_or(0)
     }
 
-    /// The config's own `max_wait` (each tier's own, for a tiered limiter).
-    fn kind_max_wait(&self) -> Duration {
-        self.config().max_wait()
+    /// Any tier's.
+    fn kind_may_wait(&self) -> bool {
+        self.tier_configs()
+            .into_iter()
+            .any(|(_, config)| !config.max_wait().is_zero())
     }
 
     fn available(&self, key: &K) -> (u32, Option<u32>) {
@@ -580,15 +579,15 @@ impl<S: Store> Store for Arc<S> {
         (**self).policy_of(key)
     }
 
-    fn max_wait(&self) -> Duration {
-        (**self).max_wait()
+    fn may_wait(&self) -> bool {
+        (**self).may_wait()
     }
 
     fn acquire(
         &self,
         key: &S::Key,
         permits: u32,
-        max_wait: Duration,
+        max_wait: Option<Duration>,
     ) -> Decision<S::Permit, S::Acquire> {
         (**self).acquire(key, permits, max_wait)
     }

@@ -737,6 +737,75 @@ async fn the_limiter_configs_max_wait_is_the_default() {
     assert_eq!(refusing.oneshot(get("/")).await.unwrap().status(), 429);
 }
 
+/// Without a max wait of its own, the layer follows the limiter's config as it is when each
+/// request comes (SPEC §14: a reconfigure takes effect at once), not as it was when the layer
+/// was built.
+#[tokio::test(start_paused = true)]
+async fn a_config_changed_live_sets_the_wait_of_the_next_request() {
+    let refusing = Config::new(1, Duration::from_secs(1)).unwrap();
+    let waiting = refusing.with_max_wait(Duration::from_secs(1));
+    let limiter = leak("live-wait", refusing, TokioClock::new());
+    let svc = RateLimitLayer::new(limiter, Global).layer(service_fn(handler));
+    assert_eq!(svc.clone().oneshot(get("/")).await.unwrap().status(), 200);
+    assert_eq!(svc.clone().oneshot(get("/")).await.unwrap().status(), 429);
+    // Now a request may wait 1 s: the next permit's slot is 1 s away, so it waits and runs.
+    limiter.reconfigure(waiting);
+    let start = tokio::time::Instant::now();
+    assert_eq!(svc.clone().oneshot(get("/")).await.unwrap().status(), 200);
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    // And back: refused at once, nothing waited.
+    limiter.reconfigure(refusing);
+    let start = tokio::time::Instant::now();
+    assert_eq!(svc.clone().oneshot(get("/")).await.unwrap().status(), 429);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
+/// A max wait the layer was given is its own, even when it equals the limiter config's: a key
+/// on a tier whose own config refuses at once still waits the layer's time.
+#[tokio::test(start_paused = true)]
+async fn a_layers_own_max_wait_equal_to_the_configs_is_still_its_own() {
+    use ritmo_core::keyed::{Tier, Tiers};
+    use ritmo_std::KeyedRateLimiter;
+    let wait = Duration::from_secs(60);
+    let tiers = Tiers::new(
+        [
+            // The first tier's config is the limiter's `config()`.
+            Tier::of(0, "free", Config::new(1, wait).unwrap().with_max_wait(wait)),
+            Tier::of(1, "paid", Config::new(1, Duration::from_secs(1)).unwrap()),
+        ],
+        (|key: &String| usize::from(key.starts_with("paid"))) as fn(&String) -> usize,
+    );
+    let limiter = Arc::new(KeyedRateLimiter::tiered_with_clock(
+        "tiered-wait",
+        tiers,
+        100,
+        TokioClock::new(),
+    ));
+    assert_eq!(limiter.config().max_wait(), wait);
+    let by_path =
+        from_fn(|r: &Request<()>| Some(r.uri().path().trim_start_matches('/').to_owned()));
+    let svc = RateLimitLayer::new(Arc::clone(&limiter), by_path)
+        .max_wait(wait)
+        .layer(service_fn(handler));
+    assert_eq!(
+        svc.clone().oneshot(get("/paid")).await.unwrap().status(),
+        200
+    );
+    // The paid tier's own config would refuse; the layer's 60 s lets it wait its 1 s.
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        svc.clone().oneshot(get("/paid")).await.unwrap().status(),
+        200
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    // Without a wait of its own, the layer follows each key's tier: the paid key is refused.
+    let own = RateLimitLayer::new(limiter, from_fn(|_: &Request<()>| Some("paid".to_owned())))
+        .layer(service_fn(handler));
+    let start = tokio::time::Instant::now();
+    assert_eq!(own.oneshot(get("/")).await.unwrap().status(), 429);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
 /// A store that answers after a round trip, as a remote one does, and cannot read a key's status
 /// without one: the fields come from the status its answer carried.
 #[derive(Clone)]
@@ -761,7 +830,7 @@ impl ritmo_tower::Store for Remote {
         &self,
         _key: &(),
         permits: u32,
-        max_wait: Duration,
+        max_wait: Option<Duration>,
     ) -> ritmo_tower::Decision<Self::Permit, Self::Acquire> {
         let limiter = self.0;
         ritmo_tower::Decision::Later(Box::pin(async move {

@@ -48,7 +48,7 @@ impl Store for Recording {
         &self,
         key: &IpKey,
         permits: u32,
-        max_wait: Duration,
+        max_wait: Option<Duration>,
     ) -> Decision<Self::Permit, Self::Acquire> {
         let decision = Store::acquire(&self.inner, key, permits, max_wait);
         if let Decision::Now(Ok(grant)) = &decision {

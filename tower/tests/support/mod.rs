@@ -80,7 +80,7 @@ where
         &self,
         key: &K,
         permits: u32,
-        max_wait: Duration,
+        max_wait: Option<Duration>,
     ) -> Decision<Self::Permit, Self::Acquire> {
         let limiter = self.limiter(key);
         Store::acquire(&limiter, &(), permits, max_wait)
