@@ -14,6 +14,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+use crate::common::{keyed_accessors, reservation_accessors, reservation_debug, single_accessors};
 use crate::error::Cause;
 use crate::observe::Links;
 use crate::script::{ACQUIRE, PEEK, REFUND};
@@ -243,15 +244,7 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
         }
     }
 
-    /// The limiter's id.
-    pub fn id(&self) -> &'static str {
-        self.inner.id
-    }
-
-    /// The config every key is limited by.
-    pub fn config(&self) -> &Config {
-        &self.inner.config
-    }
+    keyed_accessors!();
 
     /// Takes one permit for `key` if there is one now; otherwise a refusal saying how long until
     /// there would be (or [`Reason::Unavailable`](crate::ritmo::Reason::Unavailable), per the
@@ -487,36 +480,10 @@ pub struct Reservation<C: AsyncConnection = ConnectionManager> {
     pending: bool,
 }
 
-impl<C: AsyncConnection> std::fmt::Debug for Reservation<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reservation")
-            .field("permit", &self.permit)
-            .field("permits", &self.k)
-            .field("pending", &self.pending)
-            .finish_non_exhaustive()
-    }
-}
+reservation_debug!(impl<C: AsyncConnection> std::fmt::Debug for Reservation<C>);
 
 impl<C: AsyncConnection> Reservation<C> {
-    /// The permit as granted: its source, the store's time, and the wait from the decision.
-    pub fn permit(&self) -> Permit {
-        self.permit
-    }
-
-    /// How many permits it holds.
-    pub fn permits(&self) -> u32 {
-        self.k
-    }
-
-    /// How long from the decision until the permits arrive.
-    pub fn wait_time(&self) -> Duration {
-        self.permit.wait()
-    }
-
-    /// Whether the permits have arrived.
-    pub fn is_ready(&self) -> bool {
-        self.remaining().is_zero()
-    }
+    reservation_accessors!();
 
     /// How long from now until the permits arrive (zero once they have).
     pub fn remaining(&self) -> Duration {
@@ -528,12 +495,6 @@ impl<C: AsyncConnection> Reservation<C> {
     /// future before then gives them back.
     pub async fn wait(mut self) -> Permit {
         tokio::time::sleep_until(self.ready_at).await;
-        self.pending = false;
-        self.permit
-    }
-
-    /// Uses the permits now, without waiting for their slot: the caller takes care of timing.
-    pub fn commit(mut self) -> Permit {
         self.pending = false;
         self.permit
     }
@@ -623,15 +584,7 @@ impl RedisRateLimiter {
 }
 
 impl<C: AsyncConnection> RedisRateLimiter<C> {
-    /// The limiter's id.
-    pub fn id(&self) -> &'static str {
-        self.0.id()
-    }
-
-    /// Its config.
-    pub fn config(&self) -> &Config {
-        self.0.config()
-    }
+    single_accessors!();
 
     /// Takes one permit if there is one now.
     pub async fn try_acquire(&self) -> Result<Permit, RateLimitExceeded> {

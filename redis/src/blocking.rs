@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use redis::{Connection, ConnectionLike, Script};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded};
 
+use crate::common::{keyed_accessors, reservation_accessors, reservation_debug, single_accessors};
 use crate::error::Cause;
 use crate::observe::Links;
 use crate::script::{ACQUIRE, PEEK, REFUND};
@@ -291,15 +292,7 @@ impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
         }
     }
 
-    /// The limiter's id.
-    pub fn id(&self) -> &'static str {
-        self.inner.id
-    }
-
-    /// The config every key is limited by.
-    pub fn config(&self) -> &Config {
-        &self.inner.config
-    }
+    keyed_accessors!();
 
     /// Takes one permit for `key` if there is one now.
     pub fn try_acquire(&self, key: &K) -> Result<Permit, RateLimitExceeded> {
@@ -451,36 +444,10 @@ pub struct Reservation {
     pending: bool,
 }
 
-impl std::fmt::Debug for Reservation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reservation")
-            .field("permit", &self.permit)
-            .field("permits", &self.k)
-            .field("pending", &self.pending)
-            .finish_non_exhaustive()
-    }
-}
+reservation_debug!(impl std::fmt::Debug for Reservation);
 
 impl Reservation {
-    /// The permit as granted.
-    pub fn permit(&self) -> Permit {
-        self.permit
-    }
-
-    /// How many permits it holds.
-    pub fn permits(&self) -> u32 {
-        self.k
-    }
-
-    /// How long from the decision until the permits arrive.
-    pub fn wait_time(&self) -> Duration {
-        self.permit.wait()
-    }
-
-    /// Whether the permits have arrived.
-    pub fn is_ready(&self) -> bool {
-        self.remaining().is_zero()
-    }
+    reservation_accessors!();
 
     /// How long from now until the permits arrive (zero once they have).
     pub fn remaining(&self) -> Duration {
@@ -493,12 +460,6 @@ impl Reservation {
         if !left.is_zero() {
             std::thread::sleep(left);
         }
-        self.pending = false;
-        self.permit
-    }
-
-    /// Uses the permits now, without waiting for their slot.
-    pub fn commit(mut self) -> Permit {
         self.pending = false;
         self.permit
     }
@@ -559,15 +520,7 @@ impl RedisRateLimiter {
         Builder::new(id, config)
     }
 
-    /// The limiter's id.
-    pub fn id(&self) -> &'static str {
-        self.0.id()
-    }
-
-    /// Its config.
-    pub fn config(&self) -> &Config {
-        self.0.config()
-    }
+    single_accessors!();
 
     /// Takes one permit if there is one now.
     pub fn try_acquire(&self) -> Result<Permit, RateLimitExceeded> {

@@ -24,6 +24,8 @@ mod aio;
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub mod blocking;
+#[cfg(any(feature = "async", feature = "blocking"))]
+mod common;
 mod error;
 mod inner;
 mod key;

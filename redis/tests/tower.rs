@@ -148,5 +148,8 @@ async fn the_redis_configs_max_wait_is_the_layers_default() {
     }
     let waits = waits.lock().unwrap();
     assert_eq!(waits.len(), 1, "{waits:?}");
-    assert!(!waits[0].is_zero() && waits[0] <= Duration::from_secs(1), "{waits:?}");
+    assert!(
+        !waits[0].is_zero() && waits[0] <= Duration::from_secs(1),
+        "{waits:?}"
+    );
 }
