@@ -5,7 +5,11 @@
 //! bytes: each chunk takes as many permits as it has bytes, as one unit, and waits for them with a
 //! [`Wait`] (a [`DelayWait`](crate::DelayWait) on bare metal,
 //! [`AdvanceClock`](crate::AdvanceClock) in tests). A chunk larger than the limiter's burst
-//! (`permits`) is split, since no single call can take more than `permits`.
+//! (`permits`) is split, since no single call can take more than `permits`. With feature
+//! `embedded-io-async` and the waiter [`ClockWait`](crate::ClockWait), it is an `embedded_io_async::Write` too,
+//! sleeping with the clock's [`AsyncClock`](crate::AsyncClock) (an Embassy `Timer`): dropping the
+//! future while it sleeps gives its permits back (if no later reservation queued behind it) and
+//! writes nothing; once the chunk is being written, its permits are kept.
 //!
 //! A writer is flow control: it waits as long as its bytes take, whatever the config's `max_wait`
 //! (which bounds `acquire` calls, not writers). It fails only when its waiter is interrupted, or
@@ -122,8 +126,9 @@ pub struct RateLimitedWrite<'a, C, W, Wt> {
     waiter: Wt,
 }
 
-impl<'a, C: Clock, W: embedded_io::Write, Wt: Wait<C>> RateLimitedWrite<'a, C, W, Wt> {
-    /// Writes to `inner` at most `limiter`'s permits bytes per period, waiting with `waiter`.
+impl<'a, C, W, Wt> RateLimitedWrite<'a, C, W, Wt> {
+    /// Writes to `inner` at most `limiter`'s permits bytes per period, waiting with `waiter`
+    /// ([`ClockWait`](crate::ClockWait) for an async writer).
     ///
     /// ```
     /// # use core::time::Duration;
@@ -142,9 +147,7 @@ impl<'a, C: Clock, W: embedded_io::Write, Wt: Wait<C>> RateLimitedWrite<'a, C, W
             waiter,
         }
     }
-}
 
-impl<'a, C, W, Wt> RateLimitedWrite<'a, C, W, Wt> {
     /// The limiter it takes its permits from.
     ///
     /// ```
@@ -232,5 +235,33 @@ impl<C: Clock, W: embedded_io::Write, Wt: Wait<C>> embedded_io::Write
 
     fn flush(&mut self) -> Result<(), Self::Error> {
         self.inner.flush().map_err(WriteError::Io)
+    }
+}
+
+/// Awaited: each [`write`](embedded_io_async::Write::write) takes one chunk as the blocking
+/// writer does, sleeps until its permits' slot with the clock's
+/// [`AsyncClock`](crate::AsyncClock), then writes the whole chunk.
+#[cfg(feature = "embedded-io-async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "embedded-io-async")))]
+impl<C: crate::AsyncClock, W: embedded_io_async::Write> embedded_io_async::Write
+    for RateLimitedWrite<'_, C, W, crate::ClockWait>
+{
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        if buf.is_empty() {
+            return self.inner.write(buf).await.map_err(WriteError::Io);
+        }
+        let reservation =
+            reserve_chunk(self.limiter, buf.len()).map_err(WriteError::RateLimited)?;
+        let chunk = &buf[..reservation.permits() as usize];
+        if !reservation.is_ready() {
+            self.limiter.clock().sleep_until(reservation.slot()).await;
+        }
+        reservation.commit();
+        self.inner.write_all(chunk).await.map_err(WriteError::Io)?;
+        Ok(chunk.len())
+    }
+
+    async fn flush(&mut self) -> Result<(), Self::Error> {
+        self.inner.flush().await.map_err(WriteError::Io)
     }
 }

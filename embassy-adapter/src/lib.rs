@@ -11,7 +11,7 @@
 //!   without blocking the executor. Dropping the future before its slot gives the permit back
 //!   (when no later call queued behind it) and the work never runs; work that started keeps it.
 //! - [`AsyncRateLimitedWrite`] limits an `embedded_io_async::Write` (a UART, a radio) to the
-//!   limiter's permits in bytes per period.
+//!   limiter's permits in bytes per period: ritmo-core's writer, sleeping on Embassy's timer.
 //!
 //! The crate never picks embassy-time's tick rate or time driver: the application does, with
 //! embassy-time's `tick-hz-*` feature and its HAL's driver (or `std` on a host).
@@ -21,7 +21,7 @@
 //! ```no_run
 //! use core::time::Duration;
 //! use embedded_io_async::Write;
-//! use ritmo::{const_config, const_window_config, RateLimiter};
+//! use ritmo::{const_config, const_window_config, ClockWait, RateLimiter};
 //! use ritmo::embassy::{AsyncExt, AsyncRateLimitedWrite, EmbassyClock};
 //!
 //! // A 1% duty cycle for 1 s frames: at most 36 in ANY hour (up to 18 at once, then one every
@@ -47,7 +47,7 @@
 //!
 //! // A task logging through a UART (any `embedded_io_async::Write`).
 //! async fn log_task<W: Write>(uart: W) -> Result<(), ritmo::WriteError<W::Error>> {
-//!     let mut out = AsyncRateLimitedWrite::new(uart, &UART);
+//!     let mut out = AsyncRateLimitedWrite::new(uart, &UART, ClockWait);
 //!     out.write_all(b"a long report, paced to the peer\r\n").await
 //! }
 //! # let _ = (radio_task, log_task::<&mut [u8]>);

@@ -22,3 +22,5 @@ pub use ritmo_core::prelude::*;
 
 pub use crate::AsyncExt as _;
 pub use crate::{AsyncRateLimitedWrite, EmbassyClock, EmbassyRateLimiter};
+/// What [`AsyncRateLimitedWrite`] waits with.
+pub use ritmo_core::ClockWait;

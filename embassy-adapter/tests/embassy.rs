@@ -11,7 +11,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use embassy_time::{Instant, MockDriver};
 use embedded_io_async::{ErrorType, Write};
-use ritmo_core::{AcquireError, Config, RateLimitExceeded, RateLimiter, Reason, const_config};
+use ritmo_core::{
+    AcquireError, ClockWait, Config, RateLimitExceeded, RateLimiter, Reason, const_config,
+};
 use ritmo_embassy::{AsyncExt, AsyncRateLimitedWrite, EmbassyClock};
 
 static DRIVER: Mutex<()> = Mutex::new(());
@@ -306,7 +308,7 @@ fn the_async_writer_lets_1000_bytes_per_second_through() {
     // 1000 bytes per second: a byte every millisecond, exact on the mock's 1 MHz ticks.
     let uart = limiter(1000, Duration::from_secs(1), Duration::ZERO);
     let data = pattern(4800);
-    let mut out = AsyncRateLimitedWrite::new(Sink::default(), &uart);
+    let mut out = AsyncRateLimitedWrite::new(Sink::default(), &uart, ClockWait);
     // Stepping a millisecond at a time, it finishes at the first step at or after its last slot.
     drive(pin!(out.write_all(&data)), Duration::from_millis(1), 10_000).unwrap();
     // The burst of 1000 at once, then 3800 bytes at 1000 per second: 3.8 s.
@@ -330,7 +332,7 @@ fn the_async_writer_at_960_bytes_per_second_is_never_early() {
     let _driver = driver();
     let uart = limiter(960, Duration::from_secs(1), Duration::ZERO);
     let data = pattern(4800);
-    let mut out = AsyncRateLimitedWrite::new(Sink::default(), &uart);
+    let mut out = AsyncRateLimitedWrite::new(Sink::default(), &uart, ClockWait);
     drive(pin!(out.write_all(&data)), Duration::from_millis(1), 10_000).unwrap();
     let sink = out.into_inner();
     assert_eq!(sink.data, data);
@@ -344,7 +346,7 @@ fn the_async_writer_at_960_bytes_per_second_is_never_early() {
 fn dropping_a_write_while_it_waits_writes_nothing_and_returns_the_permits() {
     let _driver = driver();
     let uart = limiter(100, Duration::from_secs(1), Duration::ZERO);
-    let mut out = AsyncRateLimitedWrite::new(Sink::default(), &uart);
+    let mut out = AsyncRateLimitedWrite::new(Sink::default(), &uart, ClockWait);
     assert_eq!(poll(pin!(out.write(&pattern(100)))), Poll::Ready(Ok(100)));
     let fifty = pattern(50);
     {
@@ -369,7 +371,7 @@ fn futures_on_a_static_limiter_are_send() {
     let call = RADIO.call_async(async { 1 });
     assert_send(&call);
     let mut buf = [0u8; 8];
-    let mut out = AsyncRateLimitedWrite::new(&mut buf[..], &RADIO);
+    let mut out = AsyncRateLimitedWrite::new(&mut buf[..], &RADIO, ClockWait);
     let write = out.write(b"abc");
     assert_send(&write);
 }

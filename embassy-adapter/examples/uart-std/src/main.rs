@@ -11,7 +11,7 @@ use core::time::Duration;
 use embassy_executor::Spawner;
 use embassy_time::{Instant, Ticker};
 use embedded_io_async::{ErrorType, Write};
-use ritmo_core::{RateLimiter, const_config};
+use ritmo_core::{ClockWait, RateLimiter, const_config};
 use ritmo_embassy::{AsyncRateLimitedWrite, EmbassyClock};
 
 /// 960 bytes per second, bursts of up to 960: a `static`, built at compile time.
@@ -43,7 +43,7 @@ impl Write for Uart {
 
 #[embassy_executor::task]
 async fn logger() {
-    let mut out = AsyncRateLimitedWrite::new(Uart, &UART_LIMIT);
+    let mut out = AsyncRateLimitedWrite::new(Uart, &UART_LIMIT, ClockWait);
     let line = [b'.'; 48];
     loop {
         // Each line takes 48 permits and waits for them: 20 lines per second after the burst.
