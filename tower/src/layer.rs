@@ -680,7 +680,7 @@ where
                     let shared = Arc::clone(&self.shared);
                     ResponseFuture::running(future, key, Held::none(), None, shared)
                 }
-                taken => self.call_rest(request, key, taken),
+                taken => self.call_rest(request, key, taken.and_then(Result::err)),
             };
         }
         self.call_rest(request, key, None)
@@ -699,7 +699,7 @@ where
         &mut self,
         request: Req,
         key: Option<St::Key>,
-        taken: Option<Result<(), Denial>>,
+        refused: Option<Denial>,
     ) -> ResponseFuture<S, Req, St, X, M, Cl>
     where
         S: Service<Req> + Clone,
@@ -732,20 +732,12 @@ where
                 }
             };
         };
-        let refused = match taken {
-            Some(Ok(())) => {
-                #[cfg(feature = "metrics")]
-                shared.counts.admitted();
-                let future = self.inner.call(request);
-                return ResponseFuture::running(future, Some(key), Held::none(), None, shared);
-            }
-            // Refused where the store's own max wait now lets it wait (its config changed since
-            // it was last read): reserved below.
-            Some(Err(_)) if shared.own_waits_now() => None,
-            taken => taken.and_then(Result::err),
-        };
-        // Refused: answered now, or (shadow mode) served anyway.
-        if let Some(denial) = refused {
+        // Refused on the fast path: answered now, or (shadow mode) served anyway; unless the
+        // store's own max wait now lets it wait (its config changed since it was last read):
+        // reserved below.
+        if let Some(denial) = refused
+            && !shared.own_waits_now()
+        {
             return match decide(&shared, Err(denial), || shared.mode.protocol(&request)) {
                 Next::Done(output) => ResponseFuture::done(output, shared),
                 Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
