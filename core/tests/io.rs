@@ -189,3 +189,55 @@ fn a_failing_sink_reports_its_own_error() {
     assert!(matches!(err, WriteError::Io(_)), "{err:?}");
     assert!(err.to_string().starts_with("write failed"), "{err}");
 }
+
+/// Awaited, the same writer (waiting with `ClockWait`: the clock's own `AsyncClock` sleep, which
+/// advances a `ManualClock` at once) paces bytes exactly as the blocking one.
+#[cfg(feature = "embedded-io-async")]
+mod awaited {
+    use super::*;
+    use core::future::Future;
+    use core::pin::pin;
+    use core::task::{Context, Poll, Waker};
+    use ritmo_core::ClockWait;
+
+    impl<C: Clock> embedded_io_async::Write for Sink<'_, C> {
+        async fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+            Write::write(self, buf)
+        }
+
+        async fn flush(&mut self) -> Result<(), Infallible> {
+            Ok(())
+        }
+    }
+
+    /// Polls `future` once: every sleep on a `ManualClock` is ready at once.
+    fn ready<F: Future>(future: F) -> F::Output {
+        match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(output) => output,
+            Poll::Pending => panic!("a ManualClock sleep never waits"),
+        }
+    }
+
+    #[test]
+    fn lets_960_bytes_per_second_through() {
+        use embedded_io_async::Write as Awaited;
+        let clock = ManualClock::new();
+        let uart = RateLimiter::new(
+            "uart",
+            Config::new(960, Duration::from_secs(1)).unwrap(),
+            &clock,
+        );
+        let data = pattern(4800);
+        let mut out = RateLimitedWrite::new(Sink::new(&clock), &uart, ClockWait);
+        ready(Awaited::write_all(&mut out, &data)).unwrap();
+        assert_eq!(ready(Awaited::write(&mut out, &[])).unwrap(), 0);
+        // As the blocking writer: the burst at once, then a byte every 1/960 s rounded up.
+        let per_byte = 1_000_000_000u64.div_ceil(960);
+        assert_eq!(clock.now(), (4800 - 960) * per_byte);
+        let sink = out.into_inner();
+        assert_eq!(sink.data, data, "every byte, in order");
+        let seconds: Vec<(u64, usize)> = (0..5).map(|s| (s * 960 * per_byte, 960)).collect();
+        assert_eq!(sink.writes, seconds);
+        assert_bound(&sink.writes, 960, 1_000_000_000, 0);
+    }
+}
