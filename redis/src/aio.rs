@@ -19,8 +19,8 @@ use crate::error::Cause;
 use crate::observe::Links;
 use crate::script::{ACQUIRE, PEEK, REFUND};
 use crate::{
-    AcquireOrStoreError, Builder, Call, Decision, Error, Inner, Permit, Refusal, StoreError,
-    StoreKey,
+    AcquireOrStoreError, Builder, Call, Decision, Error, Inner, KeyStatus, Permit, Refusal,
+    StoreError, StoreKey,
 };
 
 /// An async connection a limiter can run its scripts on: redis-rs's `ConnectionManager` (what
@@ -269,12 +269,14 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
     /// reservation says how long to wait. Dropping it before [`wait`](Reservation::wait) or
     /// [`commit`](Reservation::commit) gives the permit back if nothing was reserved after it.
     pub async fn reserve(&self, key: &K) -> Result<Reservation<C>, RateLimitExceeded> {
-        self.reserve_call(self.inner.call_one(key, true, 1)).await
+        let reserved = self.reserve_call(self.inner.call_one(key, true, 1)).await;
+        reserved.map_err(|(e, _)| e)
     }
 
     /// Reserves `k` permits for `key` within `max_wait` (see [`reserve`](Self::reserve)).
     pub async fn reserve_n(&self, key: &K, k: u32) -> Result<Reservation<C>, AcquireError> {
-        Ok(self.reserve_call(self.inner.call(key, k, true)?).await?)
+        let reserved = self.reserve_call(self.inner.call(key, k, true)?).await;
+        Ok(reserved.map_err(|(e, _)| e)?)
     }
 
     /// Reserves `k` permits for `key` if they arrive within `max_wait` (instead of the config's
@@ -307,17 +309,8 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
         if let Some(max_wait) = max_wait {
             call.max_wait = self.inner.wait_bound(max_wait);
         }
-        match self.decide(&call).await {
-            Decision::Granted {
-                permit,
-                written,
-                increment,
-            } => Ok(self.reservation(call, permit, written, increment)),
-            Decision::Rejected(e, status) => Err(Refusal {
-                error: e.into(),
-                status,
-            }),
-        }
+        let reserved = self.reserve_call(call).await;
+        reserved.map_err(|(e, status)| Refusal::new(e.into(), status))
     }
 
     /// How long until `key` would get `k` permits at once (zero: now). Takes nothing.
@@ -327,14 +320,18 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
         Ok(self.inner.retry_after_n(&call.key, k, reply)?)
     }
 
-    async fn reserve_call(&self, call: Call) -> Result<Reservation<C>, RateLimitExceeded> {
+    /// The reservation `call` decided, or the refusal and the key's status the store read.
+    async fn reserve_call(
+        &self,
+        call: Call,
+    ) -> Result<Reservation<C>, (RateLimitExceeded, Option<KeyStatus>)> {
         match self.decide(&call).await {
             Decision::Granted {
                 permit,
                 written,
                 increment,
             } => Ok(self.reservation(call, permit, written, increment)),
-            Decision::Rejected(e, _) => Err(e),
+            Decision::Rejected(e, status) => Err((e, status)),
         }
     }
 

@@ -100,26 +100,23 @@ where
     }
 }
 
-/// One quota for every request, shared through Redis.
+/// One quota for every request, shared through Redis: the keyed store of its one key.
 impl<C: AsyncConnection> Store for RedisRateLimiter<C> {
     type Key = ();
     type Permit = Reservation<C>;
     type Acquire = Acquire<C>;
 
     fn policy(&self) -> Policy {
-        Policy::new(self.id(), self.config().permits(), self.config().period())
+        Store::policy(&self.0)
     }
 
     fn acquire(
         &self,
-        _key: &(),
+        key: &(),
         permits: u32,
         max_wait: Option<Duration>,
     ) -> Decision<Self::Permit, Self::Acquire> {
-        let limiter = self.0.clone();
-        Decision::Later(Box::pin(async move {
-            acquire(&limiter, &(), permits, max_wait).await
-        }))
+        Store::acquire(&self.0, key, permits, max_wait)
     }
 
     fn status(&self, _key: &()) -> Option<Status> {
