@@ -135,10 +135,7 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
     where
         St: Store,
     {
-        if self.max_wait.is_some() {
-            return false;
-        }
-        let waits = self.store.may_wait();
+        let waits = self.max_wait.is_none() && self.store.may_wait();
         self.waits.store(waits, Ordering::Relaxed);
         waits
     }
@@ -249,18 +246,17 @@ impl<St: Store, X> RateLimitLayer<St, X> {
     /// response charged; a request without a key refused with `400`.
     pub fn new(store: St, extractor: X) -> Self {
         let policy = store.policy();
-        let waits = AtomicBool::new(store.may_wait());
         RateLimitLayer {
             shared: Arc::new(Shared {
                 fields: PolicyFields::new(policy),
                 tiers: policy::tier_policies(&store),
+                waits: AtomicBool::new(store.may_wait()),
                 store,
                 extractor,
                 mode: Http(DefaultResponse),
                 classify: ChargeAll,
                 cost: 1,
                 max_wait: None,
-                waits,
                 shadow: false,
                 admitted_fields: true,
                 missing_key: MissingKey::Reject(StatusCode::BAD_REQUEST),

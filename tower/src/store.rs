@@ -543,9 +543,8 @@ where
 
     /// Any tier's.
     fn kind_may_wait(&self) -> bool {
-        self.tier_configs()
-            .into_iter()
-            .any(|(_, config)| !config.max_wait().is_zero())
+        let tiers = self.tier_configs();
+        tiers.iter().any(|(_, config)| !config.max_wait().is_zero())
     }
 
     fn available(&self, key: &K) -> (u32, Option<u32>) {
