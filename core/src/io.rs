@@ -81,15 +81,16 @@ impl<E: embedded_io::Error> embedded_io::Error for WriteError<E> {
 /// chunk holds `len` bytes, at most the limiter's burst (`permits`) and at least one; the
 /// reservation's [`permits()`](Reservation::permits) is the chunk's length. Writers skip empty
 /// buffers before asking.
-pub(crate) fn reserve_chunk<C: Clock>(
+fn reserve_chunk<C: Clock, E>(
     limiter: &RateLimiter<C>,
     len: usize,
-) -> Result<Reservation<'_, C>, RateLimitExceeded> {
-    let burst = limiter.config().permits();
+) -> Result<Reservation<'_, C>, WriteError<E>> {
+    // `permits()`, not `config()`: the config is read under a critical section.
+    let burst = limiter.permits();
     let k = u32::try_from(len).map_or(burst, |len| len.clamp(1, burst));
     match limiter.reserve_n_within(k, Duration::MAX) {
         Ok(reservation) => Ok(reservation),
-        Err(AcquireError::RateLimited(e)) => Err(e),
+        Err(AcquireError::RateLimited(e)) => Err(WriteError::RateLimited(e)),
         Err(AcquireError::InvalidPermits(_)) => {
             unreachable!("a chunk is within 1..=permits, and a config has permits >= 1")
         }
@@ -223,8 +224,7 @@ impl<C: Clock, W: embedded_io::Write, Wt: Wait<C>> embedded_io::Write
         if buf.is_empty() {
             return self.inner.write(buf).map_err(WriteError::Io);
         }
-        let reservation =
-            reserve_chunk(self.limiter, buf.len()).map_err(WriteError::RateLimited)?;
+        let reservation = reserve_chunk(self.limiter, buf.len())?;
         let chunk = &buf[..reservation.permits() as usize];
         reservation
             .wait_with(&mut self.waiter)
@@ -250,8 +250,7 @@ impl<C: crate::AsyncClock, W: embedded_io_async::Write> embedded_io_async::Write
         if buf.is_empty() {
             return self.inner.write(buf).await.map_err(WriteError::Io);
         }
-        let reservation =
-            reserve_chunk(self.limiter, buf.len()).map_err(WriteError::RateLimited)?;
+        let reservation = reserve_chunk(self.limiter, buf.len())?;
         let chunk = &buf[..reservation.permits() as usize];
         if !reservation.is_ready() {
             self.limiter.clock().sleep_until(reservation.slot()).await;
