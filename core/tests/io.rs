@@ -67,8 +67,11 @@ fn assert_bound(writes: &[(u64, usize)], n: u64, period_ns: u64, slack: u64) {
     }
 }
 
-#[test]
-fn lets_960_bytes_per_second_through() {
+/// The writer under test, on a `ManualClock`, waiting with `Wt`.
+type Out<'a, Wt> = RateLimitedWrite<'a, &'a ManualClock, Sink<'a, ManualClock>, Wt>;
+
+/// 4800 bytes through a 960-per-second writer, written by `write_all` (blocking or awaited).
+fn paces_960_bytes_per_second<Wt>(waiter: Wt, write_all: impl FnOnce(&mut Out<'_, Wt>, &[u8])) {
     let clock = ManualClock::new();
     let uart = RateLimiter::new(
         "uart",
@@ -76,8 +79,8 @@ fn lets_960_bytes_per_second_through() {
         &clock,
     );
     let data = pattern(4800);
-    let mut out = RateLimitedWrite::new(Sink::new(&clock), &uart, AdvanceClock);
-    out.write_all(&data).unwrap();
+    let mut out = RateLimitedWrite::new(Sink::new(&clock), &uart, waiter);
+    write_all(&mut out, &data);
     // 960 bytes of burst at once, then (4800 - 960) bytes at 960 per second: 4 s, to the
     // nanosecond (a byte every 1/960 s, rounded up to 1_041_667 ns: never faster than asked).
     let per_byte = 1_000_000_000u64.div_ceil(960);
@@ -89,6 +92,11 @@ fn lets_960_bytes_per_second_through() {
     let seconds: Vec<(u64, usize)> = (0..5).map(|s| (s * 960 * per_byte, 960)).collect();
     assert_eq!(sink.writes, seconds);
     assert_bound(&sink.writes, 960, 1_000_000_000, 0);
+}
+
+#[test]
+fn lets_960_bytes_per_second_through() {
+    paces_960_bytes_per_second(AdvanceClock, |out, data| out.write_all(data).unwrap());
 }
 
 #[test]
@@ -221,23 +229,9 @@ mod awaited {
     #[test]
     fn lets_960_bytes_per_second_through() {
         use embedded_io_async::Write as Awaited;
-        let clock = ManualClock::new();
-        let uart = RateLimiter::new(
-            "uart",
-            Config::new(960, Duration::from_secs(1)).unwrap(),
-            &clock,
-        );
-        let data = pattern(4800);
-        let mut out = RateLimitedWrite::new(Sink::new(&clock), &uart, ClockWait);
-        ready(Awaited::write_all(&mut out, &data)).unwrap();
-        assert_eq!(ready(Awaited::write(&mut out, &[])).unwrap(), 0);
-        // As the blocking writer: the burst at once, then a byte every 1/960 s rounded up.
-        let per_byte = 1_000_000_000u64.div_ceil(960);
-        assert_eq!(clock.now(), (4800 - 960) * per_byte);
-        let sink = out.into_inner();
-        assert_eq!(sink.data, data, "every byte, in order");
-        let seconds: Vec<(u64, usize)> = (0..5).map(|s| (s * 960 * per_byte, 960)).collect();
-        assert_eq!(sink.writes, seconds);
-        assert_bound(&sink.writes, 960, 1_000_000_000, 0);
+        paces_960_bytes_per_second(ClockWait, |out, data| {
+            ready(Awaited::write_all(out, data)).unwrap();
+            assert_eq!(ready(Awaited::write(out, &[])).unwrap(), 0);
+        });
     }
 }
