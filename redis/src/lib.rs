@@ -56,7 +56,9 @@ pub use key::StoreKey;
 pub use redis;
 pub use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};
 
-pub(crate) use inner::{Call, Decision, Inner, Policy, saturate_u64};
+#[cfg(any(feature = "async", feature = "blocking"))]
+pub(crate) use inner::{Call, Decision};
+pub(crate) use inner::{Inner, Policy, saturate_u64};
 use local::Local;
 use rate::{MAX, StoreRate};
 
