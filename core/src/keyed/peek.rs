@@ -105,7 +105,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
             id: self.id(),
             live_keys: self.len(),
             keys_held: self.keys_held(),
-            capacity: N,
+            capacity: self.capacity(),
             permits: self.config().permits(),
         }
     }
