@@ -198,11 +198,17 @@ impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
     #[inline]
     pub(crate) fn lowered(&mut self, i: usize) {
         if Self::SPARE {
-            let tat = self.slots[i].tat;
-            for bound in [Self::SLOTS + i / Self::BLOCK, Self::FLOOR] {
-                if tat < self.slots[bound].tat {
-                    self.slots[bound].tat = tat;
-                }
+            self.lower_bounds(i);
+        }
+    }
+
+    // Out of line: every caller is off the hot path, which inlined code would crowd.
+    #[inline(never)]
+    fn lower_bounds(&mut self, i: usize) {
+        let tat = self.slots[i].tat;
+        for bound in [Self::SLOTS + i / Self::BLOCK, Self::FLOOR] {
+            if tat < self.slots[bound].tat {
+                self.slots[bound].tat = tat;
             }
         }
     }
@@ -295,8 +301,15 @@ impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
     fn home(&self, key: &K) -> usize {
         let mut hasher = SipHasher13::new_with_keys(self.keys.0, self.keys.1);
         key.hash(&mut hasher);
-        // The high 32 bits scaled to `0..SLOTS` (N <= u32::MAX): a multiply instead of a division.
-        (((hasher.finish() >> 32) * Self::SLOTS as u64) >> 32) as usize
+        let hash = hasher.finish();
+        if Self::SPARE {
+            // Scaled to `0..SLOTS` by one widening multiply (the number of slots is not a power
+            // of two here, so that the 32-bit form below would take a multiply and two shifts).
+            ((u128::from(hash) * Self::SLOTS as u128) >> 64) as usize
+        } else {
+            // The high 32 bits scaled to `0..N` (N <= u32::MAX): a multiply instead of a division.
+            (((hash >> 32) * N as u64) >> 32) as usize
+        }
     }
 
     /// Looks `key` up at `now`; an absent key is given a slot (see the module docs), or `Full`.
@@ -367,13 +380,24 @@ impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
             if self.held < Self::CAP {
                 return Probe::Vacant(i);
             }
-            let (soonest, at) = self.soonest();
-            if soonest > now {
+            if let Err(soonest) = self.make_room(now) {
                 return Probe::Full { soonest };
             }
             // Probe again: the shift may have moved an entry into the empty slot found.
-            self.remove_at(at);
         }
+    }
+
+    /// Drops the soonest key if it is idle at `now`; else the instant it will be.
+    // Out of line: the lookup of a key held is the hot path, and this its rare other end.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, now: u64) -> Result<(), u64> {
+        let (soonest, at) = self.soonest();
+        if soonest > now {
+            return Err(soonest);
+        }
+        self.remove_at(at);
+        Ok(())
     }
 
     /// Puts `key` with state `tat` made under `tier` into the slot `i` that
