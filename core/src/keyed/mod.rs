@@ -17,8 +17,8 @@
 //!
 //! # Bounded memory
 //!
-//! The table holds `N` keys in a fixed array, with no heap, and can be a `static`. When all `N`
-//! hold keys still being limited, a new key is rejected with [`Reason::KeyCapacity`], whose
+//! The table is a fixed array of `N` slots, with no heap, and can be a `static`. When it holds
+//! its [`capacity`](KeyedLimiter::capacity) of keys still being limited, a new key is rejected with [`Reason::KeyCapacity`], whose
 //! `retry_after` is when the soonest of them is idle; keys already in the table carry on as
 //! before. Size `N` for the clients you expect to be limited at once.
 //!
@@ -246,7 +246,7 @@ impl KeyedSnapshot {
     }
 }
 
-/// A limiter that applies one config to each key separately, in a fixed table of `N` keys with no
+/// A limiter that applies one config to each key separately, in a fixed table of `N` slots with no
 /// heap: see the [module docs](self) for how idle keys are reclaimed and what happens when the
 /// table is full.
 ///
