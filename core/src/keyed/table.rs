@@ -313,7 +313,6 @@ impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
     }
 
     /// Looks `key` up at `now`; an absent key is given a slot (see the module docs), or `Full`.
-    #[inline]
     pub(crate) fn probe(&mut self, key: &K, now: u64) -> Probe {
         if Self::SPARE {
             self.probe_spare(key, now)
