@@ -26,7 +26,7 @@
 //! a look at all `N`. From 1024 slots the table holds three quarters of its slots' worth of keys
 //! ([`capacity`](KeyedLimiter::capacity)) and keeps the rest empty, so that a call costs about
 //! the same whatever the table holds: a lookup ends at an empty slot within a few slots, a new key
-//! takes the place of an idle key its lookup passes or of the soonest key if that is idle, and a
+//! into a table at its capacity takes the place of the soonest key if that is idle, and a
 //! refusal finds the soonest key from bounds the table keeps per block of about `√N` slots in
 //! the last of its slots, looking into a block only when its bound is below the soonest state:
 //! when the block's soonest key was used since the table last looked. No call passes over the

@@ -12,9 +12,9 @@
 //!   (a few hundred compares at most).
 //! - **From [`SPARE_FROM`] slots** a quarter of the hashed slots stays empty (the capacity,
 //!   [`Table::CAP`], is three quarters of them), so that a probe ends at an empty slot within a
-//!   few slots whatever the table holds. A new key takes the place of the first idle key its
-//!   probe passes; when the table holds `CAP` keys and its probe passed none, the soonest key
-//!   held makes room if it is idle, or is the exact instant a refusal names. The soonest key is
+//!   few slots whatever the table holds. A probe drops nothing; when the table holds `CAP` keys a
+//!   new key finds the soonest key held, which makes room if it is idle, or is the exact instant
+//!   a refusal names. The soonest key is
 //!   found without a pass over the table: the last slots (not hashed to) keep a lower bound of
 //!   the states in each block of about `√N` slots, and the least state with its slot. States only
 //!   grow on a call, so the bounds stay true; the few writes that lower a state (a refund, a
@@ -48,7 +48,7 @@ pub(crate) struct Slot<K, I> {
 pub(crate) enum Probe {
     /// The key is in this slot.
     Found(usize),
-    /// The key is absent; this slot, empty or holding an idle key, is where it would go.
+    /// The key is absent; this empty slot is where it would go.
     Vacant(usize),
     /// The key is absent and the table holds its capacity of live keys; the soonest is idle at
     /// `soonest`.
@@ -356,25 +356,19 @@ impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
         }
     }
 
-    /// [`probe`](Self::probe) in a table with spare slots: an absent key goes in place of the
-    /// first idle key passed, or into the empty slot that ends the probe while the table holds
-    /// fewer than `CAP` keys, or in place of the soonest key if that is idle.
+    /// [`probe`](Self::probe) in a table with spare slots: an absent key goes into the empty slot
+    /// that ends the probe while the table holds fewer than `CAP` keys; else the soonest key makes
+    /// room if it is idle.
     fn probe_spare(&mut self, key: &K, now: u64) -> Probe {
         loop {
             let mut i = self.home(key);
-            let mut idle = None;
             loop {
-                let slot = &self.slots[i];
-                match &slot.key {
+                match &self.slots[i].key {
                     None => break,
                     Some(k) if k == key => return Probe::Found(i),
-                    Some(_) if idle.is_none() && slot.tat <= now => idle = Some(i),
                     Some(_) => {}
                 }
                 i = if i + 1 == Self::SLOTS { 0 } else { i + 1 };
-            }
-            if let Some(idle) = idle {
-                return Probe::Vacant(idle);
             }
             if self.held < Self::CAP {
                 return Probe::Vacant(i);
@@ -399,12 +393,10 @@ impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
         Ok(())
     }
 
-    /// Puts `key` with state `tat` made under `tier` into the slot `i` that
-    /// [`probe`](Self::probe) returned (empty, or holding an idle key it replaces).
+    /// Puts `key` with state `tat` made under `tier` into the empty slot `i` that
+    /// [`probe`](Self::probe) returned.
     pub(crate) fn insert_at(&mut self, i: usize, key: K, tat: u64, tier: I) {
-        if !Self::SPARE || self.slots[i].key.is_none() {
-            self.held += 1;
-        }
+        self.held += 1;
         self.slots[i] = Slot {
             key: Some(key),
             tat,
@@ -548,8 +540,8 @@ mod tests {
         let err = table.try_acquire(&(cap + 1)).unwrap_err();
         assert_eq!(err.retry_after(), Duration::from_millis(1));
         // One look at the bounds and a block: a pass. A call takes one pass, and one more for each
-        // block whose soonest key went since a pass last looked at it (a key that went in place
-        // of an idle key its probe passed leaves one such block).
+        // block whose soonest key the call before dropped or moved out (at most two: the dropped
+        // key's, and the block an entry shifted back out of).
         let pass = Big::BLOCKS + Big::BLOCK;
         let start = looked(&table);
         for key in cap + 1..cap + 2_000 {
