@@ -11,16 +11,17 @@
 //! has passed it (`tat <= now`) the key's burst is full again, and it decides every later call
 //! exactly like a key never seen: dropping it then changes no decision. The table does just that,
 //! lazily: a probe that passes an idle key frees its slot (in a table of 1024 slots or more, when
-//! a new key wants its room: see below). There is no sweeper to run
-//! and no `retain_recent` to forget, and a key still being limited (`tat > now`) is never dropped,
-//! so a client cannot win a fresh burst by flooding the table with new keys.
+//! a new key wants its room: see below). There is no sweeper to run and no `retain_recent` to
+//! forget, and a key still being limited (`tat > now`) is never dropped, so a client cannot win a
+//! fresh burst by flooding the table with new keys.
 //!
 //! # Bounded memory
 //!
 //! The table is a fixed array of `N` slots, with no heap, and can be a `static`. When it holds
-//! its [`capacity`](KeyedLimiter::capacity) of keys still being limited, a new key is rejected with [`Reason::KeyCapacity`], whose
-//! `retry_after` is when the soonest of them is idle; keys already in the table carry on as
-//! before. Size `N` for the clients you expect to be limited at once.
+//! its [`capacity`](KeyedLimiter::capacity) of keys still being limited, a new key is rejected
+//! with [`Reason::KeyCapacity`], whose `retry_after` is when the soonest of them is idle; keys
+//! already in the table carry on as before. Size `N` for the clients you expect to be limited at
+//! once.
 //!
 //! Below 1024 slots every slot can hold a key, and a new key into a full table is refused after
 //! a look at all `N`. From 1024 slots the table holds three quarters of its slots' worth of keys
