@@ -125,7 +125,6 @@ impl<K, const N: usize, I> Table<K, N, I> {
 }
 
 impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
-    #[cfg(not(all(test, loom)))]
     pub(crate) const fn new(seed: u128) -> Self {
         let mut slots = [const {
             Slot {
@@ -147,26 +146,6 @@ impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
             seen: 0,
             spent: 0,
             #[cfg(test)]
-            looked: 0,
-        }
-    }
-
-    #[cfg(all(test, loom))]
-    pub(crate) fn new(seed: u128) -> Self {
-        Table {
-            slots: core::array::from_fn(|i| Slot {
-                key: None,
-                tat: if (Self::SLOTS..Self::FLOOR_AT).contains(&i) {
-                    u64::MAX
-                } else {
-                    0
-                },
-                tier: I::FIRST,
-            }),
-            held: 0,
-            keys: split(seed),
-            seen: 0,
-            spent: 0,
             looked: 0,
         }
     }
