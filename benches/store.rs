@@ -8,12 +8,14 @@
 //!   freed by one never serves the next one's growth.
 //! - **Full store**: the worst single call (not the mean) among the first `CALLS` new keys, into
 //!   a store of `max_keys` keys all live, all idle, and into an empty store of the same
-//!   `max_keys`; for ritmo's std map and ritmo-core's fixed table, at 100,000 and 1,000,000 keys.
+//!   `max_keys`; for ritmo's std map and ritmo-core's fixed table, at 100,000 and 1,000,000 keys
+//!   (the table with the slots that hold that many keys: a quarter of them stays spare).
 //!
 //! ```text
 //! cargo bench --bench store               # about a minute
 //! cargo bench --bench store -- --quick    # 10,000 keys only
 //! cargo bench --bench store -- --std-only # without ritmo-core's fixed table
+//! cargo bench --bench store -- --table-only # the fixed table's full-store rows only
 //! ```
 
 use std::alloc::System;
@@ -197,13 +199,13 @@ fn full_map(n: u64) {
     show("std map, full of idle keys", n, idle, e.0);
 }
 
-/// The fixed table of `N` slots, filled with `N` keys.
+/// The fixed table of `N` slots, filled with as many keys as it holds.
 fn full_table<const N: usize>() {
-    let n = N as u64;
     let config = ritmo_hourly();
     let clock = ManualClock::new();
     let empty: Box<KeyedLimiter<u64, &ManualClock, N>> =
         Box::new(KeyedLimiter::with_clock("e", config, &clock, 7));
+    let n = empty.capacity() as u64;
     let e = worst(0, |k| {
         black_box(empty.try_acquire(&k).is_ok());
     });
@@ -223,7 +225,11 @@ fn full_table<const N: usize>() {
     show("core table, full of idle keys", n, idle, e.0);
 }
 
-fn full_store(quick: bool, std_only: bool) {
+/// Slots of a fixed table that holds 100,000 keys, and 1,000,000.
+const SLOTS_100K: usize = 133_856;
+const SLOTS_1M: usize = 1_334_638;
+
+fn full_store(quick: bool, std_only: bool, table_only: bool) {
     println!("## a new key into a store of max_keys keys: worst and median of {CALLS} calls");
     println!("| store | keys | worst µs | median µs | worst / empty's worst |");
     println!("| --- | ---: | ---: | ---: | ---: |");
@@ -232,18 +238,24 @@ fn full_store(quick: bool, std_only: bool) {
         full_table::<10_000>();
         return;
     }
-    // Three rounds of the std map, each on fresh stores: a worst single call on a shared machine
+    // Three rounds of each store, each on fresh stores: a worst single call on a shared machine
     // is also whatever the scheduler did meanwhile, and a spike of the store's own shows in all three.
-    for n in [100_000, 1_000_000] {
-        for _ in 0..3 {
-            full_map(n);
+    if !table_only {
+        for n in [100_000, 1_000_000] {
+            for _ in 0..3 {
+                full_map(n);
+            }
         }
     }
     if std_only {
         return;
     }
-    full_table::<100_000>();
-    full_table::<1_000_000>();
+    for _ in 0..3 {
+        full_table::<SLOTS_100K>();
+    }
+    for _ in 0..3 {
+        full_table::<SLOTS_1M>();
+    }
 }
 
 fn main() {
@@ -255,16 +267,17 @@ fn main() {
     }
     let quick = args.iter().any(|a| a == "--quick");
     let std_only = args.iter().any(|a| a == "--std-only");
+    let table_only = args.iter().any(|a| a == "--table-only");
     // The fixed tables are built on the stack before they are boxed: a thread with room.
     std::thread::Builder::new()
         .stack_size(256 << 20)
         .spawn(move || {
             if quick {
                 memory(&[10_000]);
-            } else {
+            } else if !table_only {
                 memory(&[10_000, 100_000, 1_000_000]);
             }
-            full_store(quick, std_only);
+            full_store(quick, std_only, table_only);
         })
         .expect("a thread")
         .join()

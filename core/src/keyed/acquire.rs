@@ -219,6 +219,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                         let slot = &mut t.slots[i];
                         slot.tat = self.view(slot, tier, &rules, now).max(fresh);
                         slot.tier = tier;
+                        t.lowered(i);
                     }
                     (t.slots[i].tat, Ok(i))
                 }
@@ -283,6 +284,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                         // Never below where a key not held starts (after a restore).
                         let fresh = t.fresh(&self.rules(t.slots[i].tier));
                         t.slots[i].tat = back.max(fresh);
+                        t.lowered(i);
                         true
                     }
                     None => false,

@@ -10,17 +10,29 @@
 //! A key's whole state is one instant, `tat`, at which its next permit arrives. Once the clock
 //! has passed it (`tat <= now`) the key's burst is full again, and it decides every later call
 //! exactly like a key never seen: dropping it then changes no decision. The table does just that,
-//! lazily: a probe that passes an idle key frees its slot on the spot. There is no sweeper to run
-//! and no `retain_recent` to forget, and a key still being limited (`tat > now`) is never dropped,
-//! so a client cannot win a fresh burst by flooding the table with new keys.
+//! lazily: a probe that passes an idle key frees its slot (in a table of 1024 slots or more, when
+//! a new key wants its room: see below). There is no sweeper to run and no `retain_recent` to
+//! forget, and a key still being limited (`tat > now`) is never dropped, so a client cannot win a
+//! fresh burst by flooding the table with new keys.
 //!
 //! # Bounded memory
 //!
-//! The table holds `N` keys in a fixed array, with no heap, and can be a `static`. When all `N`
-//! hold keys still being limited, a new key is rejected with [`Reason::KeyCapacity`], whose
-//! `retry_after` is when the soonest of them is idle; keys already in the table carry on as
-//! before. Size `N` for the clients you expect to be limited at once: a lookup in a table that is
-//! nearly full of live keys probes many slots, and a new key in a full one probes all `N`.
+//! The table is a fixed array of `N` slots, with no heap, and can be a `static`. When it holds
+//! its [`capacity`](KeyedLimiter::capacity) of keys still being limited, a new key is rejected
+//! with [`Reason::KeyCapacity`], whose `retry_after` is when the soonest of them is idle; keys
+//! already in the table carry on as before. Size `N` for the clients you expect to be limited at
+//! once.
+//!
+//! Below 1024 slots every slot can hold a key, and a new key into a full table is refused after
+//! a look at all `N`. From 1024 slots the table holds three quarters of its slots' worth of keys
+//! ([`capacity`](KeyedLimiter::capacity)) and keeps the rest empty, so that a call costs about
+//! the same whatever the table holds: a lookup ends at an empty slot within a few slots, a new key
+//! into a table at its capacity takes the place of the soonest key if that is idle, and a
+//! refusal finds the soonest key from bounds the table keeps per block of about `√N` slots in
+//! the last of its slots, looking into a block only when its bound is below the soonest state:
+//! when the block's soonest key was used since the table last looked. No call passes over the
+//! whole table to make room or to refuse, unless the soonest key of every block was used since;
+//! then that one call looks at every block, and leaves every bound exact.
 //!
 //! ```
 //! use core::time::Duration;
@@ -235,7 +247,7 @@ impl KeyedSnapshot {
     }
 }
 
-/// A limiter that applies one config to each key separately, in a fixed table of `N` keys with no
+/// A limiter that applies one config to each key separately, in a fixed table of `N` slots with no
 /// heap: see the [module docs](self) for how idle keys are reclaimed and what happens when the
 /// table is full.
 ///
@@ -264,7 +276,7 @@ impl<K, C, const N: usize, P: TierSet<K>> fmt::Debug for KeyedLimiter<K, C, N, P
         f.debug_struct("KeyedLimiter")
             .field("id", &self.rate.id())
             .field("config", &self.rate.config())
-            .field("capacity", &N)
+            .field("capacity", &Table::<K, N, P::Index>::CAP)
             .field("has_key_listener", &self.key_listener.is_some())
             .finish_non_exhaustive()
     }
@@ -433,7 +445,9 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
         self.rate.clock()
     }
 
-    /// How many keys it can hold: `N`.
+    /// How many keys it can hold: `N`, or three quarters of the slots left for keys in a table of
+    /// 1024 slots or more (the rest keep lookups short and find the soonest key; see the
+    /// [module docs](self#bounded-memory)).
     ///
     /// ```
     /// # use core::time::Duration;
@@ -444,7 +458,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn capacity(&self) -> usize {
-        N
+        Table::<K, N, P::Index>::CAP
     }
 
     /// The rules it applies to each key; for ritmo-std's keyed store, not part of the API.
@@ -585,6 +599,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
                 }
                 fresh_after = Some(convert(fresh));
             });
+            t.rebound();
             if let Some(fresh) = fresh_after {
                 t.spent = persist::spent_for(fresh, &self.rate.rules(), now);
             }

@@ -105,7 +105,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
             id: self.id(),
             live_keys: self.len(),
             keys_held: self.keys_held(),
-            capacity: N,
+            capacity: self.capacity(),
             permits: self.config().permits(),
         }
     }
@@ -143,8 +143,8 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     }
 
     /// Drops every idle key now, and returns how many keys are left (all of them live). Never
-    /// needed, since idle keys are reclaimed whenever a probe passes them; for tests and for
-    /// measuring.
+    /// needed, since idle keys are reclaimed whenever a probe passes them (from 1024 slots,
+    /// whenever a new key wants their room); for tests and for measuring.
     ///
     /// ```
     /// # use core::time::Duration;

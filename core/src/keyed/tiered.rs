@@ -162,14 +162,17 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
         let reading = self.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
-            self.tiers
+            let changed = self
+                .tiers
                 .change(&self.rate, name, config, now, |tier, convert| {
                     for slot in t.slots.iter_mut() {
                         if slot.key.is_some() && slot.tier == tier {
                             slot.tat = convert(slot.tat);
                         }
                     }
-                })
+                });
+            t.rebound();
+            changed
         })
     }
 }
