@@ -101,6 +101,14 @@ pub trait Listener: Sync {
     }
 }
 
+/// Tells `listener` that a call was refused with `error`: out of line, so that a path that may
+/// publish a refusal costs only an untaken branch where no one listens.
+#[cold]
+#[inline(never)]
+pub(crate) fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
+    listener.on_event(&Event::Rejected(error));
+}
+
 /// Two listeners in one: every event goes to the first, then to the second (metrics and logs, say).
 ///
 /// ```

@@ -5,7 +5,8 @@ use core::time::Duration;
 
 use crate::clock::TickRate;
 use crate::config::Config;
-use crate::error::wait_duration;
+use crate::error::{RateLimitExceeded, Reason, wait_duration};
+use crate::event::{Listener, publish_rejected};
 
 /// A config converted into the limiter's time unit: everything a call needs, and nothing else
 /// (the limiter keeps no copy of its [`Config`]; [`config`](Rate::config) rebuilds one).
@@ -99,6 +100,36 @@ impl Rate {
             permits,
             shift: base.shift,
         }
+    }
+
+    /// The error of a call of the limiter `id` refused for `reason`, `wait` units before its
+    /// permits would arrive (a keyed limiter's too: its rules keep one `Rate`).
+    #[inline(always)]
+    pub(crate) const fn refusal(
+        &self,
+        id: &'static str,
+        reason: Reason,
+        wait: u64,
+    ) -> RateLimitExceeded {
+        RateLimitExceeded::new(id, reason, wait, self.unit_hz, self.shift)
+    }
+
+    /// A call of the limiter `id` refused for want of permits, `wait` units before they would
+    /// arrive: its error, told to `listener` if there is one (out of line). The one way a single
+    /// limiter and bands publish a refusal; a keyed limiter, which also counts it and tells its
+    /// key's listener, builds the error with [`refusal`](Self::refusal).
+    #[inline(always)]
+    pub(crate) fn rejected(
+        &self,
+        id: &'static str,
+        wait: u64,
+        listener: Option<&'static dyn Listener>,
+    ) -> RateLimitExceeded {
+        let error = self.refusal(id, Reason::NoPermitInTime, wait);
+        if let Some(listener) = listener {
+            publish_rejected(listener, error);
+        }
+        error
     }
 
     /// Whether the limiter limits at all.

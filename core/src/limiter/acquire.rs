@@ -13,13 +13,12 @@ use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
 use crate::event::{Event, Listener};
 #[cfg(target_has_atomic = "64")]
 use crate::gcra::Refused;
-use crate::gcra::Reserve;
-use crate::state::Take;
+use crate::gcra::{self, Reserve};
+use crate::state::{Take, until_won};
+use crate::sync::Backoff;
 use crate::wait::{AdvanceClock, Wait};
 
-#[cfg(feature = "reconfigure")]
-use super::live;
-use super::{RateLimiter, Reservation};
+use super::{Numbers, RateLimiter, Reservation};
 
 /// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
 /// as the straight path.
@@ -28,11 +27,29 @@ use super::{RateLimiter, Reservation};
 #[inline(always)]
 fn unlikely() {}
 
-/// A "wait" that says the permits asked for are more than the config a reconfigure set allows:
-/// reported as [`InvalidPermits`], never as a wait (no wait is that long: 584 years in
-/// nanoseconds).
-#[cfg(feature = "reconfigure")]
-pub(super) const INVALID_NOW: u64 = u64::MAX - 1;
+/// A "wait" that says the permits asked for are more than the numbers in force allow: how
+/// [`settle`](RateLimiter::settle) answers in the refusal's one word, reported as
+/// [`InvalidPermits`], never as a wait (no wait is that long: 584 years in nanoseconds).
+const INVALID_NOW: u64 = u64::MAX - 1;
+
+/// What [`charge`](RateLimiter::charge) decided.
+enum Charge {
+    /// Taken now (`wait` 0) or reserved for `slot`: the state word of generation `seq` became
+    /// `written`, `increment` was added.
+    Granted {
+        written: u64,
+        increment: u64,
+        slot: u64,
+        wait: u64,
+        seq: u32,
+    },
+    /// Refused: the permits arrive in `wait` units.
+    Refused(u64),
+    /// The limiter is disabled: the call passes uncounted, at `now`.
+    Disabled(u64),
+    /// `k` is 0 or above the `permits` in force (given).
+    Invalid(u32),
+}
 
 #[cold]
 #[inline(never)]
@@ -42,22 +59,7 @@ fn publish_waiting(listener: &dyn Listener, id: &'static str, permits: u32, wait
     }
 }
 
-#[cold]
-#[inline(never)]
-fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
-    listener.on_event(&Event::Rejected(error));
-}
-
 impl<C> RateLimiter<C> {
-    #[inline(always)]
-    pub(super) fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
-        if k == 0 || k > self.rate.permits {
-            Err(InvalidPermits::new(self.id, k, self.rate.permits))
-        } else {
-            Ok(())
-        }
-    }
-
     /// The error of a call refused with `wait` units to go. Built where the caller looks at it,
     /// from the wait alone: a caller that only asks `is_ok()` does not pay for it.
     /// Counts an admitted call (feature `counters`); nothing otherwise.
@@ -90,13 +92,7 @@ impl<C> RateLimiter<C> {
 
     #[inline(always)]
     pub(super) fn error(&self, wait: u64) -> RateLimitExceeded {
-        RateLimitExceeded::new(
-            self.id,
-            Reason::NoPermitInTime,
-            wait,
-            self.rate.unit_hz,
-            self.rate.shift,
-        )
+        self.rate.refusal(self.id, Reason::NoPermitInTime, wait)
     }
 
     /// [`refusal`](Self::refusal) for a refusal by the state, out of line, on targets with 64-bit
@@ -115,6 +111,7 @@ impl<C> RateLimiter<C> {
     }
 
     /// [`refusal`](Self::refusal), out of line: a plain limiter never calls it.
+    #[cfg(not(target_has_atomic = "64"))]
     #[cold]
     #[inline(never)]
     fn refused(&self, wait: u64, k: u32) -> Result<(), u64>
@@ -135,28 +132,36 @@ impl<C> RateLimiter<C> {
     {
         #[cfg(feature = "reconfigure")]
         if self.reconfigured() {
-            return match self.live_acquire(k, Some(0)) {
-                live::Outcome::Granted { .. } => {
-                    self.count_admitted();
-                    Ok(())
-                }
-                live::Outcome::Refused(wait) => {
-                    if let Some(listener) = self.listener {
-                        publish_rejected(listener, self.error(wait));
-                    }
-                    Err(wait)
-                }
-                live::Outcome::Disabled => Ok(()),
-                live::Outcome::Invalid(_) => Err(INVALID_NOW),
-            };
+            return self.settle(k);
         }
         if !self.rate.enabled() {
             return Ok(());
         }
-        if let Some(listener) = self.listener {
-            publish_rejected(listener, self.error(wait));
-        }
+        self.rate.rejected(self.id, wait, self.listener);
         Err(wait)
+    }
+
+    /// Takes `k` permits now by [`charge`](Self::charge), the path every call takes that the
+    /// fast one does not decide (a reconfigured limiter, a `k` invalid for the numbers built
+    /// in): `Err(wait)` if refused (told to the listener), `Err(INVALID_NOW)` if `k` is invalid.
+    #[cold]
+    #[inline(never)]
+    fn settle(&self, k: u32) -> Result<(), u64>
+    where
+        C: Clock,
+    {
+        match self.charge(k, Some(0)) {
+            Charge::Granted { .. } => {
+                self.count_admitted();
+                Ok(())
+            }
+            Charge::Disabled(_) => Ok(()),
+            Charge::Refused(wait) => {
+                self.rate.rejected(self.id, wait, self.listener);
+                Err(wait)
+            }
+            Charge::Invalid(_) => Err(INVALID_NOW),
+        }
     }
 }
 
@@ -253,9 +258,7 @@ impl<C: Clock> RateLimiter<C> {
     /// The error of a refused `try_acquire_n`: [`INVALID_NOW`] when `k` is no longer valid for
     /// the config a reconfigure set. Out of line, so that `try_acquire_n` stays small.
     #[inline(never)]
-    #[cfg_attr(not(feature = "reconfigure"), allow(unused_variables))]
     fn error_n(&self, wait: u64, k: u32) -> AcquireError {
-        #[cfg(feature = "reconfigure")]
         if wait == INVALID_NOW {
             return InvalidPermits::new(self.id, k, self.permits_now()).into();
         }
@@ -267,12 +270,7 @@ impl<C: Clock> RateLimiter<C> {
     #[cold]
     #[inline(never)]
     fn try_acquire_n_cold(&self, k: u32) -> Result<(), AcquireError> {
-        #[cfg(feature = "reconfigure")]
-        if self.reconfigured() {
-            return self.live_try(k);
-        }
-        self.check_permits(k)?;
-        unreachable!("k was invalid")
+        self.settle(k).map_err(|wait| self.error_n(wait, k))
     }
 
     /// Takes `increment` worth of permits at `now` through the state, or refuses: `Err(wait)`.
@@ -385,46 +383,63 @@ impl<C: Clock> RateLimiter<C> {
         k: u32,
         max_wait: Option<u64>,
     ) -> Result<Reservation<'_, C>, AcquireError> {
-        #[cfg(feature = "reconfigure")]
-        if self.reconfigured() {
-            return self.live_reserve(k, max_wait);
-        }
-        let max_wait = max_wait.unwrap_or(self.rate.max_wait);
-        self.check_permits(k)?;
-        let now = self.now_units();
-        if !self.rate.enabled() {
-            return Ok(Reservation::of(self, 0, 0, now, 0, k));
-        }
-        let increment = self.rate.increment(k);
-        match self
-            .state
-            .reserve(now, increment, self.rate.window(), max_wait)
-        {
-            Reserve::Now { new_tat } => {
-                self.count_admitted();
-                Ok(Reservation::of(self, new_tat, increment, now, 0, k))
-            }
-            Reserve::Wait { new_tat, wait } => {
-                if let Some(listener) = self.listener {
+        match self.charge(k, max_wait) {
+            Charge::Granted {
+                written,
+                increment,
+                slot,
+                wait,
+                seq,
+            } => {
+                if wait == 0 {
+                    self.count_admitted();
+                } else if let Some(listener) = self.listener {
                     publish_waiting(listener, self.id, k, self.rate.wait_duration(wait));
                 }
                 Ok(Reservation::of(
-                    self,
-                    new_tat,
-                    increment,
-                    now.saturating_add(wait),
-                    wait,
-                    k,
+                    self, written, increment, slot, wait, k, seq,
                 ))
             }
-            // A reconfigure froze the state meanwhile: decide on the reconfigured path.
-            #[cfg(feature = "reconfigure")]
-            Reserve::Reject { .. } if self.reconfigured() => self.live_reserve(k, Some(max_wait)),
-            Reserve::Reject { wait } => match self.refused(wait, k) {
-                Ok(()) => unreachable!("an enabled limiter refuses"),
-                Err(wait) => Err(self.error(wait).into()),
-            },
+            Charge::Disabled(now) => Ok(Reservation::of(self, 0, 0, now, 0, k, 0)),
+            Charge::Refused(wait) => Err(self.rate.rejected(self.id, wait, self.listener).into()),
+            Charge::Invalid(permits) => Err(InvalidPermits::new(self.id, k, permits).into()),
         }
+    }
+
+    /// Takes `k` permits now, or reserves them if they arrive within `max_wait` units (`None`:
+    /// the config's), on the numbers in force: the one decision of every call the fast paths do
+    /// not settle, whether the limiter was reconfigured or not. A reconfigure in the meantime
+    /// froze the state it read (a refusal then) or made its compare-and-swap fail: it decides
+    /// again on the new numbers.
+    fn charge(&self, k: u32, max_wait: Option<u64>) -> Charge {
+        let now = self.now_units();
+        until_won(Backoff::new(), || {
+            let Numbers { rate, tat, seq } = self.numbers();
+            if k == 0 || k > rate.permits {
+                return Some(Charge::Invalid(rate.permits));
+            }
+            if !rate.enabled() {
+                return Some(Charge::Disabled(now));
+            }
+            let increment = rate.increment(k);
+            let max_wait = max_wait.unwrap_or(rate.max_wait);
+            let (written, wait) = match gcra::reserve(tat, now, increment, rate.window(), max_wait)
+            {
+                Reserve::Now { new_tat } => (new_tat, 0),
+                Reserve::Wait { new_tat, wait } => (new_tat, wait),
+                Reserve::Reject { wait } => {
+                    return self.still(seq).then_some(Charge::Refused(wait));
+                }
+            };
+            let won = self.word(seq).compare_exchange_weak(tat, written);
+            won.is_ok().then_some(Charge::Granted {
+                written,
+                increment,
+                slot: now.saturating_add(wait),
+                wait,
+                seq,
+            })
+        })
     }
 
     /// Takes one permit, waiting for it with `waiter` if it arrives within `max_wait`.

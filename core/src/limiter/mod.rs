@@ -13,6 +13,7 @@ use crate::event::Listener;
 use crate::state::State;
 #[cfg(feature = "reconfigure")]
 use crate::sync::Flag;
+use crate::sync::U64Cell;
 
 mod acquire;
 #[cfg(not(feature = "reconfigure"))]
@@ -108,6 +109,56 @@ impl<C> fmt::Debug for RateLimiter<C> {
             .field("tat", &self.state.tat())
             .field("has_listener", &self.listener.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The numbers a call decides with and the state under them, read together: the ones the limiter
+/// was built with and its own state word (`seq` 0), or (feature `reconfigure`) those of the last
+/// reconfigure and the word of their generation `seq`. Every verb reads them the same way; only
+/// where they come from differs.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Numbers {
+    pub(super) rate: Rate,
+    pub(super) tat: u64,
+    pub(super) seq: u32,
+}
+
+impl<C> RateLimiter<C> {
+    /// The numbers in force and the state under them, read consistently.
+    #[inline]
+    pub(super) fn numbers(&self) -> Numbers {
+        #[cfg(feature = "reconfigure")]
+        if self.reconfigured() {
+            return self.live.read(&self.rate);
+        }
+        Numbers {
+            rate: self.rate,
+            tat: self.state.tat(),
+            seq: 0,
+        }
+    }
+
+    /// The word that holds the state under the numbers of generation `seq`.
+    #[inline]
+    pub(super) fn word(&self, seq: u32) -> &U64Cell {
+        #[cfg(feature = "reconfigure")]
+        if seq != 0 {
+            return self.live.tat(seq);
+        }
+        let _ = seq;
+        self.state.word()
+    }
+
+    /// Whether the numbers of generation `seq` are still in force (no reconfigure since).
+    #[inline]
+    pub(super) fn still(&self, seq: u32) -> bool {
+        #[cfg(feature = "reconfigure")]
+        return self.live.still(seq);
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            let _ = seq;
+            true
+        }
     }
 }
 

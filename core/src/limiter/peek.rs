@@ -7,7 +7,7 @@ use crate::clock::Clock;
 use crate::error::InvalidPermits;
 use crate::gcra;
 
-use super::{RateLimiter, Snapshot};
+use super::{Numbers, RateLimiter, Snapshot};
 
 impl<C: Clock> RateLimiter<C> {
     /// Calls of one permit that would pass right now without waiting, in `0..=permits`. Takes
@@ -24,20 +24,12 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(l.available_permits(), 3);
     /// ```
     pub fn available_permits(&self) -> u32 {
-        #[cfg(feature = "reconfigure")]
-        if self.reconfigured() {
-            return self.live_available();
+        let Numbers { rate, tat, .. } = self.numbers();
+        if !rate.enabled() {
+            return rate.permits;
         }
-        if !self.rate.enabled() {
-            return self.rate.permits;
-        }
-        gcra::available(
-            self.state.tat(),
-            self.now_units(),
-            self.rate.interval,
-            self.rate.window(),
-            self.rate.permits,
-        )
+        let now = self.now_units();
+        gcra::available(tat, now, rate.interval, rate.window(), rate.permits)
     }
 
     /// How long until one permit would pass without waiting: zero if one is there now. Takes
@@ -69,25 +61,16 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.retry_after_n(11).is_err());
     /// ```
     pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
-        #[cfg(feature = "reconfigure")]
-        if self.reconfigured() {
-            let wait = self.live_retry_after(k)?;
-            return Ok(self.rate.wait_duration(wait));
+        let Numbers { rate, tat, .. } = self.numbers();
+        if k == 0 || k > rate.permits {
+            return Err(InvalidPermits::new(self.id, k, rate.permits));
         }
-        self.check_permits(k)?;
-        if !self.rate.enabled() {
+        if !rate.enabled() {
             return Ok(Duration::ZERO);
         }
-        let wait = match gcra::check(
-            self.state.tat(),
-            self.now_units(),
-            self.rate.increment(k),
-            self.rate.window(),
-        ) {
-            Ok(_) => 0,
-            Err(wait) => wait,
-        };
-        Ok(self.rate.wait_duration(wait))
+        let now = self.now_units();
+        let wait = gcra::check(tat, now, rate.increment(k), rate.window()).err();
+        Ok(self.rate.wait_duration(wait.unwrap_or(0)))
     }
 
     /// Its id, available permits and permits per period. Takes nothing.
