@@ -109,6 +109,22 @@ pub(crate) fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded
     listener.on_event(&Event::Rejected(error));
 }
 
+/// Tells `listener`, if it [`wants_waiting`](Listener::wants_waiting), that a call of `permits`
+/// on the limiter `id` reserved a slot `wait` away: out of line, as
+/// [`publish_rejected`].
+#[cold]
+#[inline(never)]
+pub(crate) fn publish_waiting(
+    listener: &dyn Listener,
+    id: &'static str,
+    permits: u32,
+    wait: core::time::Duration,
+) {
+    if listener.wants_waiting() {
+        listener.on_event(&Event::Waiting { id, permits, wait });
+    }
+}
+
 /// Two listeners in one: every event goes to the first, then to the second (metrics and logs, say).
 ///
 /// ```

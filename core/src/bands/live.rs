@@ -13,7 +13,8 @@
 
 use core::cell::Cell;
 
-use super::{Bands, Numbers, max_permits, rates};
+use super::numbers::Numbers;
+use super::{Bands, max_permits, rates};
 use crate::clock::{Clock, TickRate};
 use crate::config::Config;
 use crate::rate::{Rate, carry_over};

@@ -10,7 +10,7 @@ use core::time::Duration;
 
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
-use crate::event::{Event, Listener};
+use crate::event::publish_waiting;
 #[cfg(target_has_atomic = "64")]
 use crate::gcra::Refused;
 use crate::gcra::{self, Reserve};
@@ -51,14 +51,6 @@ enum Charge {
     Invalid(u32),
 }
 
-#[cold]
-#[inline(never)]
-fn publish_waiting(listener: &dyn Listener, id: &'static str, permits: u32, wait: Duration) {
-    if listener.wants_waiting() {
-        listener.on_event(&Event::Waiting { id, permits, wait });
-    }
-}
-
 impl<C> RateLimiter<C> {
     /// The error of a call refused with `wait` units to go. Built where the caller looks at it,
     /// from the wait alone: a caller that only asks `is_ok()` does not pay for it.
@@ -70,7 +62,7 @@ impl<C> RateLimiter<C> {
     }
 
     /// How many calls it has admitted at once since it was built (calls that got their permits
-    /// after waiting are reported to listeners that ask as [`Event::Waiting`] instead). Wraps at
+    /// after waiting are reported to listeners that ask as [`Event::Waiting`](crate::Event::Waiting) instead). Wraps at
     /// `u64::MAX`. A statistic: counting costs the admitted call a plain load and store, so two
     /// cores admitting at the very same instant may count one call (never more than were
     /// admitted).
@@ -332,10 +324,7 @@ impl<C: Clock> RateLimiter<C> {
     /// ```
     pub fn reserve(&self) -> Result<Reservation<'_, C>, RateLimitExceeded> {
         self.reserve_units(1, None)
-            .map_err(|e| match e.rate_limited() {
-                Some(&e) => e,
-                None => unreachable!("1 permit is always valid"),
-            })
+            .map_err(AcquireError::one_permit)
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit (their slot is the
