@@ -7,6 +7,8 @@ use crate::clock::TickRate;
 use crate::config::Config;
 use crate::error::{RateLimitExceeded, Reason, wait_duration};
 use crate::event::{Listener, publish_rejected};
+#[cfg(feature = "reconfigure")]
+use crate::sync::U64Cell;
 
 /// A config converted into the limiter's time unit: everything a call needs, and nothing else
 /// (the limiter keeps no copy of its [`Config`]; [`config`](Rate::config) rebuilds one).
@@ -237,6 +239,47 @@ impl Rate {
             max_wait,
             self.enabled(),
         )
+    }
+}
+
+/// A rate's numbers as a reconfigure publishes them (feature `reconfigure`), for readers that
+/// take them under the kind's sequence lock: a single limiter's, each band's, and what a keyed
+/// limiter's rules or tiers publish the same way. Its clock units are the kind's own, which a
+/// reconfigure never changes.
+#[cfg(feature = "reconfigure")]
+#[derive(Debug)]
+pub(crate) struct RateCells {
+    interval: U64Cell,
+    max_wait: U64Cell,
+    /// `permits` in the low 32 bits, `enabled` in bit 32.
+    permits: U64Cell,
+}
+
+#[cfg(feature = "reconfigure")]
+impl RateCells {
+    const_fn! {
+    pub(crate) fn new() -> Self {
+        RateCells {
+            interval: U64Cell::new(0),
+            max_wait: U64Cell::new(0),
+            permits: U64Cell::new(0),
+        }
+    }
+    }
+
+    /// Publishes `rate`'s numbers (while the sequence lock says a change is being written).
+    pub(crate) fn store(&self, rate: &Rate) {
+        self.interval.store(rate.interval);
+        self.max_wait.store(rate.max_wait);
+        let packed = u64::from(rate.permits) | (u64::from(rate.enabled()) << 32);
+        self.permits.store(packed);
+    }
+
+    /// The numbers published, in `base`'s clock units.
+    pub(crate) fn load(&self, base: &Rate) -> Rate {
+        let packed = self.permits.load();
+        let (interval, max_wait) = (self.interval.load(), self.max_wait.load());
+        Rate::with_numbers(base, interval, max_wait, packed as u32, packed >> 32 != 0)
     }
 }
 

@@ -1,10 +1,13 @@
 //! The calls that take permits: at once (`try_acquire*`), by reservation (`reserve*`), or waiting
 //! (`acquire*_with`, `acquire*_advancing`).
 //!
-//! Every decision goes through [`State`](crate::state::State) (one load, one CAS), and every
-//! refusal through [`refused`](RateLimiter::refused): on a disabled limiter the call passes,
-//! otherwise a listener (if any) hears it and the caller gets the wait. A plain limiter (enabled,
-//! no listener) skips that call: the refusal is then only its wait.
+//! The fast paths (`try_acquire`, `try_acquire_n`) decide on the numbers built in through
+//! [`State`](crate::state::State) (one load, one CAS), and every refusal they meet through
+//! [`refusal`](RateLimiter::refusal): on a disabled limiter the call passes, otherwise a listener
+//! (if any) hears it and the caller gets the wait. A plain limiter (enabled, no listener) skips
+//! that call: the refusal is then only its wait. Everything else (a reservation, a reconfigured
+//! limiter, a `k` invalid for the numbers built in) is one decision,
+//! [`charge`](RateLimiter::charge), on the numbers in force however they are read.
 
 use core::time::Duration;
 

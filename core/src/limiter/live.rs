@@ -38,7 +38,7 @@ use core::cell::Cell;
 use super::{Numbers, Rate, RateLimiter};
 use crate::clock::{Clock, TickRate};
 use crate::config::Config;
-use crate::rate::carry_over;
+use crate::rate::{RateCells, carry_over};
 use crate::state::read_consistent;
 use crate::sync::{Seq, U64Cell, fence_release};
 
@@ -52,37 +52,21 @@ pub(super) struct Live {
     /// nothing), so a caller that decided on the numbers before the change cannot complete its
     /// compare-and-swap after it, even when the change left the state's value as it was.
     tats: [U64Cell; 2],
-    interval: U64Cell,
-    max_wait: U64Cell,
-    /// `permits` in the low 32 bits, `enabled` in bit 32.
-    permits: U64Cell,
+    numbers: RateCells,
     /// The config as given, for [`RateLimiter::config`].
     config: critical_section::Mutex<Cell<Config>>,
 }
 
 impl Live {
-    #[cfg(not(all(test, loom)))]
-    pub(super) const fn new(config: Config) -> Live {
-        Live {
-            seq: Seq::new(),
-            tats: [U64Cell::new(0), U64Cell::new(0)],
-            interval: U64Cell::new(0),
-            max_wait: U64Cell::new(0),
-            permits: U64Cell::new(0),
-            config: critical_section::Mutex::new(Cell::new(config)),
-        }
-    }
-
-    #[cfg(all(test, loom))]
+    const_fn! {
     pub(super) fn new(config: Config) -> Live {
         Live {
             seq: Seq::new(),
             tats: [U64Cell::new(0), U64Cell::new(0)],
-            interval: U64Cell::new(0),
-            max_wait: U64Cell::new(0),
-            permits: U64Cell::new(0),
+            numbers: RateCells::new(),
             config: critical_section::Mutex::new(Cell::new(config)),
         }
+    }
     }
 
     /// Whether a reconfigure ever happened.
@@ -108,11 +92,7 @@ impl Live {
     #[cold]
     pub(super) fn read(&self, base: &Rate) -> Numbers {
         let ((rate, tat), seq) = read_consistent(&self.seq, |seq| {
-            let packed = self.permits.load();
-            let (interval, max_wait) = (self.interval.load(), self.max_wait.load());
-            let rate =
-                Rate::with_numbers(base, interval, max_wait, packed as u32, packed >> 32 != 0);
-            (rate, self.tat(seq).load())
+            (self.numbers.load(base), self.tat(seq).load())
         });
         Numbers { rate, tat, seq }
     }
@@ -238,11 +218,7 @@ impl<C: Clock> RateLimiter<C> {
             };
             let now = self.now_units();
             let tat = carry_over(old_tat, now, &old, &new);
-            self.live.interval.store(new.interval);
-            self.live.max_wait.store(new.max_wait);
-            self.live
-                .permits
-                .store(u64::from(config.permits()) | (u64::from(config.enabled()) << 32));
+            self.live.numbers.store(&new);
             self.live.config.borrow(cs).set(config);
             let next = (seq | 1) + 1;
             self.live.tat(next).store(tat);
