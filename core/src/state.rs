@@ -173,7 +173,7 @@ pub(crate) fn refund(cell: &U64Cell, written: u64, increment: u64) -> bool {
 /// The one compare-and-swap loop, for every state word (a limiter's, a band's, a key's): until
 /// `attempt` answers (`None`: its compare-and-swap lost), backs off and tries again; `backoff`
 /// is fresh, or has counted the losses before the loop.
-#[inline]
+#[inline(always)]
 pub(crate) fn until_won<R>(mut backoff: Backoff, mut attempt: impl FnMut() -> Option<R>) -> R {
     loop {
         if let Some(answer) = attempt() {

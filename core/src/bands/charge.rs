@@ -20,6 +20,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// Charges every enabled band for `k` permits if their permits arrive within `max_wait`
     /// units (`None`: the bands' own): what it charged, the call's slot and its wait. A call
     /// admitted at once is counted; a refusal is told to the listener.
+    #[inline]
     pub(super) fn charge(
         &self,
         k: u32,

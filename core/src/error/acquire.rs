@@ -379,6 +379,7 @@ pub enum AcquireError {
 
 impl AcquireError {
     /// The refusal of a call of one permit, which is always valid: never `InvalidPermits`.
+    #[inline(always)]
     pub(crate) fn one_permit(self) -> RateLimitExceeded {
         match self {
             AcquireError::RateLimited(e) => e,

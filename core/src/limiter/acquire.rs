@@ -21,7 +21,7 @@ use crate::state::{Take, until_won};
 use crate::sync::Backoff;
 use crate::wait::{AdvanceClock, Wait};
 
-use super::{Numbers, RateLimiter, Reservation};
+use super::{RateLimiter, Reservation};
 
 /// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
 /// as the straight path.
@@ -37,19 +37,23 @@ const INVALID_NOW: u64 = u64::MAX - 1;
 
 /// What [`charge`](RateLimiter::charge) decided.
 enum Charge {
-    /// Taken now (`wait` 0) or reserved for `slot`: the state word of generation `seq` became
-    /// `written`, `increment` was added.
-    Granted {
+    /// Taken now: the state word of generation `seq` became `written`, `increment` was added.
+    Now {
         written: u64,
         increment: u64,
-        slot: u64,
+        seq: u32,
+    },
+    /// Reserved, `wait` units away: as `Now` otherwise.
+    Wait {
+        written: u64,
+        increment: u64,
         wait: u64,
         seq: u32,
     },
     /// Refused: the permits arrive in `wait` units.
     Refused(u64),
-    /// The limiter is disabled: the call passes uncounted, at `now`.
-    Disabled(u64),
+    /// The limiter is disabled: the call passes uncounted.
+    Disabled,
     /// `k` is 0 or above the `permits` in force (given).
     Invalid(u32),
 }
@@ -139,18 +143,17 @@ impl<C> RateLimiter<C> {
     /// Takes `k` permits now by [`charge`](Self::charge), the path every call takes that the
     /// fast one does not decide (a reconfigured limiter, a `k` invalid for the numbers built
     /// in): `Err(wait)` if refused (told to the listener), `Err(INVALID_NOW)` if `k` is invalid.
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn settle(&self, k: u32) -> Result<(), u64>
     where
         C: Clock,
     {
-        match self.charge(k, Some(0)) {
-            Charge::Granted { .. } => {
+        match self.charge(self.now_units(), k, Some(0)) {
+            Charge::Now { .. } | Charge::Wait { .. } => {
                 self.count_admitted();
                 Ok(())
             }
-            Charge::Disabled(_) => Ok(()),
+            Charge::Disabled => Ok(()),
             Charge::Refused(wait) => {
                 self.rate.rejected(self.id, wait, self.listener);
                 Err(wait)
@@ -375,24 +378,31 @@ impl<C: Clock> RateLimiter<C> {
         k: u32,
         max_wait: Option<u64>,
     ) -> Result<Reservation<'_, C>, AcquireError> {
-        match self.charge(k, max_wait) {
-            Charge::Granted {
+        let now = self.now_units();
+        match self.charge(now, k, max_wait) {
+            Charge::Now {
                 written,
                 increment,
-                slot,
+                seq,
+            } => {
+                self.count_admitted();
+                Ok(Reservation::of(self, written, increment, now, 0, k, seq))
+            }
+            Charge::Wait {
+                written,
+                increment,
                 wait,
                 seq,
             } => {
-                if wait == 0 {
-                    self.count_admitted();
-                } else if let Some(listener) = self.listener {
+                if let Some(listener) = self.listener {
                     publish_waiting(listener, self.id, k, self.rate.wait_duration(wait));
                 }
+                let slot = now.saturating_add(wait);
                 Ok(Reservation::of(
                     self, written, increment, slot, wait, k, seq,
                 ))
             }
-            Charge::Disabled(now) => Ok(Reservation::of(self, 0, 0, now, 0, k, 0)),
+            Charge::Disabled => Ok(Reservation::of(self, 0, 0, now, 0, k, 0)),
             Charge::Refused(wait) => Err(self.rate.rejected(self.id, wait, self.listener).into()),
             Charge::Invalid(permits) => Err(InvalidPermits::new(self.id, k, permits).into()),
         }
@@ -403,33 +413,46 @@ impl<C: Clock> RateLimiter<C> {
     /// not settle, whether the limiter was reconfigured or not. A reconfigure in the meantime
     /// froze the state it read (a refusal then) or made its compare-and-swap fail: it decides
     /// again on the new numbers.
-    fn charge(&self, k: u32, max_wait: Option<u64>) -> Charge {
-        let now = self.now_units();
+    #[inline(always)]
+    fn charge(&self, now: u64, k: u32, max_wait: Option<u64>) -> Charge {
         until_won(Backoff::new(), || {
-            let Numbers { rate, tat, seq } = self.numbers();
-            if k == 0 || k > rate.permits {
-                return Some(Charge::Invalid(rate.permits));
-            }
-            if !rate.enabled() {
-                return Some(Charge::Disabled(now));
-            }
-            let increment = rate.increment(k);
-            let max_wait = max_wait.unwrap_or(rate.max_wait);
-            let (written, wait) = match gcra::reserve(tat, now, increment, rate.window(), max_wait)
-            {
-                Reserve::Now { new_tat } => (new_tat, 0),
-                Reserve::Wait { new_tat, wait } => (new_tat, wait),
-                Reserve::Reject { wait } => {
-                    return self.still(seq).then_some(Charge::Refused(wait));
+            self.with_numbers(move |rate, tat, seq| {
+                if k == 0 || k > rate.permits {
+                    return Some(Charge::Invalid(rate.permits));
                 }
-            };
-            let won = self.word(seq).compare_exchange_weak(tat, written);
-            won.is_ok().then_some(Charge::Granted {
-                written,
-                increment,
-                slot: now.saturating_add(wait),
-                wait,
-                seq,
+                if !rate.enabled() {
+                    return Some(Charge::Disabled);
+                }
+                let increment = rate.increment(k);
+                let max_wait = max_wait.unwrap_or(rate.max_wait);
+                let (written, granted) =
+                    match gcra::reserve(tat, now, increment, rate.window(), max_wait) {
+                        Reserve::Now { new_tat } => (
+                            new_tat,
+                            Charge::Now {
+                                written: new_tat,
+                                increment,
+                                seq,
+                            },
+                        ),
+                        Reserve::Wait { new_tat, wait } => (
+                            new_tat,
+                            Charge::Wait {
+                                written: new_tat,
+                                increment,
+                                wait,
+                                seq,
+                            },
+                        ),
+                        // The built state, read outside the sequence lock, may be frozen by a
+                        // reconfigure since (a state read under the lock is consistent).
+                        Reserve::Reject { wait } => {
+                            let current = seq != 0 || self.still(0);
+                            return current.then_some(Charge::Refused(wait));
+                        }
+                    };
+                let won = self.word(seq).compare_exchange_weak(tat, written);
+                won.is_ok().then_some(granted)
             })
         })
     }

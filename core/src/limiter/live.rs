@@ -35,7 +35,7 @@
 
 use core::cell::Cell;
 
-use super::{Numbers, Rate, RateLimiter};
+use super::{Rate, RateLimiter};
 use crate::clock::{Clock, TickRate};
 use crate::config::Config;
 use crate::rate::{RateCells, carry_over};
@@ -89,12 +89,11 @@ impl Live {
 
     /// The numbers in force, the state and the sequence number they belong to, read
     /// consistently; `base` gives the clock's units.
-    #[cold]
-    pub(super) fn read(&self, base: &Rate) -> Numbers {
+    pub(super) fn read(&self, base: &Rate) -> (Rate, u64, u32) {
         let ((rate, tat), seq) = read_consistent(&self.seq, |seq| {
             (self.numbers.load(base), self.tat(seq).load())
         });
-        Numbers { rate, tat, seq }
+        (rate, tat, seq)
     }
 }
 
@@ -142,7 +141,7 @@ impl<C> RateLimiter<C> {
 
     /// The permits per period it applies now.
     pub(super) fn permits_now(&self) -> u32 {
-        self.numbers().rate.permits
+        self.with_numbers(|rate, _, _| rate.permits)
     }
 }
 
@@ -203,7 +202,7 @@ impl<C: Clock> RateLimiter<C> {
                 if config == self.live.config.borrow(cs).get() {
                     return;
                 }
-                let old = self.live.read(&self.rate).rate;
+                let (old, _, _) = self.live.read(&self.rate);
                 self.live.seq.store_relaxed(seq + 1);
                 fence_release();
                 // This generation's word admits nothing from now on; the next one is the other.

@@ -7,7 +7,7 @@ use crate::clock::Clock;
 use crate::error::InvalidPermits;
 use crate::gcra;
 
-use super::{Numbers, RateLimiter, Snapshot};
+use super::{RateLimiter, Snapshot};
 
 impl<C: Clock> RateLimiter<C> {
     /// Calls of one permit that would pass right now without waiting, in `0..=permits`. Takes
@@ -24,12 +24,13 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(l.available_permits(), 3);
     /// ```
     pub fn available_permits(&self) -> u32 {
-        let Numbers { rate, tat, .. } = self.numbers();
-        if !rate.enabled() {
-            return rate.permits;
-        }
-        let now = self.now_units();
-        gcra::available(tat, now, rate.interval, rate.window(), rate.permits)
+        self.with_numbers(move |rate, tat, _| {
+            if !rate.enabled() {
+                return rate.permits;
+            }
+            let now = self.now_units();
+            gcra::available(tat, now, rate.interval, rate.window(), rate.permits)
+        })
     }
 
     /// How long until one permit would pass without waiting: zero if one is there now. Takes
@@ -61,16 +62,19 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.retry_after_n(11).is_err());
     /// ```
     pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
-        let Numbers { rate, tat, .. } = self.numbers();
-        if k == 0 || k > rate.permits {
-            return Err(InvalidPermits::new(self.id, k, rate.permits));
-        }
-        if !rate.enabled() {
-            return Ok(Duration::ZERO);
-        }
-        let now = self.now_units();
-        let wait = gcra::check(tat, now, rate.increment(k), rate.window()).err();
-        Ok(self.rate.wait_duration(wait.unwrap_or(0)))
+        let wait = self.with_numbers(move |rate, tat, _| {
+            if k == 0 || k > rate.permits {
+                return Err(InvalidPermits::new(self.id, k, rate.permits));
+            }
+            if !rate.enabled() {
+                return Ok(0);
+            }
+            let now = self.now_units();
+            Ok(gcra::check(tat, now, rate.increment(k), rate.window())
+                .err()
+                .unwrap_or(0))
+        })?;
+        Ok(self.rate.wait_duration(wait))
     }
 
     /// Its id, available permits and permits per period. Takes nothing.
