@@ -20,16 +20,14 @@ impl<C: Clock, const B: usize> Bands<C, B> {
     /// Charges every enabled band for `k` permits if their permits arrive within `max_wait`
     /// units (`None`: the bands' own): what it charged, the call's slot and its wait. A call
     /// admitted at once is counted; a refusal is told to the listener.
-    #[inline]
+    /// Inlined, so that a caller that drops the error does not build it.
+    #[inline(always)]
     pub(super) fn charge(
         &self,
         k: u32,
         max_wait: Option<u64>,
     ) -> Result<(BandsCharge<B>, u64, u64), AcquireError> {
-        // The clock read before the latch (on a microcontroller a critical section, and a
-        // hardware clock may count its wraps in an interrupt), as the keyed table does.
-        let now = self.now_units();
-        match self.latch.hold(|| self.charge_bands(now, k, max_wait)) {
+        match self.decide(k, max_wait) {
             Charge::Done(charge, slot, wait) => {
                 #[cfg(feature = "counters")]
                 if wait == 0 {
@@ -42,6 +40,14 @@ impl<C: Clock, const B: usize> Bands<C, B> {
             }
             Charge::Invalid(invalid) => Err(invalid.into()),
         }
+    }
+
+    /// The decision of [`charge`](Self::charge), out of line.
+    fn decide(&self, k: u32, max_wait: Option<u64>) -> Charge<B> {
+        // The clock read before the latch (on a microcontroller a critical section, and a
+        // hardware clock may count its wraps in an interrupt), as the keyed table does.
+        let now = self.now_units();
+        self.latch.hold(|| self.charge_bands(now, k, max_wait))
     }
 
     /// [`charge`](Self::charge) at `now`, under the latch: no other charge, refund or reconfigure

@@ -143,7 +143,8 @@ impl<C> RateLimiter<C> {
     /// Takes `k` permits now by [`charge`](Self::charge), the path every call takes that the
     /// fast one does not decide (a reconfigured limiter, a `k` invalid for the numbers built
     /// in): `Err(wait)` if refused (told to the listener), `Err(INVALID_NOW)` if `k` is invalid.
-    #[inline(always)]
+    #[cold]
+    #[inline(never)]
     fn settle(&self, k: u32) -> Result<(), u64>
     where
         C: Clock,
