@@ -19,10 +19,8 @@ use crate::common::{
 };
 use crate::ids::{id_tokens, parameter_types};
 
-struct Method {
-    item: TraitItemFn,
-    limit: Option<Limit>,
-}
+/// A method of the trait and its `#[rate_limited]` limit, if it has one.
+type Method = (TraitItemFn, Option<Limit>);
 
 /// Rewrites `Self::X` as `<T as Trait<..>>::X`, for where-clauses on the wrapper's impl.
 struct SelfAsInner<'a> {
@@ -151,10 +149,7 @@ fn take_methods(item: &mut ItemTrait) -> syn::Result<Vec<Method>> {
     for trait_item in &mut item.items {
         if let TraitItem::Fn(f) = trait_item {
             match take_limit(&mut f.attrs) {
-                Ok(limit) => methods.push(Method {
-                    item: f.clone(),
-                    limit,
-                }),
+                Ok(limit) => methods.push((f.clone(), limit)),
                 Err(e) => match &mut errors {
                     Some(all) => all.combine(e),
                     None => errors = Some(e),
@@ -249,7 +244,7 @@ fn no_bare_self(ty: &Type, method: &Ident) -> syn::Result<()> {
 /// The wrapper's method for `method`: the call delegated to the wrapped value, after taking a
 /// permit if the method is limited (its limiter then added to `parts`).
 fn method_item(method: &Method, names: &Names, parts: &mut Parts) -> syn::Result<TokenStream> {
-    let Method { item: f, limit } = method;
+    let (f, limit) = method;
     let sig = &f.sig;
     let ident = &sig.ident;
     let (receiver, inputs, args) = parameters(sig)?;
@@ -271,11 +266,11 @@ fn method_item(method: &Method, names: &Names, parts: &mut Parts) -> syn::Result
         None => quote!(),
         Some(limit) => {
             check_limited(sig, receiver.is_some())?;
-            if is_async(sig) {
-                parts.needs_async = true;
-            } else {
-                parts.needs_blocking = true;
-            }
+            let waits = match is_async(sig) {
+                true => &mut parts.needs_async,
+                false => &mut parts.needs_blocking,
+            };
+            *waits = true;
             if let Some(bound) = error_bound(sig, names) {
                 parts.extra_where.push(bound);
             }
@@ -286,13 +281,10 @@ fn method_item(method: &Method, names: &Names, parts: &mut Parts) -> syn::Result
             prologue
         }
     };
-    let constness = &sig.constness;
-    let asyncness = &sig.asyncness;
-    let unsafety = &sig.safety;
-    let abi = &sig.abi;
-    let generics = &sig.generics;
-    let where_clause = &sig.generics.where_clause;
-    let output = &sig.output;
+    let (constness, asyncness, safety, abi) =
+        (&sig.constness, &sig.asyncness, &sig.safety, &sig.abi);
+    let (generics, output) = (&sig.generics, &sig.output);
+    let where_clause = &generics.where_clause;
     let params = match &receiver {
         Some(rcv) => quote!(#rcv, #(#inputs),*),
         None => quote!(#(#inputs),*),
@@ -301,7 +293,7 @@ fn method_item(method: &Method, names: &Names, parts: &mut Parts) -> syn::Result
     Ok(quote! {
         #(#attrs)*
         #[inline]
-        #constness #asyncness #unsafety #abi fn #ident #generics (#params) #output #where_clause {
+        #constness #asyncness #safety #abi fn #ident #generics (#params) #output #where_clause {
             #prologue
             #delegate
         }

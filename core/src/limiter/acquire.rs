@@ -37,19 +37,11 @@ const INVALID_NOW: u64 = u64::MAX - 1;
 
 /// What [`charge`](RateLimiter::charge) decided.
 enum Charge {
-    /// Taken now: the state word of generation `seq` became `written`, `increment` was added.
-    Now {
-        written: u64,
-        increment: u64,
-        seq: u32,
-    },
-    /// Reserved, `wait` units away: as `Now` otherwise.
-    Wait {
-        written: u64,
-        increment: u64,
-        wait: u64,
-        seq: u32,
-    },
+    /// Taken now: the state word of generation `seq` (last) became `written` (first), the
+    /// `increment` (second) was added.
+    Now(u64, u64, u32),
+    /// Reserved, `wait` (third) units away: as `Now` otherwise.
+    Wait(u64, u64, u64, u32),
     /// Refused: the permits arrive in `wait` units.
     Refused(u64),
     /// The limiter is disabled: the call passes uncounted.
@@ -150,7 +142,7 @@ impl<C> RateLimiter<C> {
         C: Clock,
     {
         match self.charge(self.now_units(), k, Some(0)) {
-            Charge::Now { .. } | Charge::Wait { .. } => {
+            Charge::Now(..) | Charge::Wait(..) => {
                 self.count_admitted();
                 Ok(())
             }
@@ -171,25 +163,16 @@ impl<C: Clock> RateLimiter<C> {
     /// call out of line ([`Rate::units_cold`]), so that the shift's test is one compare with
     /// memory and nothing of the conversion sits on the straight path: 2 instructions fewer on
     /// every call. Microcontrollers, whose clocks are the slow ones, keep it inline.
-    #[cfg(target_has_atomic = "64")]
     #[inline(always)]
     pub(super) fn now_units(&self) -> u64 {
         let reading = self.clock.now();
         if self.rate.shift == 0 {
-            reading
-        } else {
-            self.rate.units_cold(reading)
+            return reading;
         }
-    }
-
-    /// The clock's reading in units (see the server version above).
-    #[cfg(not(target_has_atomic = "64"))]
-    #[inline(always)]
-    pub(super) fn now_units(&self) -> u64 {
-        let reading = self.clock.now();
-        if self.rate.shift == 0 {
-            reading
-        } else {
+        #[cfg(target_has_atomic = "64")]
+        return self.rate.units_cold(reading);
+        #[cfg(not(target_has_atomic = "64"))]
+        {
             unlikely();
             self.rate.units(reading)
         }
@@ -381,20 +364,11 @@ impl<C: Clock> RateLimiter<C> {
     ) -> Result<Reservation<'_, C>, AcquireError> {
         let now = self.now_units();
         match self.charge(now, k, max_wait) {
-            Charge::Now {
-                written,
-                increment,
-                seq,
-            } => {
+            Charge::Now(written, increment, seq) => {
                 self.count_admitted();
                 Ok(Reservation::of(self, written, increment, now, 0, k, seq))
             }
-            Charge::Wait {
-                written,
-                increment,
-                wait,
-                seq,
-            } => {
+            Charge::Wait(written, increment, wait, seq) => {
                 if let Some(listener) = self.listener {
                     publish_waiting(listener, self.id, k, self.rate.wait_duration(wait));
                 }
@@ -428,23 +402,10 @@ impl<C: Clock> RateLimiter<C> {
                 let max_wait = max_wait.unwrap_or(rate.max_wait);
                 let (written, granted) =
                     match gcra::reserve(tat, now, increment, rate.window(), max_wait) {
-                        Reserve::Now { new_tat } => (
-                            new_tat,
-                            Charge::Now {
-                                written: new_tat,
-                                increment,
-                                seq,
-                            },
-                        ),
-                        Reserve::Wait { new_tat, wait } => (
-                            new_tat,
-                            Charge::Wait {
-                                written: new_tat,
-                                increment,
-                                wait,
-                                seq,
-                            },
-                        ),
+                        Reserve::Now { new_tat } => (new_tat, Charge::Now(new_tat, increment, seq)),
+                        Reserve::Wait { new_tat, wait } => {
+                            (new_tat, Charge::Wait(new_tat, increment, wait, seq))
+                        }
                         // The built state, read outside the sequence lock, may be frozen by a
                         // reconfigure since (a state read under the lock is consistent).
                         Reserve::Reject { wait } => {
