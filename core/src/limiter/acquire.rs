@@ -13,7 +13,7 @@ use core::time::Duration;
 
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
-use crate::event::publish_waiting;
+use crate::event::{publish_rejected, publish_waiting};
 #[cfg(target_has_atomic = "64")]
 use crate::gcra::Refused;
 use crate::gcra::{self, Reserve};
@@ -128,7 +128,9 @@ impl<C> RateLimiter<C> {
         if !self.rate.enabled() {
             return Ok(());
         }
-        self.rate.rejected(self.id, wait, self.listener);
+        if let Some(listener) = self.listener {
+            publish_rejected(listener, self.error(wait));
+        }
         Err(wait)
     }
 
