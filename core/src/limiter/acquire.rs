@@ -21,7 +21,7 @@ use crate::state::{Take, until_won};
 use crate::sync::Backoff;
 use crate::wait::{AdvanceClock, Wait};
 
-use super::{RateLimiter, Reservation};
+use super::{Rate, RateLimiter, Reservation};
 
 /// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
 /// as the straight path.
@@ -143,7 +143,7 @@ impl<C> RateLimiter<C> {
     where
         C: Clock,
     {
-        match self.charge(self.now_units(), k, Some(0)) {
+        match self.charge::<true>(self.now_units(), k, Some(0)) {
             Charge::Now(..) | Charge::Wait(..) => {
                 self.count_admitted();
                 Ok(())
@@ -365,7 +365,7 @@ impl<C: Clock> RateLimiter<C> {
         max_wait: Option<u64>,
     ) -> Result<Reservation<'_, C>, AcquireError> {
         let now = self.now_units();
-        match self.charge(now, k, max_wait) {
+        match self.charge::<false>(now, k, max_wait) {
             Charge::Now(written, increment, seq) => {
                 self.count_admitted();
                 Ok(Reservation::of(self, written, increment, now, 0, k, seq))
@@ -389,11 +389,13 @@ impl<C: Clock> RateLimiter<C> {
     /// the config's), on the numbers in force: the one decision of every call the fast paths do
     /// not settle, whether the limiter was reconfigured or not. A reconfigure in the meantime
     /// froze the state it read (a refusal then) or made its compare-and-swap fail: it decides
-    /// again on the new numbers.
+    /// again on the new numbers. `LIVE_HERE`: the decision's copy for reconfigured numbers is
+    /// written here too (in the out-of-line `settle`, a frame fewer), not out of line (in
+    /// `reserve`, whose straight path it would crowd).
     #[inline(always)]
-    fn charge(&self, now: u64, k: u32, max_wait: Option<u64>) -> Charge {
+    fn charge<const LIVE_HERE: bool>(&self, now: u64, k: u32, max_wait: Option<u64>) -> Charge {
         until_won(Backoff::new(), || {
-            self.with_numbers(move |rate, tat, seq| {
+            let decide = move |rate: &Rate, tat: u64, seq: u32| {
                 if k == 0 || k > rate.permits {
                     return Some(Charge::Invalid(rate.permits));
                 }
@@ -417,7 +419,13 @@ impl<C: Clock> RateLimiter<C> {
                     };
                 let won = self.word(seq).compare_exchange_weak(tat, written);
                 won.is_ok().then_some(granted)
-            })
+            };
+            #[cfg(feature = "reconfigure")]
+            if LIVE_HERE && self.reconfigured() {
+                let (rate, tat, seq) = self.live.read(&self.rate);
+                return decide(&rate, tat, seq);
+            }
+            self.with_numbers(decide)
         })
     }
 

@@ -24,12 +24,10 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(l.available_permits(), 3);
     /// ```
     pub fn available_permits(&self) -> u32 {
-        self.with_numbers(move |rate, tat, _| {
-            if !rate.enabled() {
-                return rate.permits;
-            }
-            let now = self.now_units();
-            gcra::available(tat, now, rate.interval, rate.window(), rate.permits)
+        let now = self.now_units();
+        self.with_numbers(move |rate, tat, _| match rate.enabled() {
+            true => gcra::available(tat, now, rate.interval, rate.window(), rate.permits),
+            false => rate.permits,
         })
     }
 
