@@ -16,6 +16,7 @@
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use governor::clock::FakeRelativeClock;
 use ritmo::server::{CoarseClock, StdClock};
@@ -155,6 +156,32 @@ const PATHS: &[(&str, &str)] = &[
     (
         "ritmo_rejected_listener",
         "try_acquire, default clock, rejected, listener installed",
+    ),
+    (
+        "ritmo_reconfigured_admitted",
+        "try_acquire on a reconfigured limiter, default clock, admitted",
+    ),
+    (
+        "ritmo_reconfigured_rejected",
+        "try_acquire on a reconfigured limiter, default clock, rejected",
+    ),
+    ("ritmo_reserve", "reserve + commit, default clock, admitted"),
+    (
+        "ritmo_reconfigured_reserve",
+        "reserve + commit on a reconfigured limiter, default clock, admitted",
+    ),
+    ("ritmo_available", "available_permits, default clock"),
+    (
+        "ritmo_bands_admitted",
+        "try_acquire on 2 bands, default clock, admitted",
+    ),
+    (
+        "ritmo_bands_rejected",
+        "try_acquire on 2 bands, default clock, rejected",
+    ),
+    (
+        "ritmo_bands_reserve",
+        "reserve + commit on 2 bands, default clock, admitted",
     ),
     (
         "coarse_clock_read",
@@ -313,6 +340,51 @@ fn run(path: &str, n: u64) -> Result<(), String> {
             l.try_acquire().map_err(|e| e.to_string())?;
             measured(&l, n, |l| l.try_acquire().is_ok());
             expect(l.try_acquire().is_err() && EVENTS.0.load(Ordering::Relaxed) == n + 1)
+        }
+        "ritmo_reconfigured_admitted" => {
+            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), clock);
+            l.reconfigure(ritmo_unlimited().with_max_wait(Duration::from_secs(1)));
+            measured(&l, n, |l| l.try_acquire().is_ok());
+            expect(l.try_acquire().is_ok())
+        }
+        "ritmo_reconfigured_rejected" => {
+            let l = RateLimiter::with_clock("insn", ritmo_hourly(), clock);
+            l.reconfigure(ritmo_hourly().with_max_wait(Duration::from_secs(1)));
+            l.try_acquire().map_err(|e| e.to_string())?;
+            measured(&l, n, |l| l.try_acquire().is_ok());
+            expect(l.try_acquire().is_err())
+        }
+        "ritmo_reserve" => {
+            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), clock);
+            measured(&l, n, |l| l.reserve().map(|r| r.commit()).is_ok());
+            expect(l.try_acquire().is_ok())
+        }
+        "ritmo_reconfigured_reserve" => {
+            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), clock);
+            l.reconfigure(ritmo_unlimited().with_max_wait(Duration::from_secs(1)));
+            measured(&l, n, |l| l.reserve().map(|r| r.commit()).is_ok());
+            expect(l.try_acquire().is_ok())
+        }
+        "ritmo_available" => {
+            let l = RateLimiter::with_clock("insn", ritmo_unlimited(), clock);
+            measured(&l, n, |l| l.available_permits());
+            expect(l.try_acquire().is_ok())
+        }
+        "ritmo_bands_admitted" => {
+            let l = ritmo::Bands::with_clock("insn", [ritmo_unlimited(); 2], clock);
+            measured(&l, n, |l| l.try_acquire().is_ok());
+            expect(l.try_acquire().is_ok())
+        }
+        "ritmo_bands_rejected" => {
+            let l = ritmo::Bands::with_clock("insn", [ritmo_hourly(); 2], clock);
+            l.try_acquire().map_err(|e| e.to_string())?;
+            measured(&l, n, |l| l.try_acquire().is_ok());
+            expect(l.try_acquire().is_err())
+        }
+        "ritmo_bands_reserve" => {
+            let l = ritmo::Bands::with_clock("insn", [ritmo_unlimited(); 2], clock);
+            measured(&l, n, |l| l.reserve().map(|r| r.commit()).is_ok());
+            expect(l.try_acquire().is_ok())
         }
         "coarse_clock_read" => {
             let c = CoarseClock::new();

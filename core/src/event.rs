@@ -101,6 +101,30 @@ pub trait Listener: Sync {
     }
 }
 
+/// Tells `listener` that a call was refused with `error`: out of line, so that a path that may
+/// publish a refusal costs only an untaken branch where no one listens.
+#[cold]
+#[inline(never)]
+pub(crate) fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
+    listener.on_event(&Event::Rejected(error));
+}
+
+/// Tells `listener`, if it [`wants_waiting`](Listener::wants_waiting), that a call of `permits`
+/// on the limiter `id` reserved a slot `wait` away: out of line, as
+/// [`publish_rejected`].
+#[cold]
+#[inline(never)]
+pub(crate) fn publish_waiting(
+    listener: &dyn Listener,
+    id: &'static str,
+    permits: u32,
+    wait: core::time::Duration,
+) {
+    if listener.wants_waiting() {
+        listener.on_event(&Event::Waiting { id, permits, wait });
+    }
+}
+
 /// Two listeners in one: every event goes to the first, then to the second (metrics and logs, say).
 ///
 /// ```

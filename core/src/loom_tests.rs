@@ -389,6 +389,35 @@ fn two_bands_racing_try_acquire_admit_exactly_the_tighter_burst() {
     assert!(runs > 1);
 }
 
+/// A limiter of 3 per 3 s, one permit spent; one thread takes 2 at once while another
+/// reconfigures it to 1 per second. In every interleaving the call decides on the numbers in
+/// force where it lands: admitted on the built ones before the change (which then keeps
+/// `min(0, 1)`), or, after it, found frozen by the fast path and decided again on the new
+/// numbers, where 2 is above the burst: refused, charging nothing (`min(2, 1)` is left). The
+/// reconfigured limiter runs the same verbs as the plain one, so a call never completes on the
+/// numbers a change replaced.
+#[cfg(feature = "reconfigure")]
+#[test]
+fn a_limiter_racing_a_reconfigure_never_decides_on_replaced_numbers() {
+    let runs = explore(|| {
+        let l = limiter(3, Duration::ZERO);
+        l.try_acquire().unwrap();
+        let taker = {
+            let l = l.clone();
+            thread::spawn(move || l.try_acquire_n(2))
+        };
+        l.reconfigure(Config::new(1, T).unwrap());
+        match taker.join().unwrap() {
+            Ok(()) => assert_eq!(l.available_permits(), 0),
+            Err(e) => {
+                assert!(matches!(e, crate::AcquireError::InvalidPermits(_)), "{e:?}");
+                assert_eq!(l.available_permits(), 1);
+            }
+        }
+    });
+    assert!(runs > 1);
+}
+
 /// Bands of 3 and 10 per second, one permit spent; one thread takes 2 at once while another
 /// reconfigures the first band to 1 per second. In every interleaving the call decides on the
 /// numbers in force where it lands, never on numbers a change already replaced: admitted before

@@ -5,7 +5,10 @@ use core::time::Duration;
 
 use crate::clock::TickRate;
 use crate::config::Config;
-use crate::error::wait_duration;
+use crate::error::{RateLimitExceeded, Reason, wait_duration};
+use crate::event::{Listener, publish_rejected};
+#[cfg(feature = "reconfigure")]
+use crate::sync::U64Cell;
 
 /// A config converted into the limiter's time unit: everything a call needs, and nothing else
 /// (the limiter keeps no copy of its [`Config`]; [`config`](Rate::config) rebuilds one).
@@ -99,6 +102,37 @@ impl Rate {
             permits,
             shift: base.shift,
         }
+    }
+
+    /// The error of a call of the limiter `id` refused for `reason`, `wait` units before its
+    /// permits would arrive (a keyed limiter's too: its rules keep one `Rate`).
+    #[inline(always)]
+    pub(crate) const fn refusal(
+        &self,
+        id: &'static str,
+        reason: Reason,
+        wait: u64,
+    ) -> RateLimitExceeded {
+        RateLimitExceeded::new(id, reason, wait, self.unit_hz, self.shift)
+    }
+
+    /// A call of the limiter `id` refused for want of permits, `wait` units before they would
+    /// arrive: its error, told to `listener` if there is one (out of line). The one way a single
+    /// limiter and bands publish a refusal; a keyed limiter, which also counts it and tells its
+    /// key's listener, builds the error with [`refusal`](Self::refusal).
+    #[inline(always)]
+    pub(crate) fn rejected(
+        &self,
+        id: &'static str,
+        wait: u64,
+        listener: Option<&'static dyn Listener>,
+    ) -> RateLimitExceeded {
+        // Built where each use needs it: a caller that drops the error builds it only for the
+        // listener (on a Cortex-M0 that keeps the refusal's registers free: 8 bytes of flash).
+        if let Some(listener) = listener {
+            publish_rejected(listener, self.refusal(id, Reason::NoPermitInTime, wait));
+        }
+        self.refusal(id, Reason::NoPermitInTime, wait)
     }
 
     /// Whether the limiter limits at all.
@@ -206,6 +240,47 @@ impl Rate {
             max_wait,
             self.enabled(),
         )
+    }
+}
+
+/// A rate's numbers as a reconfigure publishes them (feature `reconfigure`), for readers that
+/// take them under the kind's sequence lock: a single limiter's, each band's, and what a keyed
+/// limiter's rules or tiers publish the same way. Its clock units are the kind's own, which a
+/// reconfigure never changes.
+#[cfg(feature = "reconfigure")]
+#[derive(Debug)]
+pub(crate) struct RateCells {
+    interval: U64Cell,
+    max_wait: U64Cell,
+    /// `permits` in the low 32 bits, `enabled` in bit 32.
+    permits: U64Cell,
+}
+
+#[cfg(feature = "reconfigure")]
+impl RateCells {
+    const_fn! {
+    pub(crate) fn new() -> Self {
+        RateCells {
+            interval: U64Cell::new(0),
+            max_wait: U64Cell::new(0),
+            permits: U64Cell::new(0),
+        }
+    }
+    }
+
+    /// Publishes `rate`'s numbers (while the sequence lock says a change is being written).
+    pub(crate) fn store(&self, rate: &Rate) {
+        self.interval.store(rate.interval);
+        self.max_wait.store(rate.max_wait);
+        let packed = u64::from(rate.permits) | (u64::from(rate.enabled()) << 32);
+        self.permits.store(packed);
+    }
+
+    /// The numbers published, in `base`'s clock units.
+    pub(crate) fn load(&self, base: &Rate) -> Rate {
+        let packed = self.permits.load();
+        let (interval, max_wait) = (self.interval.load(), self.max_wait.load());
+        Rate::with_numbers(base, interval, max_wait, packed as u32, packed >> 32 != 0)
     }
 }
 

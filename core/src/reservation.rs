@@ -114,15 +114,6 @@ impl<R: Deref<Target: Holder<T>>, T> Held<R, T> {
         }
     }
 
-    /// What it took, to adjust where it is made.
-    #[cfg(feature = "reconfigure")]
-    pub(crate) fn charge_mut(&mut self) -> &mut T {
-        match &mut self.charge {
-            Some(charge) => charge,
-            None => unreachable!("{SETTLED}"),
-        }
-    }
-
     /// What it took.
     pub(crate) fn charge(&self) -> &T {
         match &self.charge {

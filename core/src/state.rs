@@ -8,7 +8,7 @@
 //! Every compare-and-swap loop of every kind (single limiter, reconfigured limiter, bands, keyed
 //! tables) backs off through [`Backoff`].
 
-use crate::gcra::{self, Refused, Reserve};
+use crate::gcra::{self, Refused};
 use crate::rate::Rate;
 use crate::sync::{Backoff, U64Cell};
 #[cfg(feature = "reconfigure")]
@@ -138,18 +138,11 @@ impl State {
         take_contended(&self.tat, now, increment, limit)
     }
 
-    /// Takes the permits now, or reserves them if they arrive within `max_wait`; the returned
-    /// decision has been applied to the state (a rejection changes nothing).
-    #[inline]
-    pub(crate) fn reserve(&self, now: u64, increment: u64, window: u64, max_wait: u64) -> Reserve {
-        update(&self.tat, Backoff::new(), |tat| {
-            let decision = gcra::reserve(tat, now, increment, window, max_wait);
-            match decision {
-                Reserve::Now { new_tat } | Reserve::Wait { new_tat, .. } => Ok((new_tat, decision)),
-                Reserve::Reject { .. } => Err(decision),
-            }
-        })
-        .unwrap_or_else(|rejected| rejected)
+    /// The word itself, for the loops below that take any state word (a single limiter's
+    /// reconfigured state is one of two words outside this type).
+    #[inline(always)]
+    pub(crate) fn word(&self) -> &U64Cell {
+        &self.tat
     }
 
     /// Raises the state to `value` if it is below (save and restore, `persist.rs`): never lowers
@@ -163,24 +156,24 @@ impl State {
             }
         }
     }
+}
 
-    /// Gives back a reservation that wrote `written` and added `increment`, if nothing changed
-    /// the state since (giving them back then would let two calls share one slot). Returns whether
-    /// the permits went back.
-    #[inline]
-    pub(crate) fn refund(&self, written: u64, increment: u64) -> bool {
-        let tat = self.tat.load();
-        match gcra::refund(tat, written, increment) {
-            Some(back) => self.tat.compare_exchange(tat, back).is_ok(),
-            None => false,
-        }
+/// Gives back a reservation that wrote `written` to `cell` and added `increment`, if nothing
+/// changed the state since (giving them back then would let two calls share one slot). Returns
+/// whether the permits went back.
+#[inline]
+pub(crate) fn refund(cell: &U64Cell, written: u64, increment: u64) -> bool {
+    let tat = cell.load();
+    match gcra::refund(tat, written, increment) {
+        Some(back) => cell.compare_exchange(tat, back).is_ok(),
+        None => false,
     }
 }
 
 /// The one compare-and-swap loop, for every state word (a limiter's, a band's, a key's): until
 /// `attempt` answers (`None`: its compare-and-swap lost), backs off and tries again; `backoff`
 /// is fresh, or has counted the losses before the loop.
-#[inline]
+#[inline(always)]
 pub(crate) fn until_won<R>(mut backoff: Backoff, mut attempt: impl FnMut() -> Option<R>) -> R {
     loop {
         if let Some(answer) = attempt() {

@@ -30,16 +30,20 @@ pub fn limited_block(
     let config = limit.config_tokens(krate);
     let acquire = acquire_prologue(krate, quote!(__ritmo_limiter), sig);
     let stmts = &block.stmts;
+    // The limiter, looked up in the registry once and kept in a static slot.
+    let limiter = quote! {
+        static __RITMO_SLOT: #krate::__private::LimiterSlot = #krate::__private::LimiterSlot::new();
+        let __ritmo_limiter = match #registry.__cached(&__RITMO_SLOT, #id, || #config) {
+            ::core::result::Result::Ok(limiter) => limiter,
+            ::core::result::Result::Err(error) => #krate::__private::unregistered(error),
+        };
+    };
     if future_output(sig).is_some() {
         // `-> impl Future<Output = Result<..>>`: the returned future takes the permit first, then
         // runs the body (kept in a closure so that `return` in it keeps its meaning, and so that
         // nothing of it runs for a refused call).
         return Ok(quote! {{
-            static __RITMO_SLOT: #krate::__private::LimiterSlot = #krate::__private::LimiterSlot::new();
-            let __ritmo_limiter = match #registry.__cached(&__RITMO_SLOT, #id, || #config) {
-                ::core::result::Result::Ok(limiter) => limiter,
-                ::core::result::Result::Err(error) => #krate::__private::unregistered(error),
-            };
+            #limiter
             // Called once: the closure may move what it captured (an FnOnce by its bound).
             fn __ritmo_once<F: ::core::ops::FnOnce() -> R, R>(f: F) -> F {
                 f
@@ -52,11 +56,7 @@ pub fn limited_block(
         }});
     }
     Ok(quote! {{
-        static __RITMO_SLOT: #krate::__private::LimiterSlot = #krate::__private::LimiterSlot::new();
-        let __ritmo_limiter = match #registry.__cached(&__RITMO_SLOT, #id, || #config) {
-            ::core::result::Result::Ok(limiter) => limiter,
-            ::core::result::Result::Err(error) => #krate::__private::unregistered(error),
-        };
+        #limiter
         #acquire
         #(#stmts)*
     }})

@@ -19,10 +19,8 @@ use crate::common::{
 };
 use crate::ids::{id_tokens, parameter_types};
 
-struct Method {
-    item: TraitItemFn,
-    limit: Option<Limit>,
-}
+/// A method of the trait and its `#[rate_limited]` limit, if it has one.
+type Method = (TraitItemFn, Option<Limit>);
 
 /// Rewrites `Self::X` as `<T as Trait<..>>::X`, for where-clauses on the wrapper's impl.
 struct SelfAsInner<'a> {
@@ -55,269 +53,369 @@ fn pick_ident(generics: &Generics, wanted: &str, fallback: &str) -> Ident {
     format_ident!("{}", if taken { fallback } else { wanted })
 }
 
-pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream> {
-    let krate = krate(&options);
-    let trait_ident = item.ident.clone();
-    let trait_name = trait_ident.to_string();
-    let wrapper = format_ident!("{}Limited", trait_ident);
-    let vis = item.vis.clone();
+/// The names the wrapper is built from: ritmo's path, the trait's, the wrapper's, and the impl's
+/// own parameters (renamed where the trait already uses the name).
+struct Names {
+    krate: TokenStream,
+    trait_name: String,
+    wrapper: Ident,
+    /// The lifetime of the borrowed limiters.
+    r: Lifetime,
+    /// The wrapped type's and the clock's parameter.
+    inner_ty: Ident,
+    clock: Ident,
+    /// The trait with its parameters, as the impl names it.
+    trait_path: TokenStream,
+    /// The trait's type and const parameters, which an error type may mention.
+    generic_names: Vec<Ident>,
+}
 
+impl Names {
+    fn of(options: &Options, item: &ItemTrait) -> Names {
+        let trait_ident = item.ident.clone();
+        let lifetime_taken = item.generics.lifetimes().any(|l| l.lifetime.ident == "r");
+        let (_, trait_ty_generics, _) = item.generics.split_for_impl();
+        Names {
+            krate: krate(options),
+            trait_name: trait_ident.to_string(),
+            wrapper: format_ident!("{}Limited", trait_ident),
+            r: Lifetime::new(
+                if lifetime_taken { "'__ritmo" } else { "'r" },
+                Span::call_site(),
+            ),
+            inner_ty: pick_ident(&item.generics, "T", "__RitmoInner"),
+            clock: pick_ident(&item.generics, "C", "__RitmoClock"),
+            trait_path: quote!(#trait_ident #trait_ty_generics),
+            generic_names: item
+                .generics
+                .params
+                .iter()
+                .filter_map(|p| match p {
+                    GenericParam::Type(t) => Some(t.ident.clone()),
+                    GenericParam::Const(c) => Some(c.ident.clone()),
+                    GenericParam::Lifetime(_) => None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What the trait's items add to the wrapper: the impl's items and where-clauses, and for each
+/// limited method its limiter field, how `new` and `with_settings` fill it, its lookup, its row
+/// in the docs, its `Debug` field and its copy in `Clone`.
+#[derive(Default)]
+struct Parts {
+    impl_items: Vec<TokenStream>,
+    extra_where: Vec<TokenStream>,
+    fields: Vec<TokenStream>,
+    inits: Vec<TokenStream>,
+    inits_with: Vec<TokenStream>,
+    lookups: Vec<TokenStream>,
+    doc_rows: Vec<TokenStream>,
+    debug_fields: Vec<TokenStream>,
+    fields_copy: Vec<TokenStream>,
+    needs_blocking: bool,
+    needs_async: bool,
+}
+
+pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream> {
+    let methods = match take_methods(&mut item) {
+        Ok(methods) => methods,
+        Err(e) => {
+            // The trait still expands, so that the attribute's errors come alone.
+            let e = e.to_compile_error();
+            return Ok(quote!(#item #e));
+        }
+    };
+    let names = Names::of(&options, &item);
+    let mut parts = Parts::default();
+    for trait_item in &item.items {
+        if let Some(delegated) = delegated_item(trait_item, &names)? {
+            parts.impl_items.push(delegated);
+        }
+    }
+    for method in &methods {
+        let method = method_item(method, &names, &mut parts)?;
+        parts.impl_items.push(method);
+    }
+    Ok(wrapper_tokens(&item, &names, parts))
+}
+
+/// The trait's methods, each with its `#[rate_limited]` limit taken off (every attribute's
+/// error, combined).
+fn take_methods(item: &mut ItemTrait) -> syn::Result<Vec<Method>> {
     let mut methods = Vec::new();
     let mut errors: Option<syn::Error> = None;
-    let mut push_error = |e: syn::Error| match &mut errors {
-        Some(all) => all.combine(e),
-        None => errors = Some(e),
-    };
     for trait_item in &mut item.items {
         if let TraitItem::Fn(f) = trait_item {
             match take_limit(&mut f.attrs) {
-                Ok(limit) => methods.push(Method {
-                    item: f.clone(),
-                    limit,
-                }),
-                Err(e) => push_error(e),
+                Ok(limit) => methods.push((f.clone(), limit)),
+                Err(e) => match &mut errors {
+                    Some(all) => all.combine(e),
+                    None => errors = Some(e),
+                },
             }
         }
     }
-    if let Some(e) = errors {
-        // The trait still expands, so that the attribute's errors come alone.
-        let e = e.to_compile_error();
-        return Ok(quote!(#item #e));
+    match errors {
+        Some(e) => Err(e),
+        None => Ok(methods),
     }
+}
 
-    let lifetime_taken = item.generics.lifetimes().any(|l| l.lifetime.ident == "r");
-    let r = Lifetime::new(
-        if lifetime_taken { "'__ritmo" } else { "'r" },
-        Span::call_site(),
-    );
-    let inner_ty = pick_ident(&item.generics, "T", "__RitmoInner");
-    let clock = pick_ident(&item.generics, "C", "__RitmoClock");
-
-    let (_, trait_ty_generics, _) = item.generics.split_for_impl();
-    let trait_path = quote!(#trait_ident #trait_ty_generics);
-    let inner_type: Type = parse_quote!(#inner_ty);
-    let generic_names: Vec<Ident> = item
-        .generics
-        .params
-        .iter()
-        .filter_map(|p| match p {
-            GenericParam::Type(t) => Some(t.ident.clone()),
-            GenericParam::Const(c) => Some(c.ident.clone()),
-            GenericParam::Lifetime(_) => None,
-        })
-        .collect();
-
-    let mut impl_items = Vec::new();
-    let mut extra_where = Vec::new();
-    let mut fields = Vec::new();
-    let mut inits = Vec::new();
-    let mut inits_with = Vec::new();
-    let mut lookups = Vec::new();
-    let mut doc_rows = Vec::new();
-    let mut debug_fields = Vec::new();
-    let mut fields_copy = Vec::new();
-    let mut needs_blocking = false;
-    let mut needs_async = false;
-
-    for trait_item in &item.items {
-        match trait_item {
-            TraitItem::Type(t) => {
-                let ident = &t.ident;
-                let mut generics = t.generics.clone();
-                let where_clause = generics.where_clause.take();
-                let (_, ty_generics, _) = generics.split_for_impl();
-                let attrs = cfg_attrs(&t.attrs);
-                let params = &generics.params;
-                let params = if params.is_empty() {
-                    quote!()
-                } else {
-                    quote!(<#params>)
-                };
-                impl_items.push(quote! {
-                    #(#attrs)*
-                    type #ident #params = <#inner_ty as #trait_path>::#ident #ty_generics #where_clause;
-                });
+/// The wrapper's delegation of an associated type or const (`None` for a method, which
+/// [`method_item`] delegates).
+fn delegated_item(trait_item: &TraitItem, names: &Names) -> syn::Result<Option<TokenStream>> {
+    let (inner_ty, trait_path) = (&names.inner_ty, &names.trait_path);
+    Ok(Some(match trait_item {
+        TraitItem::Type(t) => {
+            let ident = &t.ident;
+            let mut generics = t.generics.clone();
+            let where_clause = generics.where_clause.take();
+            let (_, ty_generics, _) = generics.split_for_impl();
+            let attrs = cfg_attrs(&t.attrs);
+            let params = &generics.params;
+            let params = if params.is_empty() {
+                quote!()
+            } else {
+                quote!(<#params>)
+            };
+            quote! {
+                #(#attrs)*
+                type #ident #params = <#inner_ty as #trait_path>::#ident #ty_generics #where_clause;
             }
-            TraitItem::Const(c) => {
-                let ident = &c.ident;
-                let ty = &c.ty;
-                let attrs = cfg_attrs(&c.attrs);
-                impl_items.push(quote! {
-                    #(#attrs)*
-                    const #ident: #ty = <#inner_ty as #trait_path>::#ident;
-                });
+        }
+        TraitItem::Const(c) => {
+            let ident = &c.ident;
+            let ty = &c.ty;
+            let attrs = cfg_attrs(&c.attrs);
+            quote! {
+                #(#attrs)*
+                const #ident: #ty = <#inner_ty as #trait_path>::#ident;
             }
-            TraitItem::Fn(_) => {}
-            other => {
-                return Err(syn::Error::new(
-                    other.span(),
-                    "#[ritmo::limited] cannot delegate this trait item",
-                ));
+        }
+        TraitItem::Fn(_) => return Ok(None),
+        other => {
+            return Err(syn::Error::new(
+                other.span(),
+                "#[ritmo::limited] cannot delegate this trait item",
+            ));
+        }
+    }))
+}
+
+/// A method's parameters: the receiver as written, the others renamed (patterns are the
+/// trait's) as the wrapper declares them and as it passes them on. A type that names `Self`
+/// is an error.
+type Parameters = (Option<syn::Receiver>, Vec<TokenStream>, Vec<TokenStream>);
+
+fn parameters(sig: &syn::Signature) -> syn::Result<Parameters> {
+    let ident = &sig.ident;
+    let mut receiver = None;
+    let mut inputs = Vec::new();
+    let mut args = Vec::new();
+    for (i, input) in sig.inputs.iter().enumerate() {
+        match input {
+            FnArg::Receiver(rcv) => receiver = Some(rcv.clone()),
+            FnArg::Typed(t) => {
+                no_bare_self(&t.ty, ident)?;
+                let name = format_ident!("__ritmo_arg{}", i);
+                let ty = &t.ty;
+                inputs.push(quote!(#name: #ty));
+                args.push(quote!(#name));
             }
         }
     }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        no_bare_self(ty, ident)?;
+    }
+    Ok((receiver, inputs, args))
+}
 
-    for Method { item: f, limit } in &methods {
-        let sig = &f.sig;
+fn no_bare_self(ty: &Type, method: &Ident) -> syn::Result<()> {
+    let mut bare = BareSelf::default();
+    bare.visit_type(ty);
+    match bare.0 {
+        Some(span) => Err(self_error(span, method)),
+        None => Ok(()),
+    }
+}
+
+/// The wrapper's method for `method`: the call delegated to the wrapped value, after taking a
+/// permit if the method is limited (its limiter then added to `parts`).
+fn method_item(method: &Method, names: &Names, parts: &mut Parts) -> syn::Result<TokenStream> {
+    let (f, limit) = method;
+    let sig = &f.sig;
+    let ident = &sig.ident;
+    let (receiver, inputs, args) = parameters(sig)?;
+    let inner_arg = match &receiver {
+        None => None,
+        Some(rcv) => Some(receiver_access(rcv, ident)?),
+    };
+    let call_args = match &inner_arg {
+        Some(inner) => quote!(#inner, #(#args),*),
+        None => quote!(#(#args),*),
+    };
+    let (inner_ty, trait_path) = (&names.inner_ty, &names.trait_path);
+    let awaiting = sig.asyncness.map(|_| quote!(.await));
+    let mut delegate = quote!(<#inner_ty as #trait_path>::#ident(#call_args) #awaiting);
+    if matches!(sig.safety, syn::Safety::Unsafe(_)) {
+        delegate = quote!(unsafe { #delegate });
+    }
+    let prologue = match limit {
+        None => quote!(),
+        Some(limit) => {
+            check_limited(sig, receiver.is_some())?;
+            let waits = match is_async(sig) {
+                true => &mut parts.needs_async,
+                false => &mut parts.needs_blocking,
+            };
+            *waits = true;
+            if let Some(bound) = error_bound(sig, names) {
+                parts.extra_where.push(bound);
+            }
+            let field = format_ident!("__ritmo_{}", ident);
+            parts.add_limiter(limit, sig, &field, names);
+            let (prologue, body) = limited_body(&names.krate, &field, sig, delegate);
+            delegate = body;
+            prologue
+        }
+    };
+    let (constness, asyncness, safety, abi) =
+        (&sig.constness, &sig.asyncness, &sig.safety, &sig.abi);
+    let (generics, output) = (&sig.generics, &sig.output);
+    let where_clause = &generics.where_clause;
+    let params = match &receiver {
+        Some(rcv) => quote!(#rcv, #(#inputs),*),
+        None => quote!(#(#inputs),*),
+    };
+    let attrs = cfg_attrs(&f.attrs);
+    Ok(quote! {
+        #(#attrs)*
+        #[inline]
+        #constness #asyncness #safety #abi fn #ident #generics (#params) #output #where_clause {
+            #prologue
+            #delegate
+        }
+    })
+}
+
+/// Whether a method can be limited: it takes `self` (the wrapper keeps the limiter), returns a
+/// `Result`, and promises no `Send` the wrapper cannot keep.
+fn check_limited(sig: &syn::Signature, has_receiver: bool) -> syn::Result<()> {
+    let ident = &sig.ident;
+    if !has_receiver {
+        return Err(syn::Error::new(
+            ident.span(),
+            format!(
+                "#[rate_limited] on `{ident}`, which takes no `self`: the wrapper keeps the limiter, so only methods can be limited"
+            ),
+        ));
+    }
+    check_returns_result(sig)?;
+    if returns_send(sig) {
+        return Err(syn::Error::new(
+            crate::common::return_span(sig),
+            format!(
+                "#[ritmo::limited] cannot promise `Send` for `{ident}`: the wrapper works over any clock, and a clock's sleep is not known to be `Send`; put #[ritmo::rate_limited(...)] on the method of the implementation instead (its registry's clock is known), or return `impl Future` without `+ Send`"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The where-clause a limited method's error type needs when it depends on the implementation
+/// (`Self::Error`) or on the trait's parameters: then it is checked on the impl.
+fn error_bound(sig: &syn::Signature, names: &Names) -> Option<TokenStream> {
+    let error = result_error_type(result_type(sig)?)?;
+    let mut mentions = Mentions {
+        names: &names.generic_names,
+        found: false,
+    };
+    mentions.visit_type(&error);
+    if !mentions.found {
+        return None;
+    }
+    let mut error = error.clone();
+    let inner_ty = &names.inner_ty;
+    let inner: Type = parse_quote!(#inner_ty);
+    SelfAsInner {
+        inner: &inner,
+        trait_path: &names.trait_path,
+    }
+    .visit_type_mut(&mut error);
+    let krate = &names.krate;
+    Some(quote!(#error: #krate::__private::CarriesRateLimitExceeded))
+}
+
+impl Parts {
+    /// The limiter of a limited method: its field, how `new` and `with_settings` register it,
+    /// its lookup by name, its `Debug` and `Clone`, and its row in the wrapper's docs.
+    fn add_limiter(&mut self, limit: &Limit, sig: &syn::Signature, field: &Ident, names: &Names) {
+        let (krate, trait_name) = (&names.krate, &names.trait_name);
+        let (r, clock) = (&names.r, &names.clock);
         let ident = &sig.ident;
-        // Parameters: the receiver as written, the others renamed (patterns are the trait's).
-        let mut receiver = None;
-        let mut inputs = Vec::new();
-        let mut args = Vec::new();
-        for (i, input) in sig.inputs.iter().enumerate() {
-            match input {
-                FnArg::Receiver(rcv) => receiver = Some(rcv.clone()),
-                FnArg::Typed(t) => {
-                    let mut bare = BareSelf::default();
-                    bare.visit_type(&t.ty);
-                    if let Some(span) = bare.0 {
-                        return Err(self_error(span, ident));
-                    }
-                    let name = format_ident!("__ritmo_arg{}", i);
-                    let ty = &t.ty;
-                    inputs.push(quote!(#name: #ty));
-                    args.push(quote!(#name));
-                }
-            }
-        }
-        if let ReturnType::Type(_, ty) = &sig.output {
-            let mut bare = BareSelf::default();
-            bare.visit_type(ty);
-            if let Some(span) = bare.0 {
-                return Err(self_error(span, ident));
-            }
-        }
-        let inner_arg = match &receiver {
-            None => None,
-            Some(rcv) => Some(receiver_access(rcv, ident)?),
-        };
-        let call_args = match &inner_arg {
-            Some(inner) => quote!(#inner, #(#args),*),
-            None => quote!(#(#args),*),
-        };
-        let awaiting = sig.asyncness.map(|_| quote!(.await));
-        let mut delegate = quote!(<#inner_ty as #trait_path>::#ident(#call_args) #awaiting);
-        if matches!(sig.safety, syn::Safety::Unsafe(_)) {
-            delegate = quote!(unsafe { #delegate });
-        }
-        let field = format_ident!("__ritmo_{}", ident);
-        let prologue = match limit {
-            None => quote!(),
-            Some(limit) => {
-                if receiver.is_none() {
-                    return Err(syn::Error::new(
-                        ident.span(),
-                        format!(
-                            "#[rate_limited] on `{ident}`, which takes no `self`: the wrapper keeps the limiter, so only methods can be limited"
-                        ),
-                    ));
-                }
-                check_returns_result(sig)?;
-                if returns_send(sig) {
-                    return Err(syn::Error::new(
-                        return_span_of(sig),
-                        format!(
-                            "#[ritmo::limited] cannot promise `Send` for `{ident}`: the wrapper works over any clock, and a clock's sleep is not known to be `Send`; put #[ritmo::rate_limited(...)] on the method of the implementation instead (its registry's clock is known), or return `impl Future` without `+ Send`"
-                        ),
-                    ));
-                }
-                if is_async(sig) {
-                    needs_async = true;
-                } else {
-                    needs_blocking = true;
-                }
-                // An error type that depends on the implementation (`Self::Error`) or on the
-                // trait's parameters is checked on the impl.
-                if let Some(ty) = result_type(sig)
-                    && let Some(error) = result_error_type(ty)
-                {
-                    let mut mentions = Mentions {
-                        names: &generic_names,
-                        found: false,
-                    };
-                    mentions.visit_type(&error);
-                    if mentions.found {
-                        let mut error = error.clone();
-                        SelfAsInner {
-                            inner: &inner_type,
-                            trait_path: &trait_path,
-                        }
-                        .visit_type_mut(&mut error);
-                        extra_where
-                            .push(quote!(#error: #krate::__private::CarriesRateLimitExceeded));
-                    }
-                }
-                let id = id_tokens(limit, Some(&trait_name), sig);
-                let config = limit.config_tokens(&krate);
-                let shared = limit.shared_tokens();
-                fields.push(quote! {
-                    #field: &#r #krate::__private::RateLimiter<#clock>
-                });
-                inits.push(quote! {
-                    #field: #krate::__private::register(registry, #id, #config)?
-                });
-                inits_with.push(quote! {
-                    #field: #krate::__private::register_with(registry, settings, #id, #shared, #config)?
-                });
-                let method_name = ident.to_string();
-                lookups.push(quote!(#method_name => ::core::option::Option::Some(self.#field)));
-                debug_fields.push(quote!(.field(#method_name, &self.#field.id())));
-                fields_copy.push(quote!(#field: self.#field,));
-                let id_doc = match &limit.name {
-                    Some(name) => quote!(#name),
-                    None => {
-                        let rest = format!("::{trait_name}::{ident}({})", parameter_types(sig));
-                        quote!(::core::concat!(::core::module_path!(), #rest))
-                    }
-                };
-                let row = format!("| `{ident}` | ");
-                let rest = format!("` | {} |\n", limit.described);
-                doc_rows.push(quote!(#row, "`", #id_doc, #rest));
-                if future_output(sig).is_some() {
-                    // The future takes the permit, then calls the wrapped method and awaits its
-                    // future: the limiter is copied out of `self` first (a `&mut self` goes to
-                    // the call).
-                    let acquire = acquire_prologue(&krate, quote!(__ritmo_limiter), sig);
-                    delegate = quote! {
-                        let __ritmo_limiter = self.#field;
-                        async move {
-                            #acquire
-                            #delegate.await
-                        }
-                    };
-                    quote!()
-                } else {
-                    acquire_prologue(&krate, quote!(self.#field), sig)
-                }
-            }
-        };
-        let constness = &sig.constness;
-        let asyncness = &sig.asyncness;
-        let unsafety = &sig.safety;
-        let abi = &sig.abi;
-        let generics = &sig.generics;
-        let where_clause = &sig.generics.where_clause;
-        let output = &sig.output;
-        let params = match &receiver {
-            Some(rcv) => quote!(#rcv, #(#inputs),*),
-            None => quote!(#(#inputs),*),
-        };
-        let attrs = cfg_attrs(&f.attrs);
-        impl_items.push(quote! {
-            #(#attrs)*
-            #[inline]
-            #constness #asyncness #unsafety #abi fn #ident #generics (#params) #output #where_clause {
-                #prologue
-                #delegate
-            }
+        let id = id_tokens(limit, Some(trait_name), sig);
+        let config = limit.config_tokens(krate);
+        let shared = limit.shared_tokens();
+        self.fields.push(quote! {
+            #field: &#r #krate::__private::RateLimiter<#clock>
         });
+        self.inits.push(quote! {
+            #field: #krate::__private::register(registry, #id, #config)?
+        });
+        self.inits_with.push(quote! {
+            #field: #krate::__private::register_with(registry, settings, #id, #shared, #config)?
+        });
+        let method_name = ident.to_string();
+        self.lookups
+            .push(quote!(#method_name => ::core::option::Option::Some(self.#field)));
+        self.debug_fields
+            .push(quote!(.field(#method_name, &self.#field.id())));
+        self.fields_copy.push(quote!(#field: self.#field,));
+        let id_doc = match &limit.name {
+            Some(name) => quote!(#name),
+            None => {
+                let rest = format!("::{trait_name}::{ident}({})", parameter_types(sig));
+                quote!(::core::concat!(::core::module_path!(), #rest))
+            }
+        };
+        let row = format!("| `{ident}` | ");
+        let rest = format!("` | {} |\n", limit.described);
+        self.doc_rows.push(quote!(#row, "`", #id_doc, #rest));
     }
+}
 
-    let no_limiters = fields.is_empty();
-    let phantom = quote!(__ritmo_limiters: ::core::marker::PhantomData<&#r #krate::__private::RateLimiter<#clock>>);
-    let phantom_init = quote!(__ritmo_limiters: ::core::marker::PhantomData);
+/// A limited method's prologue and body, by its shape. A method that returns a future: the
+/// future takes the permit, then calls the wrapped method and awaits its future (the limiter is
+/// copied out of `self` first: a `&mut self` goes to the call). Any other (blocking, or
+/// `async fn`): the permit is taken before the delegated call.
+fn limited_body(
+    krate: &TokenStream,
+    field: &Ident,
+    sig: &syn::Signature,
+    delegate: TokenStream,
+) -> (TokenStream, TokenStream) {
+    if future_output(sig).is_some() {
+        let acquire = acquire_prologue(krate, quote!(__ritmo_limiter), sig);
+        let body = quote! {
+            let __ritmo_limiter = self.#field;
+            async move {
+                #acquire
+                #delegate.await
+            }
+        };
+        (quote!(), body)
+    } else {
+        (acquire_prologue(krate, quote!(self.#field), sig), delegate)
+    }
+}
 
-    // The impl's generics: 'r, the trait's own (without defaults), T, C.
+/// The impl's generics: `'r`, the trait's own (without defaults), `T: Trait`, and `C` bound by
+/// what its limited methods wait with; the where-clauses of their error types.
+fn impl_generics(item: &ItemTrait, names: &Names, parts: &Parts) -> Generics {
+    let (krate, r, clock) = (&names.krate, &names.r, &names.clock);
+    let (inner_ty, trait_path) = (&names.inner_ty, &names.trait_path);
     let mut impl_generics = item.generics.clone();
     for param in impl_generics.params.iter_mut() {
         match param {
@@ -331,10 +429,10 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
         GenericParam::Lifetime(syn::LifetimeParam::new(r.clone())),
     );
     let mut clock_bounds = quote!(#krate::__private::Clock);
-    if needs_blocking {
+    if parts.needs_blocking {
         clock_bounds.extend(quote!(+ #krate::__private::BlockingClock));
     }
-    if needs_async {
+    if parts.needs_async {
         clock_bounds.extend(quote!(+ #krate::__private::AsyncClock));
     }
     impl_generics
@@ -343,15 +441,16 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
     impl_generics
         .params
         .push(parse_quote!(#clock: #clock_bounds));
-    {
-        let where_clause = impl_generics.make_where_clause();
-        for predicate in &extra_where {
-            where_clause.predicates.push(parse_quote!(#predicate));
-        }
+    let where_clause = impl_generics.make_where_clause();
+    for predicate in &parts.extra_where {
+        where_clause.predicates.push(parse_quote!(#predicate));
     }
-    let (impl_params, _, impl_where) = impl_generics.split_for_impl();
-    let unsafety = &item.unsafety;
+    impl_generics
+}
 
+/// The wrapper's docs: what it does, then a table of its limited methods.
+fn wrapper_doc(names: &Names, parts: &Parts) -> TokenStream {
+    let (trait_name, wrapper) = (&names.trait_name, &names.wrapper);
     let doc_head = format!(
         "Wraps any [`{trait_name}`]: each limited method takes a permit from its rate limiter before it calls the wrapped value's method; the others call it directly. Generated by `#[ritmo::limited]`.\n\n\
          A rejected call never reaches the wrapped value: the method returns `Err(RateLimitExceeded.into())`. \
@@ -360,21 +459,39 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
          Build it with [`new`]({wrapper}::new) (the limits as written) or [`with_settings`]({wrapper}::with_settings) \
          (settings layered over them). Methods that share a `name` share one limiter.\n\n"
     );
-    let table = if doc_rows.is_empty() {
+    let table = if parts.doc_rows.is_empty() {
         quote!("No method carries `#[rate_limited]`: every call is delegated as is.\n")
     } else {
+        let doc_rows = &parts.doc_rows;
         quote!("| method | limiter id | limit |\n| --- | --- | --- |\n", #(#doc_rows,)*)
     };
-    let struct_fields = if no_limiters {
+    quote!(::core::concat!(#doc_head, #table))
+}
+
+/// The trait as written, then the wrapper: its struct, constructors, accessors, `Debug`,
+/// `Clone`, and its impl of the trait.
+fn wrapper_tokens(item: &ItemTrait, names: &Names, parts: Parts) -> TokenStream {
+    let impl_generics = impl_generics(item, names, &parts);
+    let (impl_params, _, impl_where) = impl_generics.split_for_impl();
+    let doc = wrapper_doc(names, &parts);
+    let (krate, r, clock) = (&names.krate, &names.r, &names.clock);
+    let (trait_path, wrapper, inner_ty) = (&names.trait_path, &names.wrapper, &names.inner_ty);
+    let (impl_items, fields, inits) = (parts.impl_items, parts.fields, parts.inits);
+    let (inits_with, lookups) = (parts.inits_with, parts.lookups);
+    let (debug_fields, fields_copy) = (parts.debug_fields, parts.fields_copy);
+    let vis = &item.vis;
+    let unsafety = &item.unsafety;
+    let phantom = quote!(__ritmo_limiters: ::core::marker::PhantomData<&#r #krate::__private::RateLimiter<#clock>>);
+    let phantom_init = quote!(__ritmo_limiters: ::core::marker::PhantomData);
+    let struct_fields = if fields.is_empty() {
         quote!(#phantom)
     } else {
         quote!(#(#fields,)* #phantom)
     };
-
-    let expanded = quote! {
+    quote! {
         #item
 
-        #[doc = ::core::concat!(#doc_head, #table)]
+        #[doc = #doc]
         #vis struct #wrapper<#r, #inner_ty, #clock = #krate::__private::DefaultClock> {
             inner: #inner_ty,
             #struct_fields
@@ -471,9 +588,7 @@ pub fn expand(options: Options, mut item: ItemTrait) -> syn::Result<TokenStream>
         #unsafety impl #impl_params #trait_path for #wrapper<#r, #inner_ty, #clock> #impl_where {
             #(#impl_items)*
         }
-    };
-    let _ = no_limiters;
-    Ok(expanded)
+    }
 }
 
 /// `cfg` attributes carry over to the generated items; others stay on the trait.
@@ -547,9 +662,4 @@ fn result_error_type(ty: &Type) -> Option<Type> {
         [_, error] => Some((*error).clone()),
         _ => None,
     }
-}
-
-/// The span of a method's return type.
-fn return_span_of(sig: &syn::Signature) -> proc_macro2::Span {
-    crate::common::return_span(sig)
 }

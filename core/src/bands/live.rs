@@ -13,42 +13,22 @@
 
 use core::cell::Cell;
 
-use super::{Bands, Numbers, max_permits, rates};
+use super::numbers::Numbers;
+use super::{Bands, max_permits, rates};
 use crate::clock::{Clock, TickRate};
 use crate::config::Config;
-use crate::rate::{Rate, carry_over};
+use crate::rate::{Rate, RateCells, carry_over};
 use crate::state::{State, read_consistent};
 use crate::sync::{Seq, U64Cell, fence_acquire, fence_release};
 
-/// One band's numbers after a change.
-#[derive(Debug)]
-struct BandNumbers {
-    interval: U64Cell,
-    max_wait: U64Cell,
-    /// `permits` in the low 32 bits, `enabled` in bit 32.
-    permits: U64Cell,
-}
-
-impl BandNumbers {
-    const_fn! {
-    fn new() -> Self {
-        BandNumbers {
-            interval: U64Cell::new(0),
-            max_wait: U64Cell::new(0),
-            permits: U64Cell::new(0),
-        }
-    }
-    }
-}
-
 #[cfg(not(all(test, loom)))]
-const fn new_numbers<const B: usize>() -> [BandNumbers; B] {
-    [const { BandNumbers::new() }; B]
+const fn new_numbers<const B: usize>() -> [RateCells; B] {
+    [const { RateCells::new() }; B]
 }
 
 #[cfg(all(test, loom))]
-fn new_numbers<const B: usize>() -> [BandNumbers; B] {
-    core::array::from_fn(|_| BandNumbers::new())
+fn new_numbers<const B: usize>() -> [RateCells; B] {
+    core::array::from_fn(|_| RateCells::new())
 }
 
 /// The numbers and states of bands that have been reconfigured (unused until then).
@@ -58,7 +38,7 @@ pub(super) struct BandsLive<const B: usize> {
     /// generation `seq / 2` keeps the states in the bands' own words (even) or in `alt` (odd).
     seq: Seq,
     alt: [State; B],
-    numbers: [BandNumbers; B],
+    numbers: [RateCells; B],
     /// The longest a call may wait, in units.
     max_wait: U64Cell,
     /// The configs as given, for [`Bands::configs`].
@@ -108,14 +88,7 @@ impl<const B: usize> BandsLive<B> {
         let ((rates, max_wait), seq) = read_consistent(&self.seq, |_| {
             let mut rates = *base;
             for (rate, numbers) in rates.iter_mut().zip(&self.numbers) {
-                let packed = numbers.permits.load();
-                *rate = Rate::with_numbers(
-                    &base[0],
-                    numbers.interval.load(),
-                    numbers.max_wait.load(),
-                    packed as u32,
-                    packed >> 32 != 0,
-                );
+                *rate = numbers.load(&base[0]);
             }
             (rates, self.max_wait.load())
         });
@@ -210,11 +183,7 @@ impl<C: Clock, const B: usize> Bands<C, B> {
                 });
             }
             for (numbers, rate) in self.live.numbers.iter().zip(&new) {
-                numbers.interval.store(rate.interval);
-                numbers.max_wait.store(rate.max_wait);
-                numbers
-                    .permits
-                    .store(u64::from(rate.permits) | (u64::from(rate.enabled()) << 32));
+                numbers.store(rate);
             }
             self.live.max_wait.store(max_wait);
             self.live.configs.borrow(cs).set(configs);

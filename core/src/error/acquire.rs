@@ -378,6 +378,15 @@ pub enum AcquireError {
 }
 
 impl AcquireError {
+    /// The refusal of a call of one permit, which is always valid: never `InvalidPermits`.
+    #[inline(always)]
+    pub(crate) fn one_permit(self) -> RateLimitExceeded {
+        match self {
+            AcquireError::RateLimited(e) => e,
+            AcquireError::InvalidPermits(_) => unreachable!("1 permit is always valid"),
+        }
+    }
+
     /// The rejection, if this is one.
     ///
     /// ```

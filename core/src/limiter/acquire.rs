@@ -1,25 +1,27 @@
 //! The calls that take permits: at once (`try_acquire*`), by reservation (`reserve*`), or waiting
 //! (`acquire*_with`, `acquire*_advancing`).
 //!
-//! Every decision goes through [`State`](crate::state::State) (one load, one CAS), and every
-//! refusal through [`refused`](RateLimiter::refused): on a disabled limiter the call passes,
-//! otherwise a listener (if any) hears it and the caller gets the wait. A plain limiter (enabled,
-//! no listener) skips that call: the refusal is then only its wait.
+//! The fast paths (`try_acquire`, `try_acquire_n`) decide on the numbers built in through
+//! [`State`](crate::state::State) (one load, one CAS), and every refusal they meet through
+//! [`refusal`](RateLimiter::refusal): on a disabled limiter the call passes, otherwise a listener
+//! (if any) hears it and the caller gets the wait. A plain limiter (enabled, no listener) skips
+//! that call: the refusal is then only its wait. Everything else (a reservation, a reconfigured
+//! limiter, a `k` invalid for the numbers built in) is one decision,
+//! [`charge`](RateLimiter::charge), on the numbers in force however they are read.
 
 use core::time::Duration;
 
 use crate::clock::{Clock, ManualTime};
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded, Reason};
-use crate::event::{Event, Listener};
+use crate::event::{publish_rejected, publish_waiting};
 #[cfg(target_has_atomic = "64")]
 use crate::gcra::Refused;
-use crate::gcra::Reserve;
-use crate::state::Take;
+use crate::gcra::{self, Reserve};
+use crate::state::{Take, until_won};
+use crate::sync::Backoff;
 use crate::wait::{AdvanceClock, Wait};
 
-#[cfg(feature = "reconfigure")]
-use super::live;
-use super::{RateLimiter, Reservation};
+use super::{Rate, RateLimiter, Reservation};
 
 /// Marks the branch that calls it as the unlikely one, so that the compiler lays the likely one out
 /// as the straight path.
@@ -28,36 +30,27 @@ use super::{RateLimiter, Reservation};
 #[inline(always)]
 fn unlikely() {}
 
-/// A "wait" that says the permits asked for are more than the config a reconfigure set allows:
-/// reported as [`InvalidPermits`], never as a wait (no wait is that long: 584 years in
-/// nanoseconds).
-#[cfg(feature = "reconfigure")]
-pub(super) const INVALID_NOW: u64 = u64::MAX - 1;
+/// A "wait" that says the permits asked for are more than the numbers in force allow: how
+/// [`settle`](RateLimiter::settle) answers in the refusal's one word, reported as
+/// [`InvalidPermits`], never as a wait (no wait is that long: 584 years in nanoseconds).
+const INVALID_NOW: u64 = u64::MAX - 1;
 
-#[cold]
-#[inline(never)]
-fn publish_waiting(listener: &dyn Listener, id: &'static str, permits: u32, wait: Duration) {
-    if listener.wants_waiting() {
-        listener.on_event(&Event::Waiting { id, permits, wait });
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn publish_rejected(listener: &dyn Listener, error: RateLimitExceeded) {
-    listener.on_event(&Event::Rejected(error));
+/// What [`charge`](RateLimiter::charge) decided.
+enum Charge {
+    /// Taken now: the state word of generation `seq` (last) became `written` (first), the
+    /// `increment` (second) was added.
+    Now(u64, u64, u32),
+    /// Reserved, `wait` (third) units away: as `Now` otherwise.
+    Wait(u64, u64, u64, u32),
+    /// Refused: the permits arrive in `wait` units.
+    Refused(u64),
+    /// The limiter is disabled: the call passes uncounted.
+    Disabled,
+    /// `k` is 0 or above the `permits` in force (given).
+    Invalid(u32),
 }
 
 impl<C> RateLimiter<C> {
-    #[inline(always)]
-    pub(super) fn check_permits(&self, k: u32) -> Result<(), InvalidPermits> {
-        if k == 0 || k > self.rate.permits {
-            Err(InvalidPermits::new(self.id, k, self.rate.permits))
-        } else {
-            Ok(())
-        }
-    }
-
     /// The error of a call refused with `wait` units to go. Built where the caller looks at it,
     /// from the wait alone: a caller that only asks `is_ok()` does not pay for it.
     /// Counts an admitted call (feature `counters`); nothing otherwise.
@@ -68,7 +61,7 @@ impl<C> RateLimiter<C> {
     }
 
     /// How many calls it has admitted at once since it was built (calls that got their permits
-    /// after waiting are reported to listeners that ask as [`Event::Waiting`] instead). Wraps at
+    /// after waiting are reported to listeners that ask as [`Event::Waiting`](crate::Event::Waiting) instead). Wraps at
     /// `u64::MAX`. A statistic: counting costs the admitted call a plain load and store, so two
     /// cores admitting at the very same instant may count one call (never more than were
     /// admitted).
@@ -90,13 +83,7 @@ impl<C> RateLimiter<C> {
 
     #[inline(always)]
     pub(super) fn error(&self, wait: u64) -> RateLimitExceeded {
-        RateLimitExceeded::new(
-            self.id,
-            Reason::NoPermitInTime,
-            wait,
-            self.rate.unit_hz,
-            self.rate.shift,
-        )
+        self.rate.refusal(self.id, Reason::NoPermitInTime, wait)
     }
 
     /// [`refusal`](Self::refusal) for a refusal by the state, out of line, on targets with 64-bit
@@ -115,6 +102,7 @@ impl<C> RateLimiter<C> {
     }
 
     /// [`refusal`](Self::refusal), out of line: a plain limiter never calls it.
+    #[cfg(not(target_has_atomic = "64"))]
     #[cold]
     #[inline(never)]
     fn refused(&self, wait: u64, k: u32) -> Result<(), u64>
@@ -135,20 +123,7 @@ impl<C> RateLimiter<C> {
     {
         #[cfg(feature = "reconfigure")]
         if self.reconfigured() {
-            return match self.live_acquire(k, Some(0)) {
-                live::Outcome::Granted { .. } => {
-                    self.count_admitted();
-                    Ok(())
-                }
-                live::Outcome::Refused(wait) => {
-                    if let Some(listener) = self.listener {
-                        publish_rejected(listener, self.error(wait));
-                    }
-                    Err(wait)
-                }
-                live::Outcome::Disabled => Ok(()),
-                live::Outcome::Invalid(_) => Err(INVALID_NOW),
-            };
+            return self.settle(k);
         }
         if !self.rate.enabled() {
             return Ok(());
@@ -157,6 +132,29 @@ impl<C> RateLimiter<C> {
             publish_rejected(listener, self.error(wait));
         }
         Err(wait)
+    }
+
+    /// Takes `k` permits now by [`charge`](Self::charge), the path every call takes that the
+    /// fast one does not decide (a reconfigured limiter, a `k` invalid for the numbers built
+    /// in): `Err(wait)` if refused (told to the listener), `Err(INVALID_NOW)` if `k` is invalid.
+    #[cold]
+    #[inline(never)]
+    fn settle(&self, k: u32) -> Result<(), u64>
+    where
+        C: Clock,
+    {
+        match self.charge::<true>(self.now_units(), k, Some(0)) {
+            Charge::Now(..) | Charge::Wait(..) => {
+                self.count_admitted();
+                Ok(())
+            }
+            Charge::Disabled => Ok(()),
+            Charge::Refused(wait) => {
+                self.rate.rejected(self.id, wait, self.listener);
+                Err(wait)
+            }
+            Charge::Invalid(_) => Err(INVALID_NOW),
+        }
     }
 }
 
@@ -167,25 +165,16 @@ impl<C: Clock> RateLimiter<C> {
     /// call out of line ([`Rate::units_cold`]), so that the shift's test is one compare with
     /// memory and nothing of the conversion sits on the straight path: 2 instructions fewer on
     /// every call. Microcontrollers, whose clocks are the slow ones, keep it inline.
-    #[cfg(target_has_atomic = "64")]
     #[inline(always)]
     pub(super) fn now_units(&self) -> u64 {
         let reading = self.clock.now();
         if self.rate.shift == 0 {
-            reading
-        } else {
-            self.rate.units_cold(reading)
+            return reading;
         }
-    }
-
-    /// The clock's reading in units (see the server version above).
-    #[cfg(not(target_has_atomic = "64"))]
-    #[inline(always)]
-    pub(super) fn now_units(&self) -> u64 {
-        let reading = self.clock.now();
-        if self.rate.shift == 0 {
-            reading
-        } else {
+        #[cfg(target_has_atomic = "64")]
+        return self.rate.units_cold(reading);
+        #[cfg(not(target_has_atomic = "64"))]
+        {
             unlikely();
             self.rate.units(reading)
         }
@@ -253,9 +242,7 @@ impl<C: Clock> RateLimiter<C> {
     /// The error of a refused `try_acquire_n`: [`INVALID_NOW`] when `k` is no longer valid for
     /// the config a reconfigure set. Out of line, so that `try_acquire_n` stays small.
     #[inline(never)]
-    #[cfg_attr(not(feature = "reconfigure"), allow(unused_variables))]
     fn error_n(&self, wait: u64, k: u32) -> AcquireError {
-        #[cfg(feature = "reconfigure")]
         if wait == INVALID_NOW {
             return InvalidPermits::new(self.id, k, self.permits_now()).into();
         }
@@ -267,12 +254,7 @@ impl<C: Clock> RateLimiter<C> {
     #[cold]
     #[inline(never)]
     fn try_acquire_n_cold(&self, k: u32) -> Result<(), AcquireError> {
-        #[cfg(feature = "reconfigure")]
-        if self.reconfigured() {
-            return self.live_try(k);
-        }
-        self.check_permits(k)?;
-        unreachable!("k was invalid")
+        self.settle(k).map_err(|wait| self.error_n(wait, k))
     }
 
     /// Takes `increment` worth of permits at `now` through the state, or refuses: `Err(wait)`.
@@ -334,10 +316,7 @@ impl<C: Clock> RateLimiter<C> {
     /// ```
     pub fn reserve(&self) -> Result<Reservation<'_, C>, RateLimitExceeded> {
         self.reserve_units(1, None)
-            .map_err(|e| match e.rate_limited() {
-                Some(&e) => e,
-                None => unreachable!("1 permit is always valid"),
-            })
+            .map_err(AcquireError::one_permit)
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit (their slot is the
@@ -385,46 +364,69 @@ impl<C: Clock> RateLimiter<C> {
         k: u32,
         max_wait: Option<u64>,
     ) -> Result<Reservation<'_, C>, AcquireError> {
-        #[cfg(feature = "reconfigure")]
-        if self.reconfigured() {
-            return self.live_reserve(k, max_wait);
-        }
-        let max_wait = max_wait.unwrap_or(self.rate.max_wait);
-        self.check_permits(k)?;
         let now = self.now_units();
-        if !self.rate.enabled() {
-            return Ok(Reservation::of(self, 0, 0, now, 0, k));
-        }
-        let increment = self.rate.increment(k);
-        match self
-            .state
-            .reserve(now, increment, self.rate.window(), max_wait)
-        {
-            Reserve::Now { new_tat } => {
+        match self.charge::<false>(now, k, max_wait) {
+            Charge::Now(written, increment, seq) => {
                 self.count_admitted();
-                Ok(Reservation::of(self, new_tat, increment, now, 0, k))
+                Ok(Reservation::of(self, written, increment, now, 0, k, seq))
             }
-            Reserve::Wait { new_tat, wait } => {
+            Charge::Wait(written, increment, wait, seq) => {
                 if let Some(listener) = self.listener {
                     publish_waiting(listener, self.id, k, self.rate.wait_duration(wait));
                 }
+                let slot = now.saturating_add(wait);
                 Ok(Reservation::of(
-                    self,
-                    new_tat,
-                    increment,
-                    now.saturating_add(wait),
-                    wait,
-                    k,
+                    self, written, increment, slot, wait, k, seq,
                 ))
             }
-            // A reconfigure froze the state meanwhile: decide on the reconfigured path.
-            #[cfg(feature = "reconfigure")]
-            Reserve::Reject { .. } if self.reconfigured() => self.live_reserve(k, Some(max_wait)),
-            Reserve::Reject { wait } => match self.refused(wait, k) {
-                Ok(()) => unreachable!("an enabled limiter refuses"),
-                Err(wait) => Err(self.error(wait).into()),
-            },
+            Charge::Disabled => Ok(Reservation::of(self, 0, 0, now, 0, k, 0)),
+            Charge::Refused(wait) => Err(self.rate.rejected(self.id, wait, self.listener).into()),
+            Charge::Invalid(permits) => Err(InvalidPermits::new(self.id, k, permits).into()),
         }
+    }
+
+    /// Takes `k` permits now, or reserves them if they arrive within `max_wait` units (`None`:
+    /// the config's), on the numbers in force: the one decision of every call the fast paths do
+    /// not settle, whether the limiter was reconfigured or not. A reconfigure in the meantime
+    /// froze the state it read (a refusal then) or made its compare-and-swap fail: it decides
+    /// again on the new numbers. `LIVE_HERE`: the decision's copy for reconfigured numbers is
+    /// written here too (in the out-of-line `settle`, a frame fewer), not out of line (in
+    /// `reserve`, whose straight path it would crowd).
+    #[inline(always)]
+    fn charge<const LIVE_HERE: bool>(&self, now: u64, k: u32, max_wait: Option<u64>) -> Charge {
+        until_won(Backoff::new(), || {
+            let decide = move |rate: &Rate, tat: u64, seq: u32| {
+                if k == 0 || k > rate.permits {
+                    return Some(Charge::Invalid(rate.permits));
+                }
+                if !rate.enabled() {
+                    return Some(Charge::Disabled);
+                }
+                let increment = rate.increment(k);
+                let max_wait = max_wait.unwrap_or(rate.max_wait);
+                let (written, granted) =
+                    match gcra::reserve(tat, now, increment, rate.window(), max_wait) {
+                        Reserve::Now { new_tat } => (new_tat, Charge::Now(new_tat, increment, seq)),
+                        Reserve::Wait { new_tat, wait } => {
+                            (new_tat, Charge::Wait(new_tat, increment, wait, seq))
+                        }
+                        // The built state, read outside the sequence lock, may be frozen by a
+                        // reconfigure since (a state read under the lock is consistent).
+                        Reserve::Reject { wait } => {
+                            let current = seq != 0 || self.still(0);
+                            return current.then_some(Charge::Refused(wait));
+                        }
+                    };
+                let won = self.word(seq).compare_exchange_weak(tat, written);
+                won.is_ok().then_some(granted)
+            };
+            #[cfg(feature = "reconfigure")]
+            if LIVE_HERE && self.reconfigured() {
+                let (rate, tat, seq) = self.live.read(&self.rate);
+                return decide(&rate, tat, seq);
+            }
+            self.with_numbers(decide)
+        })
     }
 
     /// Takes one permit, waiting for it with `waiter` if it arrives within `max_wait`.

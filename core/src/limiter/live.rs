@@ -6,9 +6,10 @@
 //! are plain fields, read without any check. The first reconfigure moves the limiter's state out
 //! of the way: it sets the original state word to "admits nothing" (`u64::MAX`) for good, and
 //! from then on every call finds that out with the load it does anyway, and (the flag "a
-//! refusal only returns its error" cleared) goes to this module's path, out of line, instead of
-//! rejecting. That path reads the config's numbers and a second
-//! state word under a sequence lock (a reconfigure in progress makes readers retry; readers never
+//! refusal only returns its error" cleared) goes out of line to the one general path every call
+//! of a single limiter shares (`acquire.rs`, `peek.rs`): the same verbs, which read the numbers
+//! in force through [`Live::read`] instead of the plain fields. That reading takes the config's
+//! numbers and a second state word under a sequence lock (a reconfigure in progress makes readers retry; readers never
 //! block a writer and never write anything but the state word, with one compare-and-swap), so it
 //! is still lock-free for callers. Reconfigures themselves are serialised by a critical section,
 //! the only one anywhere near the limiter (on a microcontroller: interrupts masked for the few
@@ -34,37 +35,12 @@
 
 use core::cell::Cell;
 
-use super::{Rate, RateLimiter, Reservation};
+use super::{Rate, RateLimiter};
 use crate::clock::{Clock, TickRate};
 use crate::config::Config;
-use crate::error::{AcquireError, InvalidPermits};
-use crate::event::Event;
-use crate::gcra::{self, Reserve};
-use crate::rate::carry_over;
-use crate::state::{read_consistent, until_won};
-use crate::sync::{Backoff, Seq, U64Cell, fence_release};
-
-/// A config's numbers as the reconfigured path reads them.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Params {
-    pub(super) interval: u64,
-    pub(super) window: u64,
-    pub(super) max_wait: u64,
-    pub(super) permits: u32,
-    pub(super) enabled: bool,
-}
-
-impl Params {
-    const fn of(rate: &Rate) -> Params {
-        Params {
-            interval: rate.interval,
-            window: Rate::increment_of(rate.interval, rate.permits),
-            max_wait: rate.max_wait,
-            permits: rate.permits,
-            enabled: rate.enabled(),
-        }
-    }
-}
+use crate::rate::{RateCells, carry_over};
+use crate::state::read_consistent;
+use crate::sync::{Seq, U64Cell, fence_release};
 
 /// The state and config of a limiter that has been reconfigured (unused until then).
 #[derive(Debug)]
@@ -76,37 +52,21 @@ pub(super) struct Live {
     /// nothing), so a caller that decided on the numbers before the change cannot complete its
     /// compare-and-swap after it, even when the change left the state's value as it was.
     tats: [U64Cell; 2],
-    interval: U64Cell,
-    max_wait: U64Cell,
-    /// `permits` in the low 32 bits, `enabled` in bit 32.
-    permits: U64Cell,
+    numbers: RateCells,
     /// The config as given, for [`RateLimiter::config`].
     config: critical_section::Mutex<Cell<Config>>,
 }
 
 impl Live {
-    #[cfg(not(all(test, loom)))]
-    pub(super) const fn new(config: Config) -> Live {
-        Live {
-            seq: Seq::new(),
-            tats: [U64Cell::new(0), U64Cell::new(0)],
-            interval: U64Cell::new(0),
-            max_wait: U64Cell::new(0),
-            permits: U64Cell::new(0),
-            config: critical_section::Mutex::new(Cell::new(config)),
-        }
-    }
-
-    #[cfg(all(test, loom))]
+    const_fn! {
     pub(super) fn new(config: Config) -> Live {
         Live {
             seq: Seq::new(),
             tats: [U64Cell::new(0), U64Cell::new(0)],
-            interval: U64Cell::new(0),
-            max_wait: U64Cell::new(0),
-            permits: U64Cell::new(0),
+            numbers: RateCells::new(),
             config: critical_section::Mutex::new(Cell::new(config)),
         }
+    }
     }
 
     /// Whether a reconfigure ever happened.
@@ -117,57 +77,24 @@ impl Live {
 
     /// The word that holds the state in the generation of sequence number `seq`.
     #[inline]
-    fn tat(&self, seq: u32) -> &U64Cell {
+    pub(super) fn tat(&self, seq: u32) -> &U64Cell {
         &self.tats[(seq >> 1) as usize & 1]
     }
 
-    /// The current numbers, the state, and the sequence number they belong to, read consistently.
-    fn read(&self) -> (Params, u64, u32) {
-        let ((params, tat), seq) = read_consistent(&self.seq, |seq| {
-            let packed = self.permits.load();
-            let interval = self.interval.load();
-            let params = Params {
-                interval,
-                window: Rate::increment_of(interval, packed as u32),
-                max_wait: self.max_wait.load(),
-                permits: packed as u32,
-                enabled: packed >> 32 != 0,
-            };
-            (params, self.tat(seq).load())
+    /// Whether the numbers of generation `seq` are still in force.
+    #[inline]
+    pub(super) fn still(&self, seq: u32) -> bool {
+        self.seq.load() == seq
+    }
+
+    /// The numbers in force, the state and the sequence number they belong to, read
+    /// consistently; `base` gives the clock's units.
+    pub(super) fn read(&self, base: &Rate) -> (Rate, u64, u32) {
+        let ((rate, tat), seq) = read_consistent(&self.seq, |seq| {
+            (self.numbers.load(base), self.tat(seq).load())
         });
-        (params, tat, seq)
+        (rate, tat, seq)
     }
-
-    /// Gives back a reservation's permits by the tail rule, if no reconfigure happened since it
-    /// was made (`seq`).
-    pub(super) fn refund(&self, seq: u32, written: u64, increment: u64) -> bool {
-        if self.seq.load() != seq {
-            return false;
-        }
-        let cell = self.tat(seq);
-        let tat = cell.load();
-        match gcra::refund(tat, written, increment) {
-            Some(back) => cell.compare_exchange(tat, back).is_ok(),
-            None => false,
-        }
-    }
-}
-
-/// What the reconfigured path decided.
-pub(super) enum Outcome {
-    /// Taken now (`wait` 0) or reserved: the state became `written`, `increment` was added.
-    Granted {
-        written: u64,
-        increment: u64,
-        wait: u64,
-        seq: u32,
-    },
-    /// Refused: the permits arrive in `wait` units.
-    Refused(u64),
-    /// The limiter is disabled now: the call passes uncounted.
-    Disabled,
-    /// `k` is 0 or above the current `permits`.
-    Invalid(u32),
 }
 
 impl<C> RateLimiter<C> {
@@ -214,11 +141,7 @@ impl<C> RateLimiter<C> {
 
     /// The permits per period it applies now.
     pub(super) fn permits_now(&self) -> u32 {
-        if self.live.reconfigured() {
-            self.live.read().0.permits
-        } else {
-            self.rate.permits
-        }
+        self.with_numbers(|rate, _, _| rate.permits)
     }
 }
 
@@ -274,12 +197,12 @@ impl<C: Clock> RateLimiter<C> {
                 self.live.seq.store_relaxed(1);
                 fence_release();
                 self.plain_reject.set(false);
-                (Params::of(&self.rate), self.state.freeze())
+                (self.rate, self.state.freeze())
             } else {
                 if config == self.live.config.borrow(cs).get() {
                     return;
                 }
-                let (params, _, _) = self.live.read();
+                let (old, _, _) = self.live.read(&self.rate);
                 self.live.seq.store_relaxed(seq + 1);
                 fence_release();
                 // This generation's word admits nothing from now on; the next one is the other.
@@ -287,157 +210,18 @@ impl<C: Clock> RateLimiter<C> {
                 let mut tat = cell.load();
                 loop {
                     match cell.compare_exchange(tat, u64::MAX) {
-                        Ok(_) => break (params, tat),
+                        Ok(_) => break (old, tat),
                         Err(found) => tat = found,
                     }
                 }
             };
             let now = self.now_units();
-            let old = Rate::with_numbers(
-                &self.rate,
-                old.interval,
-                old.max_wait,
-                old.permits,
-                old.enabled,
-            );
             let tat = carry_over(old_tat, now, &old, &new);
-            self.live.interval.store(new.interval);
-            self.live.max_wait.store(new.max_wait);
-            self.live
-                .permits
-                .store(u64::from(config.permits()) | (u64::from(config.enabled()) << 32));
+            self.live.numbers.store(&new);
             self.live.config.borrow(cs).set(config);
             let next = (seq | 1) + 1;
             self.live.tat(next).store(tat);
             self.live.seq.store(next);
         });
-    }
-
-    /// Takes or reserves `k` permits on a reconfigured limiter, waiting at most `max_wait` units
-    /// (`None`: the config's).
-    #[cold]
-    #[inline(never)]
-    pub(super) fn live_acquire(&self, k: u32, max_wait: Option<u64>) -> Outcome {
-        let now = self.now_units();
-        until_won(Backoff::new(), || {
-            let (params, tat, seq) = self.live.read();
-            if k == 0 || k > params.permits {
-                return Some(Outcome::Invalid(params.permits));
-            }
-            if !params.enabled {
-                return Some(Outcome::Disabled);
-            }
-            let increment = Rate::increment_of(params.interval, k);
-            let max_wait = max_wait.unwrap_or(params.max_wait);
-            let (written, wait) = match gcra::reserve(tat, now, increment, params.window, max_wait)
-            {
-                Reserve::Now { new_tat } => (new_tat, 0),
-                Reserve::Wait { new_tat, wait } => (new_tat, wait),
-                Reserve::Reject { wait } => return Some(Outcome::Refused(wait)),
-            };
-            let won = self.live.tat(seq).compare_exchange_weak(tat, written);
-            won.is_ok().then_some(Outcome::Granted {
-                written,
-                increment,
-                wait,
-                seq,
-            })
-        })
-    }
-
-    /// [`live_acquire`](Self::live_acquire) for a call that never waits: `Err(wait)` if refused
-    /// (published to the listener), `Err(InvalidPermits)` via `invalid`.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn live_try(&self, k: u32) -> Result<(), AcquireError> {
-        match self.live_acquire(k, Some(0)) {
-            Outcome::Granted { .. } => {
-                self.count_admitted();
-                Ok(())
-            }
-            Outcome::Disabled => Ok(()),
-            Outcome::Refused(wait) => Err(self.rejected(wait).into()),
-            Outcome::Invalid(permits) => Err(InvalidPermits::new(self.id, k, permits).into()),
-        }
-    }
-
-    /// A reservation on a reconfigured limiter.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn live_reserve(
-        &self,
-        k: u32,
-        max_wait: Option<u64>,
-    ) -> Result<Reservation<'_, C>, AcquireError> {
-        let now = self.now_units();
-        match self.live_acquire(k, max_wait) {
-            Outcome::Granted {
-                written,
-                increment,
-                wait,
-                seq,
-            } => {
-                if wait == 0 {
-                    self.count_admitted();
-                } else if let Some(listener) = self.listener.filter(|l| l.wants_waiting()) {
-                    listener.on_event(&Event::Waiting {
-                        id: self.id,
-                        permits: k,
-                        wait: self.rate.wait_duration(wait),
-                    });
-                }
-                let mut r =
-                    Reservation::of(self, written, increment, now.saturating_add(wait), wait, k);
-                r.charge_mut().seq = seq;
-                Ok(r)
-            }
-            Outcome::Disabled => Ok(Reservation::of(self, 0, 0, now, 0, k)),
-            Outcome::Refused(wait) => Err(self.rejected(wait).into()),
-            Outcome::Invalid(permits) => Err(InvalidPermits::new(self.id, k, permits).into()),
-        }
-    }
-
-    /// `available_permits` on a reconfigured limiter.
-    pub(super) fn live_available(&self) -> u32 {
-        let (params, tat, _) = self.live.read();
-        if !params.enabled {
-            return params.permits;
-        }
-        gcra::available(
-            tat,
-            self.now_units(),
-            params.interval,
-            params.window,
-            params.permits,
-        )
-    }
-
-    /// `retry_after_n` on a reconfigured limiter.
-    pub(super) fn live_retry_after(&self, k: u32) -> Result<u64, InvalidPermits> {
-        let (params, tat, _) = self.live.read();
-        if k == 0 || k > params.permits {
-            return Err(InvalidPermits::new(self.id, k, params.permits));
-        }
-        if !params.enabled {
-            return Ok(0);
-        }
-        let increment = Rate::increment_of(params.interval, k);
-        Ok(gcra::check(tat, self.now_units(), increment, params.window)
-            .err()
-            .unwrap_or(0))
-    }
-
-    /// The error of a refusal on the reconfigured path, published to the listener.
-    fn rejected(&self, wait: u64) -> crate::error::RateLimitExceeded {
-        let error = self.error(wait);
-        if let Some(listener) = self.listener {
-            listener.on_event(&Event::Rejected(error));
-        }
-        error
-    }
-
-    /// Gives back a reservation made on the reconfigured path.
-    pub(super) fn live_refund(&self, seq: u32, written: u64, increment: u64) -> bool {
-        self.live.refund(seq, written, increment)
     }
 }

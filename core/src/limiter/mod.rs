@@ -13,6 +13,7 @@ use crate::event::Listener;
 use crate::state::State;
 #[cfg(feature = "reconfigure")]
 use crate::sync::Flag;
+use crate::sync::U64Cell;
 
 mod acquire;
 #[cfg(not(feature = "reconfigure"))]
@@ -108,6 +109,56 @@ impl<C> fmt::Debug for RateLimiter<C> {
             .field("tat", &self.state.tat())
             .field("has_listener", &self.listener.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+impl<C> RateLimiter<C> {
+    /// Runs `f` on the numbers a call decides with, the state under them and the generation they
+    /// belong to, read together: the ones the limiter was built with and its own state word
+    /// (`seq` 0), or (feature `reconfigure`) those of the last reconfigure and the word of their
+    /// generation. Every verb reads them the same way; only where they come from differs. `f`
+    /// is written out once for each, so that a limiter never reconfigured reads its fields in
+    /// place.
+    #[inline(always)]
+    pub(super) fn with_numbers<R>(&self, f: impl FnOnce(&Rate, u64, u32) -> R) -> R {
+        #[cfg(feature = "reconfigure")]
+        if self.reconfigured() {
+            return self.with_live_numbers(f);
+        }
+        f(&self.rate, self.state.tat(), 0)
+    }
+
+    /// [`with_numbers`](Self::with_numbers) on a reconfigured limiter, out of line: `f`'s copy
+    /// for the numbers a reconfigure set costs a limiter never reconfigured nothing.
+    #[cfg(feature = "reconfigure")]
+    #[cold]
+    #[inline(never)]
+    fn with_live_numbers<R>(&self, f: impl FnOnce(&Rate, u64, u32) -> R) -> R {
+        let (rate, tat, seq) = self.live.read(&self.rate);
+        f(&rate, tat, seq)
+    }
+
+    /// The word that holds the state under the numbers of generation `seq`.
+    #[inline(always)]
+    pub(super) fn word(&self, seq: u32) -> &U64Cell {
+        #[cfg(feature = "reconfigure")]
+        if seq != 0 {
+            return self.live.tat(seq);
+        }
+        let _ = seq;
+        self.state.word()
+    }
+
+    /// Whether the numbers of generation `seq` are still in force (no reconfigure since).
+    #[inline(always)]
+    pub(super) fn still(&self, seq: u32) -> bool {
+        #[cfg(feature = "reconfigure")]
+        return self.live.still(seq);
+        #[cfg(not(feature = "reconfigure"))]
+        {
+            let _ = seq;
+            true
+        }
     }
 }
 

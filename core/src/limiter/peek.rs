@@ -24,20 +24,11 @@ impl<C: Clock> RateLimiter<C> {
     /// assert_eq!(l.available_permits(), 3);
     /// ```
     pub fn available_permits(&self) -> u32 {
-        #[cfg(feature = "reconfigure")]
-        if self.reconfigured() {
-            return self.live_available();
-        }
-        if !self.rate.enabled() {
-            return self.rate.permits;
-        }
-        gcra::available(
-            self.state.tat(),
-            self.now_units(),
-            self.rate.interval,
-            self.rate.window(),
-            self.rate.permits,
-        )
+        let now = self.now_units();
+        self.with_numbers(move |rate, tat, _| match rate.enabled() {
+            true => gcra::available(tat, now, rate.interval, rate.window(), rate.permits),
+            false => rate.permits,
+        })
     }
 
     /// How long until one permit would pass without waiting: zero if one is there now. Takes
@@ -69,24 +60,18 @@ impl<C: Clock> RateLimiter<C> {
     /// assert!(l.retry_after_n(11).is_err());
     /// ```
     pub fn retry_after_n(&self, k: u32) -> Result<Duration, InvalidPermits> {
-        #[cfg(feature = "reconfigure")]
-        if self.reconfigured() {
-            let wait = self.live_retry_after(k)?;
-            return Ok(self.rate.wait_duration(wait));
-        }
-        self.check_permits(k)?;
-        if !self.rate.enabled() {
-            return Ok(Duration::ZERO);
-        }
-        let wait = match gcra::check(
-            self.state.tat(),
-            self.now_units(),
-            self.rate.increment(k),
-            self.rate.window(),
-        ) {
-            Ok(_) => 0,
-            Err(wait) => wait,
-        };
+        let wait = self.with_numbers(move |rate, tat, _| {
+            if k == 0 || k > rate.permits {
+                return Err(InvalidPermits::new(self.id, k, rate.permits));
+            }
+            if !rate.enabled() {
+                return Ok(0);
+            }
+            let now = self.now_units();
+            Ok(gcra::check(tat, now, rate.increment(k), rate.window())
+                .err()
+                .unwrap_or(0))
+        })?;
         Ok(self.rate.wait_duration(wait))
     }
 

@@ -6,6 +6,7 @@ use crate::clock::Clock;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;
 use crate::reservation::{Held, Holder};
+use crate::state::refund;
 
 use super::RateLimiter;
 
@@ -26,12 +27,13 @@ pub struct LimiterCharge {
     increment: u64,
     /// 0: made on the original state; else the reconfigure generation it was made under.
     #[cfg(feature = "reconfigure")]
-    pub(super) seq: u32,
+    seq: u32,
 }
 
 impl<'a, C: Clock> Reservation<'a, C> {
-    /// A reservation of `permits` that wrote `written`, having added `increment` (0: nothing to
-    /// give back), its slot `slot` units, `wait` units from when it was made.
+    /// A reservation of `permits` that wrote `written` to the state word of generation `seq`,
+    /// having added `increment` (0: nothing to give back), its slot `slot` units, `wait` units
+    /// from when it was made.
     pub(super) fn of(
         limiter: &'a RateLimiter<C>,
         written: u64,
@@ -39,12 +41,15 @@ impl<'a, C: Clock> Reservation<'a, C> {
         slot: u64,
         wait: u64,
         permits: u32,
+        seq: u32,
     ) -> Self {
+        #[cfg(not(feature = "reconfigure"))]
+        let _ = seq;
         let charge = LimiterCharge {
             written,
             increment,
             #[cfg(feature = "reconfigure")]
-            seq: 0,
+            seq,
         };
         Held::new(limiter, charge, slot, wait, permits)
     }
@@ -75,7 +80,7 @@ impl<C: Clock> Holder<LimiterCharge> for RateLimiter<C> {
     }
 
     fn refusal(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
-        RateLimitExceeded::new(self.id, reason, wait, self.rate.unit_hz, self.rate.shift)
+        self.rate.refusal(self.id, reason, wait)
     }
 
     fn charged(charge: &LimiterCharge) -> bool {
@@ -84,11 +89,12 @@ impl<C: Clock> Holder<LimiterCharge> for RateLimiter<C> {
 
     fn give_back(&self, charge: &LimiterCharge) -> bool {
         #[cfg(feature = "reconfigure")]
-        if charge.seq != 0 {
-            return self.live_refund(charge.seq, charge.written, charge.increment);
-        }
-        // With `reconfigure`: a reconfigure since has frozen this state, nothing goes back then.
-        self.state.refund(charge.written, charge.increment)
+        let seq = charge.seq;
+        #[cfg(not(feature = "reconfigure"))]
+        let seq = 0;
+        // A reconfigure since moved the state (and converted this charge with it): nothing goes
+        // back then.
+        self.still(seq) && refund(self.word(seq), charge.written, charge.increment)
     }
 
     fn publish_release(&self, _charge: &LimiterCharge, event: Event) {
