@@ -16,6 +16,7 @@
 //! cargo bench --bench store -- --std-only # without ritmo-core's fixed table
 //! ```
 
+use ritmo::keyed::Keyed;
 use std::alloc::System;
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -69,7 +69,7 @@
 
 use std::hash::Hash;
 
-use ritmo_core::keyed::TierSet;
+use ritmo_core::keyed::{Keyed, KeyedStore, TierSet};
 use ritmo_core::{Bands, Clock, Event, KeyedLimiter, Listener, RateLimiter, Reason, Registry};
 
 use crate::KeyedRateLimiter;
@@ -177,6 +177,7 @@ impl Listener for MetricsListener {
 /// use ritmo::{Bands, Config, ManualClock, RateLimiter};
 /// use ritmo::server::KeyedRateLimiter;
 /// use ritmo::server::metrics;
+/// use ritmo::keyed::Keyed;
 ///
 /// let clock = ManualClock::new();
 /// let global = RateLimiter::new("global", Config::new(100, Duration::from_secs(1))?, &clock);
@@ -266,9 +267,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> Recordable
     for KeyedLimiter<K, C, N, P>
 {
     fn record(&self) {
-        let rate = self.rate();
         let snapshot = self.snapshot();
-        record_keyed(rate, snapshot.live_keys, snapshot.permits, tiered::<K, P>());
+        record_keyed(
+            self.key_rate(),
+            snapshot.live_keys,
+            snapshot.permits,
+            tiered::<K, P>(),
+        );
     }
 }
 
@@ -276,7 +281,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> Recordable for KeyedRateLimi
     fn record(&self) {
         let snapshot = self.snapshot();
         record_keyed(
-            self.rate(),
+            self.key_rate(),
             snapshot.live_keys,
             snapshot.permits,
             tiered::<K, P>(),

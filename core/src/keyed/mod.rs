@@ -26,6 +26,7 @@
 //! use core::time::Duration;
 //! use ritmo::{const_config, ManualClock, Reason};
 //! use ritmo::keyed::KeyedLimiter;
+//! use ritmo::keyed::Keyed;
 //!
 //! static CLOCK: ManualClock = ManualClock::new();
 //! // 2 requests per second per peer, for up to 4 peers limited at once.
@@ -70,8 +71,7 @@
 //! [`Reason::KeyCapacity`]: crate::Reason::KeyCapacity
 
 mod acquire;
-#[doc(hidden)]
-pub mod front;
+mod front;
 #[cfg(feature = "reconfigure")]
 mod live;
 mod peek;
@@ -85,8 +85,7 @@ mod table;
 mod tiered;
 mod tiers;
 
-#[doc(hidden)]
-pub use front::KeyedStore;
+pub use front::{Keyed, KeyedStore, Peek, Peeked};
 #[doc(hidden)]
 pub use rate::KeyRate;
 #[doc(hidden)]
@@ -98,7 +97,6 @@ pub use rules::Decision;
 pub use rules::TierRules;
 #[doc(hidden)]
 pub use state::KeyState;
-#[doc(hidden)]
 pub use store::Taken;
 pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
@@ -120,6 +118,7 @@ use table::Table;
 /// use portable_atomic::{AtomicU32, Ordering};
 /// use ritmo::{const_config, Event, ManualClock};
 /// use ritmo::keyed::{KeyListener, KeyedLimiter};
+/// use ritmo::keyed::Keyed;
 ///
 /// struct LastRejected(AtomicU32);
 /// impl KeyListener<u32> for LastRejected {
@@ -150,6 +149,7 @@ pub trait KeyListener<K: ?Sized>: Sync {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock};
 /// use ritmo::keyed::{KeySnapshot, KeyedLimiter};
+/// use ritmo::keyed::Keyed;
 /// let peers: KeyedLimiter<u8, _, 4> =
 ///     KeyedLimiter::with_clock("peers", Config::new(3, Duration::from_secs(1))?, ManualClock::new(), 9);
 /// peers.try_acquire(&1).unwrap();
@@ -188,6 +188,7 @@ impl<K> KeySnapshot<K> {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock};
 /// use ritmo::keyed::{KeyedLimiter, KeyedSnapshot};
+/// use ritmo::keyed::Keyed;
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("peers", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
 /// l.try_acquire(&1).unwrap();
 /// assert_eq!(l.snapshot(), KeyedSnapshot::new("peers", 1, 1, 8, 2));
@@ -278,6 +279,7 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     /// use core::time::Duration;
     /// use ritmo::{const_config, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
+    /// use ritmo::keyed::Keyed;
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static NODES: KeyedLimiter<u16, &ManualClock, 32> =
     ///     KeyedLimiter::new("nodes", const_config!(10, Duration::from_secs(60)), &CLOCK, 0xC0FFEE);
@@ -324,6 +326,7 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// use core::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let users: KeyedLimiter<&str, _, 16> =
     ///     KeyedLimiter::with_clock("users", Config::new(5, Duration::from_secs(1))?, ManualClock::new(), 42);
     /// assert!(users.try_acquire(&"ada").is_ok());
@@ -353,6 +356,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// use core::time::Duration;
     /// use ritmo::{const_config, Event, Listener, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
+    /// use ritmo::keyed::Keyed;
     /// struct Log;
     /// impl Listener for Log {
     ///     fn on_event(&self, event: &Event) { assert_eq!(event.id(), "peers"); }
@@ -433,26 +437,6 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
         self.rate.clock()
     }
 
-    /// How many keys it can hold: `N`.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 64> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert_eq!(l.capacity(), 64);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub const fn capacity(&self) -> usize {
-        N
-    }
-
-    /// The rules it applies to each key; for ritmo-std's keyed store, not part of the API.
-    #[doc(hidden)]
-    pub const fn rate(&self) -> &KeyRate<C> {
-        &self.rate
-    }
-
     /// Calls admitted at once since it was built, every key together (feature `counters`).
     /// A statistic kept with a plain load and store: exact on one core, it may undercount when
     /// two cores admit at the same instant.
@@ -461,6 +445,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 4> =
     ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
@@ -481,6 +466,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
@@ -504,6 +490,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock, Reason};
     /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 1> =
     ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
@@ -533,6 +520,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u32, _, 8> = KeyedLimiter::with_clock("x", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 2).unwrap();
     /// l.set_seed(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
@@ -560,6 +548,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// use core::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 4> =
     ///     KeyedLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, &clock, 0);

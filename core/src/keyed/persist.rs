@@ -97,6 +97,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// use ritmo::persist::Restored;
     /// use ritmo::keyed::KeyedLimiter;
     /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::Keyed;
     ///
     /// let clock = ManualClock::new();
     /// let config = Config::new(2, Duration::from_secs(1))?;
@@ -162,6 +163,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// use ritmo::persist::{Restored, Untrusted};
     /// use ritmo::keyed::KeyedLimiter;
     /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::Keyed;
     ///
     /// let clock = ManualClock::new();
     /// let config = Config::new(10, Duration::from_secs(10))?;

@@ -18,6 +18,7 @@ use crate::reservation::{Held, Holder};
 /// # use core::time::Duration;
 /// # use ritmo::{Config, ManualClock};
 /// # use ritmo::keyed::KeyedLimiter;
+/// # use ritmo::keyed::Keyed;
 /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
 /// let a = l.reserve(&1).unwrap();
@@ -71,6 +72,7 @@ impl<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyReservation<'a, K,
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(*l.reserve(&3).unwrap().key(), 3);
     /// # Ok::<(), ritmo::ConfigError>(())

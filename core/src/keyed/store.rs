@@ -9,10 +9,16 @@ use crate::clock::Clock;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;
 
-/// A keyed limiter's store of key states, under the front every keyed limiter shares. Implemented
-/// by ritmo-core's [`KeyedLimiter`](super::KeyedLimiter) and ritmo-std's `KeyedRateLimiter`;
-/// public only so that both share the one front and the one reservation type.
-#[doc(hidden)]
+/// Where a keyed limiter's key states live, under the verbs every keyed limiter shares
+/// ([`Keyed`](super::Keyed), implemented for every store). Implemented by ritmo-core's fixed
+/// [`KeyedLimiter`](super::KeyedLimiter) and ritmo-std's sharded `KeyedRateLimiter`.
+///
+/// A store finds or inserts a key and decides a call on its state with the rules of
+/// [`KeyRate`] and [`TierRules`] ([`take`](Self::take)), gives a reservation back
+/// ([`refund_key`](Self::refund_key)), reads a key's state ([`peek`](Self::peek)), and counts
+/// and drops the keys it holds. The provided methods are the shared mechanism the verbs are
+/// built from: picking a key's tier, reading a tier's numbers, counting and publishing an
+/// outcome.
 pub trait KeyedStore<K: 'static> {
     /// The clock the limiter reads.
     type Clock: Clock;
@@ -39,6 +45,29 @@ pub trait KeyedStore<K: 'static> {
     /// What the store holds for `key` on `tier` now, changing no state (a store may reclaim idle
     /// keys meanwhile: that changes no decision).
     fn peek(&self, key: &K, tier: <Self::Tiers as TierSet<K>>::Index) -> Peek;
+    /// Keys being limited right now (not idle): [`Keyed::len`](super::Keyed::len).
+    fn live_count(&self) -> usize;
+    /// Keys held, live or idle and not yet reclaimed: [`Keyed::keys_held`](super::Keyed::keys_held).
+    fn held_count(&self) -> usize;
+    /// The most keys it holds at once: [`Keyed::capacity`](super::Keyed::capacity).
+    fn key_capacity(&self) -> usize;
+    /// Drops every idle key; the keys left: [`Keyed::reclaim_idle`](super::Keyed::reclaim_idle).
+    fn drop_idle(&self) -> usize;
+
+    /// One permit for `key` on `tier` now (the call `try_acquire` makes once its tier is
+    /// picked); a store may answer it by a faster path of its own, deciding as
+    /// [`take`](Self::take) would.
+    #[inline]
+    fn take_one(
+        &self,
+        key: &K,
+        tier: <Self::Tiers as TierSet<K>>::Index,
+    ) -> Result<(), RateLimitExceeded> {
+        if !self.enabled(tier) {
+            return Ok(());
+        }
+        self.take(key, tier, 1, 0).map(|_| ())
+    }
 
     /// Tells the limiter's listeners, if it has any, about `event` on `key`.
     #[inline]
@@ -137,7 +166,6 @@ pub trait KeyedStore<K: 'static> {
 
 /// What a keyed store holds for a key now: the numbers of its tier, the instant, and the key's
 /// state or why it has none.
-#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct Peek {
     /// The numbers of the key's tier, as the store read them.
@@ -149,7 +177,6 @@ pub struct Peek {
 }
 
 /// A key's state in a [`Peek`].
-#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub enum Peeked {
     /// Held: its state, carried over to the tier asked about.
@@ -161,7 +188,6 @@ pub enum Peeked {
 }
 
 /// What a call did to its key: the state it wrote, when its permits arrive, and how long that is.
-#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct Taken {
     /// The key's state after the call.

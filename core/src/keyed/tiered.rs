@@ -23,6 +23,7 @@ where
     /// use core::time::Duration;
     /// use ritmo::{const_config, ManualClock, Reason};
     /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// use ritmo::keyed::Keyed;
     /// fn plan(key: &u16) -> &'static str { if *key >= 100 { "paid" } else { "free" } }
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static API: KeyedLimiter<u16, &ManualClock, 16, Tiers<u16, 2>> = KeyedLimiter::tiered(
@@ -69,6 +70,7 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// use core::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// use ritmo::keyed::Keyed;
     /// let tiers = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
@@ -136,6 +138,7 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// use core::time::Duration;
     /// use ritmo::{Config, ErrorCode, ManualClock};
     /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// use ritmo::keyed::Keyed;
     /// let clock = ManualClock::new();
     /// let tiers = Tiers::new(
     ///     [

@@ -105,6 +105,7 @@ impl<P> Tier<P> {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock, Reason};
 /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+/// use ritmo::keyed::Keyed;
 ///
 /// #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 /// enum Plan { Free, Paid }
@@ -136,6 +137,7 @@ impl<P> Tier<P> {
 /// use core::time::Duration;
 /// use ritmo::{const_config, ManualClock};
 /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+/// use ritmo::keyed::Keyed;
 ///
 /// /// Customers below 1000 are on the free plan; the others pay.
 /// fn plan(customer: &u32) -> &'static str {

@@ -1,17 +1,15 @@
 //! Taking permits from a [`KeyedRateLimiter`]: a known key under its shard's read lock (one
 //! compare-and-swap), a key that changed tier carried over under the write lock, a new key put in
-//! within `max_keys`; reservations and waits with a [`Wait`].
+//! within `max_keys`; a reservation given back.
 
 use std::hash::Hash;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
-use ritmo_core::keyed::front::{self, KeyedStore};
-use ritmo_core::keyed::{Decision, Taken, TierRules, TierSet};
-use ritmo_core::{AcquireError, Clock, RateLimitExceeded, Reason, Wait};
+use ritmo_core::keyed::{Decision, KeyedStore, Taken, TierRules, TierSet};
+use ritmo_core::{Clock, RateLimitExceeded, Reason};
 
 use super::reclaim::Room;
-use super::{KeyEntry, KeyedRateLimiter, KeyedReservation};
+use super::{KeyEntry, KeyedRateLimiter};
 
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// Runs one call on `tier` for `k` permits (already checked) that may wait `max_wait` units.
@@ -189,22 +187,12 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         }
     }
 
-    /// Takes one permit for `key` if it is there now; never waits. A key never seen gets a full
-    /// burst; a new key the map has no room for is refused with [`Reason::KeyCapacity`].
+    /// One permit for `key` on `tier` now ([`KeyedStore::take_one`]): the read lock held across
+    /// one compare-and-swap while no change of the numbers has begun.
     ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert!(l.try_acquire(&"a").is_ok());
-    /// assert!(l.try_acquire(&"a").is_err());
-    /// assert!(l.try_acquire(&"b").is_ok());
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
+    /// [`KeyedStore::take_one`]: crate::ritmo::keyed::KeyedStore::take_one
     #[inline]
-    pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        let tier = self.pick(key)?;
+    pub(super) fn take_one_key(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
         // Reconfigured (or a tier changed live): decide with the numbers in force at each try.
         let Some(config) = self.rate.unchanged_rules() else {
             return self.try_acquire_changed(key, tier);
@@ -230,136 +218,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         }
     }
 
-    /// [`try_acquire`](Self::try_acquire) on a limiter a `reconfigure` changed.
+    /// [`take_one_key`](Self::take_one_key) on a limiter a `reconfigure` changed.
     #[cold]
     fn try_acquire_changed(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
         if !self.rules(tier).enabled() {
             return Ok(());
         }
         self.take_key(key, tier, 1, 0).map(|_| ())
-    }
-
-    /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
-    /// `k > permits` are [`AcquireError::InvalidPermits`].
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{AcquireError, Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert!(l.try_acquire_n(&1u8, 3).is_ok());
-    /// assert!(matches!(l.try_acquire_n(&1, 2), Err(AcquireError::RateLimited(_))));
-    /// assert!(matches!(l.try_acquire_n(&1, 5), Err(AcquireError::InvalidPermits(_))));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        front::try_acquire_n(self, key, k)
-    }
-
-    /// Takes one permit for `key` now, or reserves its next one if it arrives within the config's
-    /// `max_wait`; otherwise rejects at once without changing anything.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
-    /// l.try_acquire_n(&1u8, 2).unwrap();
-    /// let r = l.reserve(&1).unwrap();
-    /// assert_eq!(r.wait_time(), Duration::from_millis(500));
-    /// assert!(l.reserve(&1).is_err());
-    /// assert!(r.cancel());
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn reserve(&self, key: &K) -> Result<KeyedReservation<'_, K, C, P>, RateLimitExceeded> {
-        front::reserve(self, key)
-    }
-
-    /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
-    /// l.try_acquire_n(&1u8, 4).unwrap();
-    /// assert_eq!(l.reserve_n(&1, 2).unwrap().wait_time(), Duration::from_millis(500));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn reserve_n(
-        &self,
-        key: &K,
-        k: u32,
-    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
-        front::reserve_n(self, key, k, None)
-    }
-
-    /// Like [`reserve_n`](Self::reserve_n), with this call's own `max_wait`.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// l.try_acquire(&1u8).unwrap();
-    /// assert!(l.reserve_n_within(&1, 1, Duration::from_millis(999)).is_err());
-    /// assert!(l.reserve_n_within(&1, 1, Duration::from_secs(1)).is_ok());
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn reserve_n_within(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: Duration,
-    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
-        front::reserve_n(self, key, k, Some(max_wait))
-    }
-
-    /// Takes one permit for `key`, waiting for it with `waiter` if it arrives within `max_wait`.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// l.acquire_with(&1u8, &mut AdvanceClock).unwrap();
-    /// l.acquire_with(&1u8, &mut AdvanceClock).unwrap();
-    /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn acquire_with<W: Wait<C> + ?Sized>(
-        &self,
-        key: &K,
-        waiter: &mut W,
-    ) -> Result<(), RateLimitExceeded> {
-        self.reserve(key)?.wait_with(waiter)
-    }
-
-    /// Takes `k` permits for `key`, waiting with `waiter` as [`acquire_with`](Self::acquire_with).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// l.acquire_n_with(&1u8, 4, &mut AdvanceClock).unwrap();
-    /// l.acquire_n_with(&1u8, 2, &mut AdvanceClock).unwrap();
-    /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn acquire_n_with<W: Wait<C> + ?Sized>(
-        &self,
-        key: &K,
-        k: u32,
-        waiter: &mut W,
-    ) -> Result<(), AcquireError> {
-        Ok(self.reserve_n(key, k)?.wait_with(waiter)?)
     }
 
     /// Gives back what a reservation on tier `tier` took, if the key was not changed since.
@@ -375,43 +240,5 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         });
         // Not held: dropped as idle, its permits were all back already.
         held.unwrap_or_else(|| self.rate.is_idle(written, self.rate.now()))
-    }
-}
-
-/// Waits that advance a fake clock: tests never sleep.
-impl<K: Hash + Eq + Clone, C: ritmo_core::ManualTime, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
-    /// Takes one permit for `key`, waiting for it by advancing the fake clock to its slot.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Clock, Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// for _ in 0..3 { l.acquire_advancing(&1u8).unwrap(); }
-    /// assert_eq!(clock.now(), 500_000_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        self.acquire_with(key, &mut ritmo_core::AdvanceClock)
-    }
-
-    /// Takes `k` permits for `key`, advancing the fake clock to their slot if they must wait.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Clock, Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let clock = ManualClock::new();
-    /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 10, &clock);
-    /// l.acquire_n_advancing(&1u8, 4).unwrap();
-    /// l.acquire_n_advancing(&1u8, 4).unwrap();
-    /// assert_eq!(clock.now(), 1_000_000_000);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        self.acquire_n_with(key, k, &mut ritmo_core::AdvanceClock)
     }
 }

@@ -26,6 +26,7 @@
 //! use std::time::Duration;
 //! use ritmo::{Config, ManualClock, Reason};
 //! use ritmo::server::KeyedRateLimiter;
+//! use ritmo::keyed::Keyed;
 //!
 //! let clock = ManualClock::new();
 //! let config = Config::new(2, Duration::from_secs(1))?;
@@ -59,8 +60,7 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use ritmo_core::keyed::front::Peek;
-use ritmo_core::keyed::{KeyRate, KeyReservation, KeyedStore, OneTier, Taken, TierSet};
+use ritmo_core::keyed::{KeyRate, KeyReservation, KeyedStore, OneTier, Peek, Taken, TierSet};
 use ritmo_core::{Clock, Config, KeyListener, Listener, RateLimitExceeded};
 
 use crate::clock::StdClock;
@@ -108,6 +108,7 @@ impl<K: Hash + Eq + Clone> KeyedRateLimiter<K, StdClock> {
     /// use std::time::Duration;
     /// use ritmo::Config;
     /// use ritmo::server::{IpKey, KeyedRateLimiter};
+    /// use ritmo::keyed::Keyed;
     /// let per_ip = KeyedRateLimiter::new("login", Config::new(5, Duration::from_secs(60))?, 100_000);
     /// let client = IpKey::from("198.51.100.4".parse::<std::net::IpAddr>().unwrap());
     /// assert!(per_ip.try_acquire(&client).is_ok());
@@ -128,6 +129,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// use std::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
     /// assert_eq!(l.capacity(), 10);
     /// l.try_acquire(&1u64).unwrap();
@@ -161,6 +163,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// use std::time::Duration;
     /// use ritmo::{Config, Event, Listener, ManualClock};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// struct Count(std::sync::atomic::AtomicU32);
     /// impl Listener for Count {
     ///     fn on_event(&self, _: &Event) { self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed); }
@@ -185,6 +188,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// use std::time::Duration;
     /// use ritmo::{Config, Event, KeyListener, ManualClock};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// struct Audit;
     /// impl KeyListener<u8> for Audit {
     ///     fn on_event(&self, key: &u8, _: &Event) { assert_eq!(*key, 1); }
@@ -244,42 +248,6 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         self.rate.clock()
     }
 
-    /// `max_keys`: the most keys it holds at once.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(l.capacity(), 10);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn capacity(&self) -> usize {
-        self.max_keys
-    }
-
-    /// Keys in memory, live or idle but not yet reclaimed: never more than
-    /// [`capacity`](Self::capacity).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// l.try_acquire(&1u8).unwrap();
-    /// assert_eq!(l.keys_held(), 1);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn keys_held(&self) -> usize {
-        self.held.load(Ordering::Acquire)
-    }
-
-    /// The rules it applies to each key; for ritmo-std's metrics, not part of the API.
-    #[doc(hidden)]
-    pub fn rate(&self) -> &KeyRate<C> {
-        &self.rate
-    }
-
     /// Calls admitted at once since it was built, every key together (feature `metrics`).
     /// A statistic kept with a plain load and store: exact on one core, it may undercount when
     /// two cores admit at the same instant.
@@ -288,6 +256,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # use std::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::server::KeyedRateLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 4, ManualClock::new());
     /// l.try_acquire(&1u8).unwrap();
     /// l.try_acquire(&2).unwrap();
@@ -307,6 +276,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # use std::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::server::KeyedRateLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l = KeyedRateLimiter::with_clock("x", c, 4, ManualClock::new());
     /// l.try_acquire(&1).unwrap();
@@ -330,6 +300,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # use std::time::Duration;
     /// # use ritmo::{Config, ManualClock, Reason};
     /// # use ritmo::server::KeyedRateLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 1, ManualClock::new());
     /// l.try_acquire(&1).unwrap();
     /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
@@ -421,6 +392,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// use std::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, 100, ManualClock::new());
     /// l.try_acquire_n(&1u8, 4).unwrap(); // key 1: 6 left
     /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
@@ -446,6 +418,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
 /// # use std::time::Duration;
 /// # use ritmo::{Config, ManualClock};
 /// # use ritmo::server::KeyedRateLimiter;
+/// # use ritmo::keyed::Keyed;
 /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
 /// let a = l.reserve(&1u8).unwrap();
@@ -485,11 +458,34 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateL
         self.take_key(key, tier, k, max_wait)
     }
 
+    #[inline]
+    fn take_one(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
+        self.take_one_key(key, tier)
+    }
+
     fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
         self.refund(key, written, increment, tier)
     }
 
     fn peek(&self, key: &K, tier: P::Index) -> Peek {
         self.peek_key(key, tier)
+    }
+
+    /// One pass over the map.
+    fn live_count(&self) -> usize {
+        self.live_count()
+    }
+
+    fn held_count(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
+    fn key_capacity(&self) -> usize {
+        self.max_keys
+    }
+
+    fn drop_idle(&self) -> usize {
+        self.make_room(true, None);
+        self.held.load(Ordering::Acquire)
     }
 }

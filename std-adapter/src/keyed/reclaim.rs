@@ -66,6 +66,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
 mod tests {
     use std::time::Duration;
 
+    use ritmo_core::keyed::Keyed;
     use ritmo_core::{Config, ManualClock, Reason};
 
     use super::KeyedRateLimiter;

@@ -22,6 +22,7 @@ impl<K: Hash + Eq + Clone, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// use ritmo::Config;
     /// use ritmo::keyed::{Tier, Tiers};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// /// API keys starting `pk_live_` are on the paid plan.
     /// fn plan(api_key: &String) -> &'static str {
     ///     if api_key.starts_with("pk_live_") { "paid" } else { "free" }
@@ -48,6 +49,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::{Tier, Tiers};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let tiers = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
@@ -99,6 +101,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::{Tier, Tiers};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let clock = ManualClock::new();
     /// let tiers = Tiers::new(
     ///     [
