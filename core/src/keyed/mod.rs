@@ -86,16 +86,9 @@ mod tiered;
 mod tiers;
 
 pub use front::{Keyed, KeyedStore, Peek, Peeked};
-#[doc(hidden)]
-pub use rate::KeyRate;
-#[doc(hidden)]
-pub use rate::Settled;
+pub use rate::{KeyRate, Settled};
 pub use reservation::{KeyCharge, KeyReservation};
-#[doc(hidden)]
-pub use rules::Decision;
-#[doc(hidden)]
-pub use rules::TierRules;
-#[doc(hidden)]
+pub use rules::{Decision, TierRules};
 pub use state::KeyState;
 pub use store::Taken;
 pub use tiers::{OneTier, Tier, TierSet, Tiers};

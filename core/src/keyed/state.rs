@@ -61,7 +61,6 @@ impl KeyState {
     }
 
     /// [`apply`](Self::apply) with the numbers of `settled` (see [`Settled`]).
-    #[doc(hidden)]
     pub fn apply_settled<C>(
         &self,
         rate: &KeyRate<C>,
@@ -74,7 +73,6 @@ impl KeyState {
     }
 
     /// [`apply`](Self::apply) with one tier's numbers, as `rules` reads them at each try.
-    #[doc(hidden)]
     #[inline]
     pub fn apply_rules(
         &self,
@@ -90,7 +88,6 @@ impl KeyState {
     /// change of them has begun: `None`, with nothing done, if one has by the time the state is
     /// read (a conversion it wrote may be what was read) or the compare-and-swap lost; decide
     /// then with the numbers in force.
-    #[doc(hidden)]
     #[inline]
     pub fn try_take_unchanged<C>(
         &self,
@@ -113,7 +110,6 @@ impl KeyState {
     }
 
     /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
-    #[doc(hidden)]
     pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
         let _ = update(&self.0, Backoff::new(), |tat| {
             Ok::<_, ()>((convert(tat), ()))

@@ -325,9 +325,10 @@ impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
     /// Changes the config of the tier named `name` to `config` from `now` (in `rate`'s units)
     /// as one change of `rate`'s numbers: `convert` gets the tier's index and the conversion of
     /// one state (the reconfigure rule, idle is new) and applies it to every key the store
-    /// holds on that tier. The store serialises changes, and converts under its own locks.
+    /// holds on that tier. The store serialises changes, and converts under its own locks:
+    /// what a keyed limiter's `set_tier_config` runs.
     #[cfg(feature = "reconfigure")]
-    #[doc(hidden)]
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn change<C>(
         &self,
         rate: &super::KeyRate<C>,
@@ -354,7 +355,6 @@ impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
     }
 
     /// The same tiers in the units of a clock of `tick` (what a limiter taking them does).
-    #[doc(hidden)]
     pub const fn in_units(mut self, tick: TickRate) -> Self {
         self.rates = rates_of(&self.tiers, tick);
         self
@@ -438,7 +438,6 @@ pub trait TierSet<K: ?Sized>: sealed::Sealed {
     fn pick(&self, key: &K) -> Option<Self::Index>;
     /// The numbers of tier `index` as built, or in force if `changed` (a live change may have
     /// come: read under the change's lock); `None`: the limiter's own config (one tier).
-    #[doc(hidden)]
     fn rules(&self, index: Self::Index, changed: bool) -> Option<TierRules>;
     /// The name and config in force of the tier at `position`, if the set has named tiers.
     fn tier(&self, position: usize) -> Option<(&'static str, Config)>;
@@ -448,7 +447,6 @@ pub trait TierSet<K: ?Sized>: sealed::Sealed {
     fn position(index: Self::Index) -> u8;
     /// Whether a reservation made on the tier at `position` can still go back to a key now on
     /// `index`: the same tier, or one with the same numbers (nothing was carried over).
-    #[doc(hidden)]
     fn refundable(&self, index: Self::Index, position: u8) -> bool;
 }
 
