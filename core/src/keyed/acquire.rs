@@ -4,11 +4,10 @@
 use core::hash::Hash;
 
 use super::front::{KeyedStore, Peek, Peeked};
-use super::rate::KeyRate;
 use super::rules::TierRules;
 use super::table::Probe;
 use super::table::Slot;
-use super::{KeyListener, KeyedLimiter, Taken, TierSet};
+use super::{KeyRules, KeyedLimiter, Taken, TierSet};
 use crate::clock::Clock;
 use crate::error::{RateLimitExceeded, Reason};
 
@@ -23,11 +22,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
         rules: &TierRules,
         now: u64,
     ) -> u64 {
-        if slot.tier == tier {
-            slot.tat
-        } else {
-            self.rules(slot.tier).carry(slot.tat, now, rules)
-        }
+        self.rules.carried(slot.tat, slot.tier, tier, rules, now)
     }
 }
 
@@ -38,21 +33,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
     type Clock = C;
     type Tiers = P;
 
-    fn key_rate(&self) -> &KeyRate<C> {
-        &self.rate
-    }
-
-    fn tiers(&self) -> &P {
-        &self.tiers
-    }
-
-    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>> {
-        self.key_listener
+    fn key_rules(&self) -> &KeyRules<K, C, P> {
+        &self.rules
     }
 
     /// Scans the table.
     fn live_count(&self) -> usize {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             t.slots
@@ -71,7 +58,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
     }
 
     fn drop_idle(&self) -> usize {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             t.reclaim(now)
@@ -87,7 +74,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
         k: u32,
         max_wait: u64,
     ) -> Result<Taken, RateLimitExceeded> {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         let result = self.table.with(|t| {
             let now = t.observe(reading);
             let rules = self.rules(tier);
@@ -125,7 +112,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
     }
 
     fn peek(&self, key: &K, tier: P::Index) -> Peek {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             // The numbers under the table's lock: a reconfigure converts the keys under it.
@@ -153,13 +140,14 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
 
     /// Gives back what a reservation on tier `tier` took, if the key was not changed since.
     fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             match t.probe(key, now) {
                 // Changed tier since: its state was carried over, the reservation's slot with it.
-                Probe::Found(i) if !self.tiers.refundable(t.slots[i].tier, tier) => false,
-                Probe::Found(i) => match self.rate.refund(t.slots[i].tat, written, increment) {
+                Probe::Found(i) if !self.rules.tiers.refundable(t.slots[i].tier, tier) => false,
+                Probe::Found(i) => match self.rules.rate.refund(t.slots[i].tat, written, increment)
+                {
                     Some(back) => {
                         // Never below where a key not held starts (after a restore).
                         let fresh = t.fresh(&self.rules(t.slots[i].tier));

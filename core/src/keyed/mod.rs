@@ -72,6 +72,7 @@
 
 mod acquire;
 mod front;
+mod key_rules;
 #[cfg(feature = "reconfigure")]
 mod live;
 mod peek;
@@ -86,10 +87,11 @@ mod tiered;
 mod tiers;
 
 pub use front::{Keyed, KeyedStore, Peek, Peeked};
+pub use key_rules::KeyRules;
 pub use rate::{KeyRate, Settled};
 pub use reservation::{KeyCharge, KeyReservation};
 pub use rules::{Decision, TierRules};
-pub use state::KeyState;
+pub use state::KeyCell;
 pub use store::Taken;
 pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
@@ -247,19 +249,17 @@ impl KeyedSnapshot {
 /// With `P` = [`Tiers`], each key gets the config of its own tier: see [`tiered`](Self::tiered)
 /// and [`Tiers`].
 pub struct KeyedLimiter<K: 'static, C, const N: usize, P: TierSet<K> = OneTier> {
-    rate: KeyRate<C>,
-    tiers: P,
+    rules: KeyRules<K, C, P>,
     table: Lock<Table<K, N, P::Index>>,
-    key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
 impl<K, C, const N: usize, P: TierSet<K>> fmt::Debug for KeyedLimiter<K, C, N, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
-            .field("id", &self.rate.id())
-            .field("config", &self.rate.config())
+            .field("id", &self.rules.rate.id())
+            .field("config", &self.rules.rate.config())
             .field("capacity", &N)
-            .field("has_key_listener", &self.key_listener.is_some())
+            .field("has_key_listener", &self.rules.key_listener.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -287,10 +287,8 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
             )
         };
         KeyedLimiter {
-            rate: KeyRate::new(id, config, clock),
-            tiers: OneTier,
+            rules: KeyRules::new(id, config, clock),
             table: Lock::new(Table::new(seed)),
-            key_listener: None,
         }
     }
 
@@ -304,10 +302,8 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
             )
         };
         KeyedLimiter {
-            rate: KeyRate::new(id, config, clock),
-            tiers: OneTier,
+            rules: KeyRules::new(id, config, clock),
             table: Lock::new(Table::new(seed)),
-            key_listener: None,
         }
     }
 }
@@ -333,10 +329,8 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             )
         };
         KeyedLimiter {
-            rate: KeyRate::with_clock(id, config, clock),
-            tiers: OneTier,
+            rules: KeyRules::with_clock(id, config, clock),
             table: Lock::new(Table::new(seed)),
-            key_listener: None,
         }
     }
 }
@@ -362,7 +356,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// ```
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
-        self.rate.set_listener(listener);
+        self.rules.rate.set_listener(listener);
         self
     }
 
@@ -382,7 +376,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// ```
     #[must_use]
     pub const fn with_key_listener(mut self, listener: &'static dyn KeyListener<K>) -> Self {
-        self.key_listener = Some(listener);
+        self.rules.key_listener = Some(listener);
         self
     }
 
@@ -397,7 +391,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn id(&self) -> &'static str {
-        self.rate.id()
+        self.rules.rate.id()
     }
 
     /// The config every key gets: the one it was built with, or the last one given to
@@ -413,7 +407,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn config(&self) -> Config {
-        self.rate.config()
+        self.rules.rate.config()
     }
 
     /// The clock it reads.
@@ -427,7 +421,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub const fn clock(&self) -> &C {
-        self.rate.clock()
+        self.rules.rate.clock()
     }
 
     /// Calls admitted at once since it was built, every key together (feature `counters`).
@@ -450,7 +444,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn admitted_count(&self) -> u64 {
-        self.rate.admitted_count()
+        self.rules.rate.admitted_count()
     }
 
     /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
@@ -471,7 +465,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn waited_count(&self) -> u64 {
-        self.rate.waited_count()
+        self.rules.rate.waited_count()
     }
 
     /// Calls refused for `reason` (feature `counters`): [`Reason::NoPermitInTime`] (the key's
@@ -500,7 +494,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     pub fn rejected_count(&self, reason: crate::Reason) -> u64 {
-        self.rate.rejected_count(reason)
+        self.rules.rate.rejected_count(reason)
     }
 }
 
@@ -521,7 +515,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn set_seed(&self, seed: u128) {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             t.reseed(seed, now);
@@ -553,13 +547,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     #[cfg(feature = "reconfigure")]
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn reconfigure(&self, config: Config) {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             // Keys not held that a restore left spent are converted as held ones are.
-            let fresh = t.fresh(&self.rate.rules());
+            let fresh = t.fresh(&self.rules.rate.rules());
             let mut fresh_after = None;
-            self.rate.change(config, now, |convert| {
+            self.rules.rate.change(config, now, |convert| {
                 for slot in t.slots.iter_mut() {
                     if slot.key.is_some() {
                         slot.tat = convert(slot.tat);
@@ -568,7 +562,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
                 fresh_after = Some(convert(fresh));
             });
             if let Some(fresh) = fresh_after {
-                t.spent = persist::spent_for(fresh, &self.rate.rules(), now);
+                t.spent = persist::spent_for(fresh, &self.rules.rate.rules(), now);
             }
         });
     }

@@ -22,7 +22,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn live_keys(&self) -> heapless::Vec<KeySnapshot<K>, N> {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             let mut out = heapless::Vec::new();

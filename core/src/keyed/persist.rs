@@ -77,7 +77,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// converts).
     fn print(&self) -> u32 {
         let mut crc = !0;
-        for position in 0..self.tiers.count() {
+        for position in 0..self.rules.tiers.count() {
             let rules = self.rules(P::Index::at(position as u8));
             crc = fingerprint_add(crc, &rules.0);
         }
@@ -118,13 +118,13 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
             return false;
         }
         let reading = self.clock().now();
-        let units = self.rate.now();
+        let units = self.rules.rate.now();
         let entry = K::LEN + 9;
         self.table.with(|t| {
             let now = t.observe(units);
             out.fill(0);
             // at most 255 tiers
-            write_head(out, self.tiers.count() as u8, self.print(), reading);
+            write_head(out, self.rules.tiers.count() as u8, self.print(), reading);
             out[HEAD..HEAD + 8].copy_from_slice(&t.spent.to_le_bytes());
             let mut count = 0;
             for slot in &t.slots {
@@ -179,7 +179,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// ```
     pub fn restore(&self, saved: &[u8]) -> Restored {
         let reading = self.clock().now();
-        let units = self.rate.now();
+        let units = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(units);
             let verdict = self.check(saved, reading);
@@ -194,7 +194,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// Whether `saved` is a trusted record for this table, saved no later than `reading`, every
     /// entry of it readable.
     fn check(&self, saved: &[u8], reading: u64) -> Restored {
-        let count = self.tiers.count();
+        let count = self.rules.tiers.count();
         let verdict = check_head(saved, Self::SAVED_LEN, count, self.print(), reading);
         if verdict != Restored::Saved {
             return verdict;

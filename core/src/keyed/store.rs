@@ -2,6 +2,7 @@
 //! sharded map), and what a store answers: [`Taken`] for a call, [`Peek`] for a read.
 
 use super::KeyListener;
+use super::key_rules::KeyRules;
 use super::rate::KeyRate;
 use super::rules::{Decision, TierRules};
 use super::tiers::TierSet;
@@ -24,12 +25,8 @@ pub trait KeyedStore<K: 'static> {
     type Clock: Clock;
     /// How a key's tier is picked (`OneTier` for one config).
     type Tiers: TierSet<K>;
-    /// The rules every key follows.
-    fn key_rate(&self) -> &KeyRate<Self::Clock>;
-    /// The tiers keys are put on.
-    fn tiers(&self) -> &Self::Tiers;
-    /// The listener told about events with their key, if any.
-    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>>;
+    /// The rules every key follows, which decide each call on a key's cell.
+    fn key_rules(&self) -> &KeyRules<K, Self::Clock, Self::Tiers>;
     /// Decides one call for `k` permits (already checked) on `tier` that may wait `max_wait`
     /// units, on `key`'s state (found or put in), and writes what it took.
     fn take(
@@ -69,98 +66,68 @@ pub trait KeyedStore<K: 'static> {
         self.take(key, tier, 1, 0).map(|_| ())
     }
 
-    /// Tells the limiter's listeners, if it has any, about `event` on `key`.
+    /// The config in units, id, clock and counts: [`KeyRules::key_rate`].
+    #[inline(always)]
+    fn key_rate(&self) -> &KeyRate<Self::Clock> {
+        self.key_rules().key_rate()
+    }
+
+    /// The tiers: [`KeyRules::tiers`].
+    #[inline(always)]
+    fn tiers(&self) -> &Self::Tiers {
+        self.key_rules().tiers()
+    }
+
+    /// The listener told about events with their key: [`KeyRules::key_listener`].
+    #[inline(always)]
+    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>> {
+        self.key_rules().key_listener()
+    }
+
+    /// [`KeyRules::publish_key`].
     #[inline]
     fn publish_key(&self, key: &K, event: Event) {
-        if self.key_rate().listener().is_some() || self.key_listener().is_some() {
-            publish(self, key, &event);
-        }
+        self.key_rules().publish_key(key, event)
     }
 
-    /// Counts and publishes a refusal of a call on `key` for `reason` that would have waited
-    /// `wait` units.
+    /// [`KeyRules::refused`].
     #[inline]
     fn refused(&self, key: &K, reason: Reason, wait: u64) -> RateLimitExceeded {
-        let rate = self.key_rate();
-        rate.count_rejected(reason);
-        let error = rate.rejected(reason, wait);
-        // The event built only where someone listens.
-        if rate.listener().is_some() || self.key_listener().is_some() {
-            publish(self, key, &Event::Rejected(error));
-        }
-        error
+        self.key_rules().refused(key, reason, wait)
     }
 
-    /// Counts a call's outcome `taken` (`Err`: refused for `reason`, the wait it would have had).
+    /// [`KeyRules::granted`].
     #[inline(always)]
     fn granted(
         &self,
         key: &K,
         taken: Result<Taken, (Reason, u64)>,
     ) -> Result<Taken, RateLimitExceeded> {
-        match taken {
-            Ok(taken) => {
-                self.key_rate().count_granted(taken.wait);
-                Ok(taken)
-            }
-            Err((reason, wait)) => Err(self.refused(key, reason, wait)),
-        }
+        self.key_rules().granted(key, taken)
     }
 
-    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
+    /// [`KeyRules::pick`].
     #[inline(always)]
     fn pick(&self, key: &K) -> Result<<Self::Tiers as TierSet<K>>::Index, RateLimitExceeded> {
-        match self.tiers().pick(key) {
-            Some(tier) => Ok(tier),
-            None => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
-        }
+        self.key_rules().pick(key)
     }
 
-    /// The numbers of `tier` now (for one tier, the config in force), once no change of them is
-    /// being written.
+    /// [`KeyRules::rules`].
     #[inline(always)]
     fn rules(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        let rate = self.key_rate();
-        // Tested before the numbers are read, so that a call that needs one of them (`enabled`)
-        // reads that one alone.
-        if self.tiers().rules(tier, false).is_some() && rate.generation() != 0 {
-            return self.rules_changed(tier);
-        }
-        match self.tiers().rules(tier, false) {
-            Some(rules) => rules,
-            None => rate.rules(),
-        }
+        self.key_rules().rules(tier)
     }
 
-    /// Whether `tier` limits now: [`rules`](Self::rules)`.enabled()`, reading one word of them.
+    /// [`KeyRules::enabled`].
     #[inline(always)]
     fn enabled(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> bool {
-        let rate = self.key_rate();
-        if self.tiers().rules(tier, false).is_some() && rate.generation() != 0 {
-            return self.rules_changed(tier).enabled();
-        }
-        match self.tiers().rules(tier, false) {
-            Some(rules) => rules.enabled(),
-            None => rate.enabled(),
-        }
+        self.key_rules().enabled(tier)
     }
 
-    /// [`rules`](Self::rules) of a limiter changed live: out of line, off the hot path.
-    #[cold]
-    #[inline(never)]
-    fn rules_changed(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        self.key_rate().consistent(|| self.rules_held(tier))
-    }
-
-    /// The numbers of `tier` now, read by a store that holds a lock a change of them would
-    /// need (so none is being written).
+    /// [`KeyRules::rules_held`].
     #[inline]
     fn rules_held(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        let changed = self.key_rate().generation() != 0;
-        match self.tiers().rules(tier, changed) {
-            Some(rules) => rules,
-            None => self.key_rate().rules(),
-        }
+        self.key_rules().rules_held(tier)
     }
 }
 
@@ -226,18 +193,5 @@ impl Taken {
             }),
             Decision::Reject { wait } => Err((Reason::NoPermitInTime, wait)),
         }
-    }
-}
-
-/// Tells `store`'s listeners about `event` on `key`: out of line on servers, so that a limiter
-/// without listeners builds no event (built eagerly, it cost the map's refusal 10 instructions);
-/// on microcontrollers, where flash counts, as the compiler sees fit.
-#[cfg_attr(target_has_atomic = "64", cold, inline(never))]
-fn publish<K: 'static, S: KeyedStore<K> + ?Sized>(store: &S, key: &K, event: &Event) {
-    if let Some(listener) = store.key_rate().listener() {
-        listener.on_event(event);
-    }
-    if let Some(listener) = store.key_listener() {
-        listener.on_event(key, event);
     }
 }

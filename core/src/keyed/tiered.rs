@@ -6,7 +6,7 @@ use crate::sync::Lock;
 #[cfg(feature = "reconfigure")]
 use crate::{config::Config, error::TierError};
 
-use super::rate::KeyRate;
+use super::KeyRules;
 use super::table::Table;
 use super::{KeyedLimiter, Tier, Tiers};
 
@@ -50,12 +50,9 @@ where
                 "a keyed table needs 1..=u32::MAX slots"
             )
         };
-        let config = tiers.tiers()[0].config();
         KeyedLimiter {
-            rate: KeyRate::new(id, config, clock),
-            tiers: tiers.in_units(C::TICK_RATE),
+            rules: KeyRules::tiered(id, tiers, clock),
             table: Lock::new(Table::new(seed)),
-            key_listener: None,
         }
     }
 }
@@ -94,13 +91,9 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
                 "a keyed table needs 1..=u32::MAX slots"
             )
         };
-        let config = tiers.tiers()[0].config();
-        let tick = clock.tick_rate();
         KeyedLimiter {
-            rate: KeyRate::with_clock(id, config, clock),
-            tiers: tiers.in_units(tick),
+            rules: KeyRules::tiered_with_clock(id, tiers, clock),
             table: Lock::new(Table::new(seed)),
-            key_listener: None,
         }
     }
 
@@ -118,12 +111,12 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tier(&self, key: &K) -> Option<&Tier<P>> {
-        self.tiers.tier_of(key)
+        self.rules.tiers.tier_of(key)
     }
 
     /// The tiers it picks from.
     pub const fn tiers(&self) -> &Tiers<K, T, P, F> {
-        &self.tiers
+        &self.rules.tiers
     }
 
     /// Gives the tier named `name` `config` from now on, live: each of its keys follows the
@@ -162,11 +155,12 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     #[cfg(feature = "reconfigure")]
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn set_tier_config(&self, name: &str, config: Config) -> Result<(), TierError> {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
-            self.tiers
-                .change(&self.rate, name, config, now, |tier, convert| {
+            self.rules
+                .tiers
+                .change(&self.rules.rate, name, config, now, |tier, convert| {
                     for slot in t.slots.iter_mut() {
                         if slot.key.is_some() && slot.tier == tier {
                             slot.tat = convert(slot.tat);

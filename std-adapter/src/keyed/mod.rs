@@ -60,7 +60,7 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use ritmo_core::keyed::{KeyRate, KeyReservation, KeyedStore, OneTier, Peek, Taken, TierSet};
+use ritmo_core::keyed::{KeyReservation, KeyRules, KeyedStore, OneTier, Peek, Taken, TierSet};
 use ritmo_core::{Clock, Config, KeyListener, Listener, RateLimitExceeded};
 
 use crate::clock::StdClock;
@@ -76,8 +76,7 @@ use crate::clock::StdClock;
 /// [`acquire`](Self::acquire) / [`acquire_n`](Self::acquire_n) park the thread until the key's
 /// slot, and (feature `tokio`) `acquire_async` / `acquire_n_async` wait without a thread.
 pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
-    rate: KeyRate<C>,
-    tiers: P,
+    rules: KeyRules<K, C, P>,
     map: Store<K, P::Index>,
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
@@ -86,14 +85,13 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
     evicted_at: AtomicU64,
     /// One `reconfigure` at a time.
     changes: Mutex<()>,
-    key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
 impl<K, C, P: TierSet<K>> fmt::Debug for KeyedRateLimiter<K, C, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedRateLimiter")
-            .field("id", &self.rate.id())
-            .field("config", &self.rate.config())
+            .field("id", &self.rules.key_rate().id())
+            .field("config", &self.rules.key_rate().config())
             .field("max_keys", &self.max_keys)
             .field("keys_held", &self.held.load(Ordering::Relaxed))
             .finish_non_exhaustive()
@@ -136,21 +134,19 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, max_keys: usize, clock: C) -> Self {
-        KeyedRateLimiter::build(KeyRate::with_clock(id, config, clock), OneTier, max_keys)
+        KeyedRateLimiter::build(KeyRules::with_clock(id, config, clock), max_keys)
     }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
-    fn build(rate: KeyRate<C>, tiers: P, max_keys: usize) -> Self {
+    fn build(rules: KeyRules<K, C, P>, max_keys: usize) -> Self {
         KeyedRateLimiter {
-            rate,
-            tiers,
+            rules,
             map: Store::new(max_keys),
             max_keys,
             held: AtomicUsize::new(0),
             evicted_at: AtomicU64::new(0),
             changes: Mutex::new(()),
-            key_listener: None,
         }
     }
 }
@@ -178,7 +174,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// ```
     #[must_use]
     pub fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
-        self.rate = self.rate.with_listener(listener);
+        self.rules = self.rules.with_listener(listener);
         self
     }
 
@@ -201,7 +197,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// ```
     #[must_use]
     pub fn with_key_listener(mut self, listener: &'static dyn KeyListener<K>) -> Self {
-        self.key_listener = Some(listener);
+        self.rules = self.rules.with_key_listener(listener);
         self
     }
 
@@ -216,7 +212,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn id(&self) -> &'static str {
-        self.rate.id()
+        self.rules.key_rate().id()
     }
 
     /// The config every key gets: the one it was built with, or the last one given to
@@ -231,7 +227,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn config(&self) -> Config {
-        self.rate.config()
+        self.rules.key_rate().config()
     }
 
     /// The clock it reads.
@@ -245,7 +241,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn clock(&self) -> &C {
-        self.rate.clock()
+        self.rules.key_rate().clock()
     }
 
     /// Calls admitted at once since it was built, every key together (feature `metrics`).
@@ -267,7 +263,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn admitted_count(&self) -> u64 {
-        self.rate.admitted_count()
+        self.rules.key_rate().admitted_count()
     }
 
     /// Calls that reserved a later slot for their key, to wait for it (feature `metrics`).
@@ -288,7 +284,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn waited_count(&self) -> u64 {
-        self.rate.waited_count()
+        self.rules.key_rate().waited_count()
     }
 
     /// Calls refused for `reason` (feature `metrics`): [`Reason::NoPermitInTime`] (the key's
@@ -316,7 +312,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn rejected_count(&self, reason: ritmo_core::Reason) -> u64 {
-        self.rate.rejected_count(reason)
+        self.rules.key_rate().rejected_count(reason)
     }
 
     /// The position of the tier `key` is on now in the tiers given (0 for a limiter of one
@@ -337,7 +333,8 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tier_index(&self, key: &K) -> Option<usize> {
-        self.tiers
+        self.rules
+            .tiers()
             .pick(key)
             .map(|tier| usize::from(P::position(tier)))
     }
@@ -355,10 +352,10 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tier_configs(&self) -> Vec<(&'static str, Config)> {
-        (0..self.tiers.count())
-            .map(|i| match self.tiers.tier(i) {
+        (0..self.rules.tiers().count())
+            .map(|i| match self.rules.tiers().tier(i) {
                 Some(tier) => tier,
-                None => (self.rate.id(), self.rate.config()),
+                None => (self.rules.key_rate().id(), self.rules.key_rate().config()),
             })
             .collect()
     }
@@ -366,12 +363,12 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
     /// `None` if its tier function answers a plan no tier has.
     pub fn config_of(&self, key: &K) -> Option<Config> {
-        self.tiers.pick(key).map(
-            |tier| match self.tiers.tier(usize::from(P::position(tier))) {
+        self.rules.tiers().pick(key).map(|tier| {
+            match self.rules.tiers().tier(usize::from(P::position(tier))) {
                 Some((_, config)) => config,
-                None => self.rate.config(),
-            },
-        )
+                None => self.rules.key_rate().config(),
+            }
+        })
     }
 }
 
@@ -401,10 +398,10 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// ```
     pub fn reconfigure(&self, config: Config) {
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.rate.now();
+        let now = self.key_rate().now();
         self.map.changing(|| {
-            self.rate.change(config, now, |convert| {
-                self.map.for_each(|_, entry| entry.convert(convert));
+            self.rules.reconfigure(config, now, |convert| {
+                self.map.for_each(|_, entry| convert(entry));
             });
         });
     }
@@ -435,16 +432,8 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateL
     type Clock = C;
     type Tiers = P;
 
-    fn key_rate(&self) -> &KeyRate<C> {
-        &self.rate
-    }
-
-    fn tiers(&self) -> &P {
-        &self.tiers
-    }
-
-    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>> {
-        self.key_listener
+    fn key_rules(&self) -> &KeyRules<K, C, P> {
+        &self.rules
     }
 
     #[inline]

@@ -15,12 +15,12 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// [`KeyedStore::peek`]: crate::ritmo::keyed::KeyedStore::peek
     pub(super) fn peek_key(&self, key: &K, tier: P::Index) -> Peek {
-        let now = self.rate.now();
+        let now = self.rules.key_rate().now();
         let rules = self.rules(tier);
-        if let Some(tat) = self
-            .map
-            .read(key, |state| self.view(state, tier, &rules, now))
-        {
+        if let Some(tat) = self.map.read(key, |entry| {
+            self.rules
+                .carried(entry.tat(), entry.tier, tier, &rules, now)
+        }) {
             return Peek {
                 rules,
                 now,
@@ -52,11 +52,11 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn live_keys(&self) -> Vec<KeySnapshot<K>> {
-        let now = self.rate.now();
+        let now = self.rules.key_rate().now();
         let mut live = Vec::new();
         self.map.for_each(|key, e| {
             let tat = e.tat();
-            if !self.rate.is_idle(tat, now) {
+            if !self.rules.key_rate().is_idle(tat, now) {
                 let available = self.rules(e.tier).available(tat, now);
                 live.push(KeySnapshot::new(key.clone(), available));
             }
@@ -66,10 +66,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
 
     /// Keys not idle now: one pass over the map.
     pub(super) fn live_count(&self) -> usize {
-        let now = self.rate.now();
+        let now = self.rules.key_rate().now();
         let mut live = 0;
         self.map.for_each(|_, e| {
-            if !self.rate.is_idle(e.tat(), now) {
+            if !self.rules.key_rate().is_idle(e.tat(), now) {
                 live += 1;
             }
         });
