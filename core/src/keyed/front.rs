@@ -13,6 +13,7 @@ pub use super::store::{KeyedStore, Peek, Peeked, Taken};
 use super::tiers::TierSet;
 use super::{KeyedSnapshot, rules::TierRules};
 use crate::clock::ManualTime;
+use crate::config::Config;
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded};
 use crate::wait::{AdvanceClock, Wait};
 
@@ -37,6 +38,160 @@ use crate::wait::{AdvanceClock, Wait};
 /// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
+    /// The limiter's id.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
+    /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// assert_eq!(l.id(), "x");
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    fn id(&self) -> &'static str {
+        self.key_rate().id()
+    }
+
+    /// The config every key gets: the one it was built with, or the last one given to
+    /// `reconfigure`. For a tiered limiter, tier 0's.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
+    /// let c = Config::new(1, Duration::from_secs(1))?;
+    /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
+    /// assert_eq!(l.config(), c);
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    fn config(&self) -> Config {
+        self.key_rate().config()
+    }
+
+    /// The clock it reads.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Clock, Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
+    /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::starting_at(5), 0);
+    /// assert_eq!(l.clock().now(), 5);
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    fn clock(&self) -> &Self::Clock {
+        self.key_rate().clock()
+    }
+
+    /// Calls admitted at once since it was built, every key together (feature `counters`).
+    /// A statistic kept with a plain load and store: exact on one core, it may undercount when
+    /// two cores admit at the same instant.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
+    /// let l: KeyedLimiter<u8, _, 4> =
+    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// l.try_acquire(&2).unwrap();
+    /// assert!(l.try_acquire(&1).is_err());
+    /// assert_eq!(l.admitted_count(), 2);
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    fn admitted_count(&self) -> u64 {
+        self.key_rate().admitted_count()
+    }
+
+    /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
+    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
+    /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// let r = l.reserve(&1).unwrap(); // waits a second
+    /// assert_eq!((l.admitted_count(), l.waited_count()), (1, 1));
+    /// # drop(r);
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    fn waited_count(&self) -> u64 {
+        self.key_rate().waited_count()
+    }
+
+    /// Calls refused for `reason` (feature `counters`): [`Reason::NoPermitInTime`] (the key's
+    /// permits would come too late), [`Reason::KeyCapacity`] (no room for a new key) and
+    /// [`Reason::UnknownTier`] (a tiered limiter's function named no tier); 0 for every other
+    /// reason, which a keyed limiter never refuses a call for.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Config, ManualClock, Reason};
+    /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
+    /// let l: KeyedLimiter<u8, _, 1> =
+    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// l.try_acquire(&1).unwrap();
+    /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
+    /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
+    /// assert_eq!(l.rejected_count(Reason::NoPermitInTime), 1);
+    /// assert_eq!(l.rejected_count(Reason::KeyCapacity), 1);
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    ///
+    /// [`Reason::NoPermitInTime`]: crate::Reason::NoPermitInTime
+    /// [`Reason::KeyCapacity`]: crate::Reason::KeyCapacity
+    /// [`Reason::UnknownTier`]: crate::Reason::UnknownTier
+    #[cfg(feature = "counters")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
+    fn rejected_count(&self, reason: crate::Reason) -> u64 {
+        self.key_rate().rejected_count(reason)
+    }
+
+    /// The position of the tier `key` is on now in the tiers given (0 for a limiter of one
+    /// config), as [`tier_configs`](Self::tier_configs) lists them; `None` if its tier function
+    /// answers a plan no tier has.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::{Tier, Tiers};
+    /// # use ritmo::server::KeyedRateLimiter;
+    /// # use ritmo::keyed::Keyed;
+    /// let tiers = Tiers::new(
+    ///     [Tier::new("free", Config::new(1, Duration::from_secs(1))?), Tier::new("paid", Config::new(9, Duration::from_secs(1))?)],
+    ///     |key: &u8| ["free", "paid", "gold"][usize::from(*key)],
+    /// );
+    /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
+    /// assert_eq!((l.tier_index(&1), l.tier_index(&2)), (Some(1), None));
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    fn tier_index(&self, key: &K) -> Option<usize> {
+        self.tiers()
+            .pick(key)
+            .map(|tier| usize::from(<Self::Tiers as TierSet<K>>::position(tier)))
+    }
+
+    /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
+    /// `None` if its tier function answers a plan no tier has.
+    fn config_of(&self, key: &K) -> Option<Config> {
+        let position = <Self::Tiers as TierSet<K>>::position(self.tiers().pick(key)?);
+        Some(match self.tiers().tier(usize::from(position)) {
+            Some((_, config)) => config,
+            None => self.key_rate().config(),
+        })
+    }
+
     /// Takes one permit for `key` if it is there now; never waits. A key never seen gets a full
     /// burst; a key the store has no room for is refused with
     /// [`Reason::KeyCapacity`](crate::Reason::KeyCapacity).

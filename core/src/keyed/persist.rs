@@ -117,7 +117,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
         if out.len() != Self::SAVED_LEN {
             return false;
         }
-        let reading = self.clock().now();
+        let reading = self.rules.rate.now();
         let units = self.rules.rate.now();
         let entry = K::LEN + 9;
         self.table.with(|t| {
@@ -178,7 +178,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn restore(&self, saved: &[u8]) -> Restored {
-        let reading = self.clock().now();
+        let reading = self.rules.rate.now();
         let units = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(units);

@@ -22,6 +22,7 @@ use super::rules::TierRules;
 /// use core::time::Duration;
 /// use ritmo::{const_config};
 /// use ritmo::keyed::Tier;
+/// use ritmo::keyed::Keyed;
 /// // Named by its name alone: the tier function answers "free".
 /// const FREE: Tier = Tier::new("free", const_config!(10, Duration::from_secs(60)));
 /// assert_eq!((FREE.name(), FREE.config().permits()), ("free", 10));
