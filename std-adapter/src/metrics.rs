@@ -281,7 +281,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> Recordable for KeyedRateLimi
 /// `unknown_tier` refusals only of a tiered limiter (one whose keys keep a tier: an untiered one
 /// never has any).
 fn record_keyed<K: Hash + Eq + Clone + 'static, S: Keyed<K>>(limiter: &S) {
-    let (rate, snapshot) = (limiter.key_rate(), limiter.snapshot());
+    let (rate, snapshot) = (limiter.key_rules().key_rate(), limiter.snapshot());
     let tiered = core::mem::size_of::<<S::Tiers as TierSet<K>>::Index>() != 0;
     let id = rate.id();
     metrics::counter!(ADMITTED, "limiter" => id).absolute(rate.admitted_count());

@@ -77,7 +77,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
         let reading = self.rules.rate.now();
         let result = self.table.with(|t| {
             let now = t.observe(reading);
-            let rules = self.rules(tier);
+            let rules = self.rules.rules(tier);
             let (tat, at) = match t.probe(key, now) {
                 Probe::Found(i) => {
                     if t.slots[i].tier != tier {
@@ -108,7 +108,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                 wait,
             })
         });
-        self.granted(key, result)
+        self.rules.granted(key, result)
     }
 
     fn peek(&self, key: &K, tier: P::Index) -> Peek {
@@ -116,7 +116,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
         self.table.with(|t| {
             let now = t.observe(reading);
             // The numbers under the table's lock: a reconfigure converts the keys under it.
-            let rules = self.rules(tier);
+            let rules = self.rules.rules(tier);
             let key = match t.probe(key, now) {
                 Probe::Found(i) => {
                     let slot = &t.slots[i];
@@ -150,7 +150,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                 {
                     Some(back) => {
                         // Never below where a key not held starts (after a restore).
-                        let fresh = t.fresh(&self.rules(t.slots[i].tier));
+                        let fresh = t.fresh(&self.rules.rules(t.slots[i].tier));
                         t.slots[i].tat = back.max(fresh);
                         true
                     }

@@ -50,7 +50,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn id(&self) -> &'static str {
-        self.key_rate().id()
+        self.key_rules().key_rate().id()
     }
 
     /// The config every key gets: the one it was built with, or the last one given to
@@ -67,7 +67,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn config(&self) -> Config {
-        self.key_rate().config()
+        self.key_rules().key_rate().config()
     }
 
     /// The clock it reads.
@@ -82,7 +82,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn clock(&self) -> &Self::Clock {
-        self.key_rate().clock()
+        self.key_rules().key_rate().clock()
     }
 
     /// Calls admitted at once since it was built, every key together (feature `counters`).
@@ -105,7 +105,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     fn admitted_count(&self) -> u64 {
-        self.key_rate().admitted_count()
+        self.key_rules().key_rate().admitted_count()
     }
 
     /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
@@ -126,7 +126,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     fn waited_count(&self) -> u64 {
-        self.key_rate().waited_count()
+        self.key_rules().key_rate().waited_count()
     }
 
     /// Calls refused for `reason` (feature `counters`): [`Reason::NoPermitInTime`] (the key's
@@ -155,11 +155,11 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
     fn rejected_count(&self, reason: crate::Reason) -> u64 {
-        self.key_rate().rejected_count(reason)
+        self.key_rules().key_rate().rejected_count(reason)
     }
 
     /// The position of the tier `key` is on now in the tiers given (0 for a limiter of one
-    /// config), as [`tier_configs`](Self::tier_configs) lists them; `None` if its tier function
+    /// config), as the tiers are listed; `None` if its tier function
     /// answers a plan no tier has.
     ///
     /// ```
@@ -177,7 +177,8 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn tier_index(&self, key: &K) -> Option<usize> {
-        self.tiers()
+        self.key_rules()
+            .tiers()
             .pick(key)
             .map(|tier| usize::from(<Self::Tiers as TierSet<K>>::position(tier)))
     }
@@ -185,10 +186,10 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
     /// `None` if its tier function answers a plan no tier has.
     fn config_of(&self, key: &K) -> Option<Config> {
-        let position = <Self::Tiers as TierSet<K>>::position(self.tiers().pick(key)?);
-        Some(match self.tiers().tier(usize::from(position)) {
+        let position = <Self::Tiers as TierSet<K>>::position(self.key_rules().tiers().pick(key)?);
+        Some(match self.key_rules().tiers().tier(usize::from(position)) {
             Some((_, config)) => config,
-            None => self.key_rate().config(),
+            None => self.key_rules().key_rate().config(),
         })
     }
 
@@ -208,7 +209,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     #[inline]
     fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        let tier = self.pick(key)?;
+        let tier = self.key_rules().pick(key)?;
         self.take_one(key, tier)
     }
 
@@ -226,9 +227,9 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        let tier = self.pick(key)?;
-        let rules = self.rules(tier);
-        rules.check_permits(self.key_rate().id(), k)?;
+        let tier = self.key_rules().pick(key)?;
+        let rules = self.key_rules().rules(tier);
+        rules.check_permits(self.key_rules().key_rate().id(), k)?;
         if !rules.enabled() {
             return Ok(());
         }
@@ -255,8 +256,8 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn reserve(&self, key: &K) -> Result<KeyReservation<'_, K, Self>, RateLimitExceeded> {
-        let tier = self.pick(key)?;
-        reserve_valid(self, key, tier, 1, self.rules(tier).max_wait())
+        let tier = self.key_rules().pick(key)?;
+        reserve_valid(self, key, tier, 1, self.key_rules().rules(tier).max_wait())
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
@@ -401,10 +402,10 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn available_permits(&self, key: &K) -> u32 {
-        let Some(tier) = self.tiers().pick(key) else {
+        let Some(tier) = self.key_rules().tiers().pick(key) else {
             return 0;
         };
-        let rules = self.rules(tier);
+        let rules = self.key_rules().rules(tier);
         if !rules.enabled() {
             return rules.permits();
         }
@@ -447,11 +448,11 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, InvalidPermits> {
-        let rate = self.key_rate();
-        let Some(tier) = self.tiers().pick(key) else {
+        let rate = self.key_rules().key_rate();
+        let Some(tier) = self.key_rules().tiers().pick(key) else {
             return Ok(rate.duration(u64::MAX));
         };
-        let rules = self.rules(tier);
+        let rules = self.key_rules().rules(tier);
         rules.check_permits(rate.id(), k)?;
         if !rules.enabled() {
             return Ok(Duration::ZERO);
@@ -567,7 +568,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     fn snapshot(&self) -> KeyedSnapshot {
-        let rate = self.key_rate();
+        let rate = self.key_rules().key_rate();
         KeyedSnapshot::new(
             rate.id(),
             self.len(),
@@ -588,11 +589,11 @@ fn reserve_checked<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
     k: u32,
     max_wait: Option<Duration>,
 ) -> Result<KeyReservation<'a, K, S>, AcquireError> {
-    let tier = store.pick(key)?;
-    let rules: TierRules = store.rules(tier);
-    rules.check_permits(store.key_rate().id(), k)?;
+    let tier = store.key_rules().pick(key)?;
+    let rules: TierRules = store.key_rules().rules(tier);
+    rules.check_permits(store.key_rules().key_rate().id(), k)?;
     let max_wait = match max_wait {
-        Some(max_wait) => store.key_rate().units(max_wait),
+        Some(max_wait) => store.key_rules().key_rate().units(max_wait),
         None => rules.max_wait(),
     };
     Ok(reserve_valid(store, key, tier, k, max_wait)?)
@@ -606,8 +607,8 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
     k: u32,
     max_wait: u64,
 ) -> Result<KeyReservation<'a, K, S>, RateLimitExceeded> {
-    if !store.rules(tier).enabled() {
-        let now = store.key_rate().now();
+    if !store.key_rules().rules(tier).enabled() {
+        let now = store.key_rules().key_rate().now();
         return Ok(KeyReservation::of(
             store,
             key.clone(),
@@ -619,14 +620,14 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
         ));
     }
     // Read before the decision: a change after it makes the refund return nothing.
-    let generation = store.key_rate().generation();
+    let generation = store.key_rules().key_rate().generation();
     let taken = store.take(key, tier, k, max_wait)?;
     // The numbers the call was decided with (a reconfigure may have come since the check).
     Ok(KeyReservation::of(
         store,
         key.clone(),
         taken,
-        store.rules(tier).increment(k),
+        store.key_rules().rules(tier).increment(k),
         k,
         <S::Tiers as TierSet<K>>::position(tier),
         generation,

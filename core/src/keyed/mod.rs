@@ -265,6 +265,7 @@ impl<K, C, const N: usize, P: TierSet<K>> fmt::Debug for KeyedLimiter<K, C, N, P
 }
 
 impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
+    const_fn! {
     /// A keyed limiter named `id` applying `config` to each key, on `clock`, hashing keys with
     /// `seed`; in a `const` context if need be (a `static`).
     ///
@@ -278,33 +279,9 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     ///     KeyedLimiter::new("nodes", const_config!(10, Duration::from_secs(60)), &CLOCK, 0xC0FFEE);
     /// assert_eq!(NODES.available_permits(&3), 10);
     /// ```
-    #[cfg(not(all(test, loom)))]
-    pub const fn new(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
-        const {
-            assert!(
-                N > 0 && N <= u32::MAX as usize,
-                "a keyed table needs 1..=u32::MAX slots"
-            )
-        };
-        KeyedLimiter {
-            rules: KeyRules::new(id, config, clock),
-            table: Lock::new(Table::new(seed)),
-        }
-    }
-
-    /// A keyed limiter named `id` applying `config` to each key.
-    #[cfg(all(test, loom))]
     pub fn new(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
-        const {
-            assert!(
-                N > 0 && N <= u32::MAX as usize,
-                "a keyed table needs 1..=u32::MAX slots"
-            )
-        };
-        KeyedLimiter {
-            rules: KeyRules::new(id, config, clock),
-            table: Lock::new(Table::new(seed)),
-        }
+        Self::of(KeyRules::new(id, config, clock), seed)
+    }
     }
 }
 
@@ -322,6 +299,14 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
+        Self::of(KeyRules::with_clock(id, config, clock), seed)
+    }
+}
+
+impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
+    const_fn! {
+    /// A table of `N` slots hashing keys with `seed`, its keys following `rules`.
+    pub(super) fn of(rules: KeyRules<K, C, P>, seed: u128) -> Self {
         const {
             assert!(
                 N > 0 && N <= u32::MAX as usize,
@@ -329,13 +314,12 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             )
         };
         KeyedLimiter {
-            rules: KeyRules::with_clock(id, config, clock),
+            rules,
             table: Lock::new(Table::new(seed)),
         }
     }
-}
+    }
 
-impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// The same limiter, reporting rejections and released reservations to `listener`, which
     /// hears the limiter's id but never the key.
     ///

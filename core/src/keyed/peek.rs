@@ -2,7 +2,6 @@
 
 use core::hash::Hash;
 
-use super::front::KeyedStore;
 use super::{KeySnapshot, KeyedLimiter, TierSet};
 use crate::clock::Clock;
 
@@ -33,7 +32,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter
                     // At most N slots: always fits.
                     let _ = out.push(KeySnapshot {
                         key: key.clone(),
-                        available_permits: self.rules(slot.tier).available(slot.tat, now),
+                        available_permits: self.rules.rules(slot.tier).available(slot.tat, now),
                     });
                 }
             }

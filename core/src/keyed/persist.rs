@@ -30,7 +30,6 @@
 use core::hash::Hash;
 
 use super::KeyedLimiter;
-use super::front::KeyedStore;
 use super::rules::TierRules;
 use super::table::{Probe, SlotTier, Table};
 use super::tiers::TierSet;
@@ -78,7 +77,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     fn print(&self) -> u32 {
         let mut crc = !0;
         for position in 0..self.rules.tiers.count() {
-            let rules = self.rules(P::Index::at(position as u8));
+            let rules = self.rules.rules(P::Index::at(position as u8));
             crc = fingerprint_add(crc, &rules.0);
         }
         crc = fingerprint_bytes(crc, b"keyed");
@@ -229,14 +228,14 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
             if tat <= now {
                 continue; // idle by now: the same as a key never seen
             }
-            let rules = self.rules(tier);
+            let rules = self.rules.rules(tier);
             match t.probe(&key, now) {
                 Probe::Found(i) if t.slots[i].tier == tier => {
                     t.slots[i].tat = t.slots[i].tat.max(tat);
                 }
                 Probe::Found(i) => {
                     // Carried to the tier it holds now.
-                    let held = self.rules(t.slots[i].tier);
+                    let held = self.rules.rules(t.slots[i].tier);
                     t.slots[i].tat = t.slots[i].tat.max(rules.carry(tat, now, &held));
                 }
                 Probe::Vacant(i) => t.insert_at(i, key, tat.max(t.fresh(&rules)), tier),
@@ -252,7 +251,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
         t.spent = t.spent.max(now.saturating_add(1));
         for i in 0..N {
             if t.slots[i].key.is_some() {
-                let fresh = t.fresh(&self.rules(t.slots[i].tier));
+                let fresh = t.fresh(&self.rules.rules(t.slots[i].tier));
                 t.slots[i].tat = t.slots[i].tat.max(fresh);
             }
         }

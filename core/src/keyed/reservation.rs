@@ -87,27 +87,27 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
     const KIND: &'static str = "KeyedReservation";
 
     fn holder_id(&self) -> &'static str {
-        self.key_rate().id()
+        self.key_rules().key_rate().id()
     }
 
     fn holder_clock(&self) -> &L::Clock {
-        self.key_rate().clock()
+        self.key_rules().key_rate().clock()
     }
 
     fn units_now(&self) -> u64 {
-        self.key_rate().now()
+        self.key_rules().key_rate().now()
     }
 
     fn wait_duration(&self, units: u64) -> Duration {
-        self.key_rate().duration(units)
+        self.key_rules().key_rate().duration(units)
     }
 
     fn reading_ceil(&self, units: u64) -> u64 {
-        self.key_rate().reading(units)
+        self.key_rules().key_rate().reading(units)
     }
 
     fn refusal(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
-        self.key_rate().rejected(reason, wait)
+        self.key_rules().key_rate().rejected(reason, wait)
     }
 
     fn charged(charge: &KeyCharge<K>) -> bool {
@@ -116,12 +116,12 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
 
     fn give_back(&self, charge: &KeyCharge<K>) -> bool {
         let generation = charge.generation;
-        self.key_rate().changed_at() <= generation
-            && self.tiers().changed_at(charge.tier) <= generation
+        self.key_rules().key_rate().changed_at() <= generation
+            && self.key_rules().tiers().changed_at(charge.tier) <= generation
             && self.refund_key(&charge.key, charge.written, charge.increment, charge.tier)
     }
 
     fn publish_release(&self, charge: &KeyCharge<K>, event: Event) {
-        self.publish_key(&charge.key, event);
+        self.key_rules().publish_key(&charge.key, event);
     }
 }

@@ -23,7 +23,7 @@ pub(crate) fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64
 }
 
 /// One tier's numbers in a limiter's units: what a [`KeyedStore`](super::KeyedStore) decides a
-/// key's calls with ([`KeyedStore::rules`](super::KeyedStore::rules) reads them).
+/// key's calls with ([`KeyRules::rules`](super::KeyRules::rules) reads them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TierRules(pub(crate) Rate);
 

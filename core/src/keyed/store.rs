@@ -1,25 +1,22 @@
 //! [`KeyedStore`]: where a keyed limiter's key states live (ritmo-core's fixed table, ritmo-std's
 //! sharded map), and what a store answers: [`Taken`] for a call, [`Peek`] for a read.
 
-use super::KeyListener;
 use super::key_rules::KeyRules;
-use super::rate::KeyRate;
 use super::rules::{Decision, TierRules};
 use super::tiers::TierSet;
 use crate::clock::Clock;
 use crate::error::{RateLimitExceeded, Reason};
-use crate::event::Event;
 
 /// Where a keyed limiter's key states live, under the verbs every keyed limiter shares
 /// ([`Keyed`](super::Keyed), implemented for every store). Implemented by ritmo-core's fixed
 /// [`KeyedLimiter`](super::KeyedLimiter) and ritmo-std's sharded `KeyedRateLimiter`.
 ///
-/// A store finds or inserts a key and decides a call on its state with the rules of
-/// [`KeyRate`] and [`TierRules`] ([`take`](Self::take)), gives a reservation back
-/// ([`refund_key`](Self::refund_key)), reads a key's state ([`peek`](Self::peek)), and counts
-/// and drops the keys it holds. The provided methods are the shared mechanism the verbs are
-/// built from: picking a key's tier, reading a tier's numbers, counting and publishing an
-/// outcome.
+/// Shaped like governor's `StateStore`: a store keeps one [`KeyCell`](super::KeyCell) per key
+/// and decides nothing itself. It finds or inserts a key and hands its cell to its
+/// [`KeyRules`] ([`take`](Self::take), with [`KeyRules::decide`] or
+/// [`KeyRules::decide_locked`]), gives a reservation back ([`refund_key`](Self::refund_key),
+/// with [`KeyRules::refund`]), reads a key's state ([`peek`](Self::peek)), and counts and drops
+/// the keys it holds.
 pub trait KeyedStore<K: 'static> {
     /// The clock the limiter reads.
     type Clock: Clock;
@@ -60,74 +57,10 @@ pub trait KeyedStore<K: 'static> {
         key: &K,
         tier: <Self::Tiers as TierSet<K>>::Index,
     ) -> Result<(), RateLimitExceeded> {
-        if !self.enabled(tier) {
+        if !self.key_rules().enabled(tier) {
             return Ok(());
         }
         self.take(key, tier, 1, 0).map(|_| ())
-    }
-
-    /// The config in units, id, clock and counts: [`KeyRules::key_rate`].
-    #[inline(always)]
-    fn key_rate(&self) -> &KeyRate<Self::Clock> {
-        self.key_rules().key_rate()
-    }
-
-    /// The tiers: [`KeyRules::tiers`].
-    #[inline(always)]
-    fn tiers(&self) -> &Self::Tiers {
-        self.key_rules().tiers()
-    }
-
-    /// The listener told about events with their key: [`KeyRules::key_listener`].
-    #[inline(always)]
-    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>> {
-        self.key_rules().key_listener()
-    }
-
-    /// [`KeyRules::publish_key`].
-    #[inline]
-    fn publish_key(&self, key: &K, event: Event) {
-        self.key_rules().publish_key(key, event)
-    }
-
-    /// [`KeyRules::refused`].
-    #[inline]
-    fn refused(&self, key: &K, reason: Reason, wait: u64) -> RateLimitExceeded {
-        self.key_rules().refused(key, reason, wait)
-    }
-
-    /// [`KeyRules::granted`].
-    #[inline(always)]
-    fn granted(
-        &self,
-        key: &K,
-        taken: Result<Taken, (Reason, u64)>,
-    ) -> Result<Taken, RateLimitExceeded> {
-        self.key_rules().granted(key, taken)
-    }
-
-    /// [`KeyRules::pick`].
-    #[inline(always)]
-    fn pick(&self, key: &K) -> Result<<Self::Tiers as TierSet<K>>::Index, RateLimitExceeded> {
-        self.key_rules().pick(key)
-    }
-
-    /// [`KeyRules::rules`].
-    #[inline(always)]
-    fn rules(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        self.key_rules().rules(tier)
-    }
-
-    /// [`KeyRules::enabled`].
-    #[inline(always)]
-    fn enabled(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> bool {
-        self.key_rules().enabled(tier)
-    }
-
-    /// [`KeyRules::rules_held`].
-    #[inline]
-    fn rules_held(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        self.key_rules().rules_held(tier)
     }
 }
 

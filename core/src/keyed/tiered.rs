@@ -2,12 +2,10 @@
 //! (see [`Tiers`]).
 
 use crate::clock::{Clock, FixedRateClock};
-use crate::sync::Lock;
 #[cfg(feature = "reconfigure")]
 use crate::{config::Config, error::TierError};
 
 use super::KeyRules;
-use super::table::Table;
 use super::{KeyedLimiter, Tier, Tiers};
 
 impl<K, C: FixedRateClock, const N: usize, const T: usize, P, F>
@@ -17,7 +15,7 @@ where
 {
     /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, on `clock`,
     /// hashing keys with `seed`; in a `const` context if need be (a `static`). Its own
-    /// [`config`](Self::config) is tier 0's. See the [`Tiers`] docs.
+    /// [`config`](super::Keyed::config) is tier 0's. See the [`Tiers`] docs.
     ///
     /// ```
     /// use core::time::Duration;
@@ -44,16 +42,7 @@ where
     /// ```
     #[cfg(not(all(test, loom)))]
     pub const fn tiered(id: &'static str, tiers: Tiers<K, T, P, F>, clock: C, seed: u128) -> Self {
-        const {
-            assert!(
-                N > 0 && N <= u32::MAX as usize,
-                "a keyed table needs 1..=u32::MAX slots"
-            )
-        };
-        KeyedLimiter {
-            rules: KeyRules::tiered(id, tiers, clock),
-            table: Lock::new(Table::new(seed)),
-        }
+        Self::of(KeyRules::tiered(id, tiers, clock), seed)
     }
 }
 
@@ -85,16 +74,7 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
         clock: C,
         seed: u128,
     ) -> Self {
-        const {
-            assert!(
-                N > 0 && N <= u32::MAX as usize,
-                "a keyed table needs 1..=u32::MAX slots"
-            )
-        };
-        KeyedLimiter {
-            rules: KeyRules::tiered_with_clock(id, tiers, clock),
-            table: Lock::new(Table::new(seed)),
-        }
+        Self::of(KeyRules::tiered_with_clock(id, tiers, clock), seed)
     }
 
     /// The tier `key` is on now, as the tier function answers; `None` if it answers a plan no

@@ -6,7 +6,7 @@ use core::mem::size_of;
 
 #[cfg(target_arch = "arm")]
 use panic_semihosting as _;
-use ritmo_core::keyed::{Keyed, KeyedLimiter};
+use ritmo_core::keyed::KeyedLimiter;
 use ritmo_core::{Bands, Config, ManualClock, RateLimitExceeded, RateLimiter};
 use ritmo_firmware::{exit, log, MachineClock};
 

@@ -6,7 +6,7 @@
 use std::hash::Hash;
 use std::sync::atomic::Ordering;
 
-use ritmo_core::keyed::{KeyedStore, Taken, TierSet};
+use ritmo_core::keyed::{Taken, TierSet};
 use ritmo_core::{Clock, RateLimitExceeded, Reason};
 
 use super::reclaim::Room;
@@ -22,13 +22,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         k: u32,
         max_wait: u64,
     ) -> Result<Taken, RateLimitExceeded> {
-        let now = self.key_rate().now();
+        let now = self.rules.key_rate().now();
         // A known key: the shard's read lock, held across one compare-and-swap, so that no
         // removal (which takes the write lock) can drop the key between our read and our write.
         match self.map.read_hashed(key, |entry| {
             (entry.tier == tier).then(|| self.rules.decide(entry, tier, now, k, max_wait))
         }) {
-            Ok(Some(taken)) => self.granted(key, taken),
+            Ok(Some(taken)) => self.rules.granted(key, taken),
             Ok(None) => self.take_moved(key, tier, now, k, max_wait),
             Err(hash) => self.take_new(key, Some(hash), tier, k, now, max_wait),
         }
@@ -49,7 +49,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         // needs that lock. The state afterwards is noted by the map: the key may be idle sooner
         // than it last knew (a faster tier).
         loop {
-            let settled = self.key_rate().settled();
+            let settled = self.rules.key_rate().settled();
             let decided = self.map.write(key, |entry| {
                 let mut held = entry.tier;
                 let decided = self
@@ -59,7 +59,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                 decided
             });
             match decided {
-                Some(Some(taken)) => return self.granted(key, taken),
+                Some(Some(taken)) => return self.rules.granted(key, taken),
                 Some(None) => continue,
                 None => return self.take_new(key, None, tier, k, now, max_wait),
             }
@@ -82,7 +82,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             if self.claim() {
                 // The config's numbers before the shard's write lock: a reconfigure converting
                 // the keys needs that lock, so under it this call must not wait for one.
-                let settled = self.key_rate().settled();
+                let settled = self.rules.key_rate().settled();
                 let decided = self.map.upsert(key, hash, |held| {
                     // With the shard locked, no earlier than any instant a key was dropped at: a
                     // key dropped after our clock read gets a fresh state that never starts
@@ -116,14 +116,14 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                     }
                 });
                 match decided {
-                    Some(taken) => return self.granted(key, taken),
+                    Some(taken) => return self.rules.granted(key, taken),
                     // A reconfigure started meanwhile: decide again with its numbers.
                     None => continue,
                 }
             }
             match self.make_room(false, Some(key)) {
                 Room::Yes => continue,
-                Room::No(wait) => return Err(self.refused(key, Reason::KeyCapacity, wait)),
+                Room::No(wait) => return Err(self.rules.refused(key, Reason::KeyCapacity, wait)),
             }
         }
     }
@@ -141,16 +141,16 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         if !rules.enabled() {
             return Ok(());
         }
-        let now = self.key_rate().now();
+        let now = self.rules.key_rate().now();
         // The read lock held across one compare-and-swap, as in `take`.
         match self.map.read_hashed(key, |entry| {
             (entry.tier == tier).then(|| self.rules.take_unchanged(entry, &rules, now))
         }) {
             Ok(Some(Some(Ok(())))) => {
-                self.key_rate().count_granted(0);
+                self.rules.key_rate().count_granted(0);
                 Ok(())
             }
-            Ok(Some(Some(Err(wait)))) => Err(self.refused(key, Reason::NoPermitInTime, wait)),
+            Ok(Some(Some(Err(wait)))) => Err(self.rules.refused(key, Reason::NoPermitInTime, wait)),
             // Changed meanwhile, or lost a race: the path that reads the numbers afresh.
             Ok(Some(None)) => self.try_acquire_changed(key, tier),
             Ok(None) => self.take_moved(key, tier, now, 1, 0).map(|_| ()),
@@ -161,7 +161,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// [`take_one_key`](Self::take_one_key) on a limiter a `reconfigure` changed.
     #[cold]
     fn try_acquire_changed(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
-        if !self.rules(tier).enabled() {
+        if !self.rules.rules(tier).enabled() {
             return Ok(());
         }
         self.take_key(key, tier, 1, 0).map(|_| ())
@@ -171,7 +171,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     pub(super) fn refund(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
         let held = self.map.read_lowering(key, |entry| {
             // Changed tier since: its state was carried over, the reservation's slot with it.
-            if !self.tiers().refundable(entry.tier, tier) {
+            if !self.rules.tiers().refundable(entry.tier, tier) {
                 return (false, None);
             }
             let back = self.rules.refund(entry, written, increment);
@@ -179,6 +179,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             (back, back.then(|| entry.tat()))
         });
         // Not held: dropped as idle, its permits were all back already.
-        held.unwrap_or_else(|| self.key_rate().is_idle(written, self.key_rate().now()))
+        held.unwrap_or_else(|| {
+            self.rules
+                .key_rate()
+                .is_idle(written, self.rules.key_rate().now())
+        })
     }
 }

@@ -249,7 +249,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// ```
     pub fn reconfigure(&self, config: Config) {
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.key_rate().now();
+        let now = self.rules.key_rate().now();
         self.map.changing(|| {
             self.rules.reconfigure(config, now, |convert| {
                 self.map.for_each(|_, entry| convert(entry));

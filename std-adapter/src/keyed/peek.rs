@@ -3,7 +3,7 @@
 use std::hash::Hash;
 use std::sync::atomic::Ordering;
 
-use ritmo_core::keyed::{KeyedStore, Peek, Peeked, TierSet};
+use ritmo_core::keyed::{Peek, Peeked, TierSet};
 use ritmo_core::{Clock, KeySnapshot};
 
 use super::KeyedRateLimiter;
@@ -16,7 +16,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// [`KeyedStore::peek`]: crate::ritmo::keyed::KeyedStore::peek
     pub(super) fn peek_key(&self, key: &K, tier: P::Index) -> Peek {
         let now = self.rules.key_rate().now();
-        let rules = self.rules(tier);
+        let rules = self.rules.rules(tier);
         if let Some(tat) = self.map.read(key, |entry| {
             self.rules
                 .carried(entry.tat(), entry.tier, tier, &rules, now)
@@ -57,7 +57,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         self.map.for_each(|key, e| {
             let tat = e.tat();
             if !self.rules.key_rate().is_idle(tat, now) {
-                let available = self.rules(e.tier).available(tat, now);
+                let available = self.rules.rules(e.tier).available(tat, now);
                 live.push(KeySnapshot::new(key.clone(), available));
             }
         });

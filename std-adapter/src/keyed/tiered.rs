@@ -15,7 +15,7 @@ impl<K: Hash + Eq + Clone, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     KeyedRateLimiter<K, StdClock, Tiers<K, T, P, F>>
 {
     /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, holding at
-    /// most `max_keys` keys, on a new [`StdClock`]. Its own [`config`](Self::config) is tier 0's.
+    /// most `max_keys` keys, on a new [`StdClock`]. Its own [`config`](crate::ritmo::keyed::Keyed::config) is tier 0's.
     ///
     /// ```
     /// use std::time::Duration;
