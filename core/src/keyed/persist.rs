@@ -116,7 +116,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
         if out.len() != Self::SAVED_LEN {
             return false;
         }
-        let reading = self.rules.rate.now();
+        let reading = self.rules.rate.clock().now();
         let units = self.rules.rate.now();
         let entry = K::LEN + 9;
         self.table.with(|t| {
@@ -177,7 +177,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn restore(&self, saved: &[u8]) -> Restored {
-        let reading = self.rules.rate.now();
+        let reading = self.rules.rate.clock().now();
         let units = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(units);
