@@ -65,7 +65,7 @@ trait Keyed {
 
 impl Keyed for KeyedLimiter<u8, &ManualClock, CAP> {
     fn try_acquire_n(&self, key: &u8, k: u32) -> Result<(), AcquireError> {
-        KeyedLimiter::try_acquire_n(self, key, k)
+        ritmo::keyed::Keyed::try_acquire_n(self, key, k)
     }
     fn reserve_n_within(
         &self,
@@ -73,22 +73,23 @@ impl Keyed for KeyedLimiter<u8, &ManualClock, CAP> {
         k: u32,
         max_wait: Duration,
     ) -> Result<Box<dyn Held + '_>, AcquireError> {
-        KeyedLimiter::reserve_n_within(self, key, k, max_wait).map(|r| Box::new(r) as Box<dyn Held>)
+        ritmo::keyed::Keyed::reserve_n_within(self, key, k, max_wait)
+            .map(|r| Box::new(r) as Box<dyn Held>)
     }
     fn available_permits(&self, key: &u8) -> u32 {
-        KeyedLimiter::available_permits(self, key)
+        ritmo::keyed::Keyed::available_permits(self, key)
     }
     fn retry_after(&self, key: &u8) -> Duration {
-        KeyedLimiter::retry_after(self, key)
+        ritmo::keyed::Keyed::retry_after(self, key)
     }
     fn len(&self) -> usize {
-        KeyedLimiter::len(self)
+        ritmo::keyed::Keyed::len(self)
     }
     fn keys_held(&self) -> usize {
-        KeyedLimiter::keys_held(self)
+        ritmo::keyed::Keyed::keys_held(self)
     }
     fn reclaim_idle(&self) -> usize {
-        KeyedLimiter::reclaim_idle(self)
+        ritmo::keyed::Keyed::reclaim_idle(self)
     }
     fn live_keys(&self) -> Vec<KeySnapshot<u8>> {
         KeyedLimiter::live_keys(self).into_iter().collect()
@@ -100,7 +101,7 @@ impl Keyed for KeyedLimiter<u8, &ManualClock, CAP> {
 
 impl Keyed for KeyedRateLimiter<u8, &ManualClock> {
     fn try_acquire_n(&self, key: &u8, k: u32) -> Result<(), AcquireError> {
-        KeyedRateLimiter::try_acquire_n(self, key, k)
+        ritmo::keyed::Keyed::try_acquire_n(self, key, k)
     }
     fn reserve_n_within(
         &self,
@@ -108,23 +109,23 @@ impl Keyed for KeyedRateLimiter<u8, &ManualClock> {
         k: u32,
         max_wait: Duration,
     ) -> Result<Box<dyn Held + '_>, AcquireError> {
-        KeyedRateLimiter::reserve_n_within(self, key, k, max_wait)
+        ritmo::keyed::Keyed::reserve_n_within(self, key, k, max_wait)
             .map(|r| Box::new(r) as Box<dyn Held>)
     }
     fn available_permits(&self, key: &u8) -> u32 {
-        KeyedRateLimiter::available_permits(self, key)
+        ritmo::keyed::Keyed::available_permits(self, key)
     }
     fn retry_after(&self, key: &u8) -> Duration {
-        KeyedRateLimiter::retry_after(self, key)
+        ritmo::keyed::Keyed::retry_after(self, key)
     }
     fn len(&self) -> usize {
-        KeyedRateLimiter::len(self)
+        ritmo::keyed::Keyed::len(self)
     }
     fn keys_held(&self) -> usize {
-        KeyedRateLimiter::keys_held(self)
+        ritmo::keyed::Keyed::keys_held(self)
     }
     fn reclaim_idle(&self) -> usize {
-        KeyedRateLimiter::reclaim_idle(self)
+        ritmo::keyed::Keyed::reclaim_idle(self)
     }
     fn live_keys(&self) -> Vec<KeySnapshot<u8>> {
         KeyedRateLimiter::live_keys(self)
@@ -373,6 +374,7 @@ proptest! {
 
 // Guarantees one at a time.
 
+use ritmo::keyed::Keyed as _;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use ritmo::{Event, KeyListener, Listener, const_config};
@@ -386,7 +388,8 @@ fn a_full_table_refuses_a_new_key_until_the_soonest_live_key_is_idle() {
     let clock = ManualClock::new();
     let table: KeyedLimiter<u32, &ManualClock, 4> =
         KeyedLimiter::with_clock("peers", cfg(4, Duration::from_secs(4)), &clock, 7);
-    let map = KeyedRateLimiter::with_clock("peers", cfg(4, Duration::from_secs(4)), 4, &clock);
+    let map =
+        KeyedRateLimiter::<u32, _>::with_clock("peers", cfg(4, Duration::from_secs(4)), 4, &clock);
     for (key, k) in [(1u32, 4u32), (2, 3), (3, 2), (4, 1)] {
         table.try_acquire_n(&key, k).unwrap();
         map.try_acquire_n(&key, k).unwrap();
@@ -427,7 +430,12 @@ fn a_flood_of_new_keys_never_frees_a_limited_key() {
     let clock = ManualClock::new();
     let table: KeyedLimiter<u64, &ManualClock, 64> =
         KeyedLimiter::with_clock("login", cfg(3, Duration::from_secs(60)), &clock, 99);
-    let map = KeyedRateLimiter::with_clock("login", cfg(3, Duration::from_secs(60)), 64, &clock);
+    let map = KeyedRateLimiter::<u64, _>::with_clock(
+        "login",
+        cfg(3, Duration::from_secs(60)),
+        64,
+        &clock,
+    );
     let victim = u64::MAX;
     table.try_acquire_n(&victim, 3).unwrap();
     map.try_acquire_n(&victim, 3).unwrap();
@@ -455,7 +463,8 @@ fn idle_keys_are_reclaimed_without_a_sweep() {
     let clock = ManualClock::new();
     let table: KeyedLimiter<u64, &ManualClock, 8> =
         KeyedLimiter::with_clock("api", cfg(2, Duration::from_secs(1)), &clock, 1);
-    let map = KeyedRateLimiter::with_clock("api", cfg(2, Duration::from_secs(1)), 8, &clock);
+    let map =
+        KeyedRateLimiter::<u64, _>::with_clock("api", cfg(2, Duration::from_secs(1)), 8, &clock);
     // Ten rounds of eight new clients each, a second apart: every round finds the last one's
     // keys idle and reuses their room.
     for round in 0..10u64 {
@@ -544,7 +553,7 @@ fn an_interrupted_or_dropped_wait_returns_the_keys_permit() {
     let clock = ManualClock::new();
     let c = cfg(1, Duration::from_secs(1)).with_max_wait(Duration::from_secs(2));
     let table: KeyedLimiter<u8, &ManualClock, 4> = KeyedLimiter::with_clock("x", c, &clock, 0);
-    let map = KeyedRateLimiter::with_clock("x", c, 4, &clock);
+    let map = KeyedRateLimiter::<u32, _>::with_clock("x", c, 4, &clock);
     table.try_acquire(&1).unwrap();
     map.try_acquire(&1).unwrap();
     let err = table.reserve(&1).unwrap().interrupted();

@@ -12,6 +12,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub use crate::keyed::Keyed;
 pub use crate::{
     AcquireError, Clock, Config, FixedRateClock, Listener, ManualClock, ManualTime,
     RateLimitExceeded, RateLimiter, Wait, const_config,

@@ -6,6 +6,7 @@
 #![cfg(feature = "reconfigure")]
 
 use core::time::Duration;
+use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::keyed::KeyedLimiter;

@@ -9,7 +9,7 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo_core::keyed::{KeyedLimiter, KeyedReservation};
+use ritmo_core::keyed::{Keyed, KeyedLimiter, KeyedReservation};
 use ritmo_core::{AcquireError, Config, ManualClock};
 use ritmo_test_support::{KeyedModel, KeyedTicket, Op, Outcome, Units, ops};
 

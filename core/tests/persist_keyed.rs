@@ -11,6 +11,7 @@
 //!   at the instant of the restore (SPEC: "restores as fully spent, never as fresh").
 
 use core::time::Duration;
+use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};

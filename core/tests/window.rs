@@ -11,6 +11,7 @@
 //! without losing any.
 
 use core::time::Duration;
+use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::keyed::KeyedLimiter;

@@ -69,7 +69,7 @@
 
 use std::hash::Hash;
 
-use ritmo_core::keyed::TierSet;
+use ritmo_core::keyed::{Keyed, TierSet};
 use ritmo_core::{Bands, Clock, Event, KeyedLimiter, Listener, RateLimiter, Reason, Registry};
 
 use crate::KeyedRateLimiter;
@@ -177,6 +177,7 @@ impl Listener for MetricsListener {
 /// use ritmo::{Bands, Config, ManualClock, RateLimiter};
 /// use ritmo::server::KeyedRateLimiter;
 /// use ritmo::server::metrics;
+/// use ritmo::keyed::Keyed;
 ///
 /// let clock = ManualClock::new();
 /// let global = RateLimiter::new("global", Config::new(100, Duration::from_secs(1))?, &clock);
@@ -266,38 +267,22 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> Recordable
     for KeyedLimiter<K, C, N, P>
 {
     fn record(&self) {
-        let rate = self.rate();
-        let snapshot = self.snapshot();
-        record_keyed(rate, snapshot.live_keys, snapshot.permits, tiered::<K, P>());
+        record_keyed(self);
     }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> Recordable for KeyedRateLimiter<K, C, P> {
     fn record(&self) {
-        let snapshot = self.snapshot();
-        record_keyed(
-            self.rate(),
-            snapshot.live_keys,
-            snapshot.permits,
-            tiered::<K, P>(),
-        );
+        record_keyed(self);
     }
 }
 
-/// Whether a keyed limiter picks among tiers: only then can a call be refused for an unknown
-/// tier. One tier keeps nothing per key (its `TierSet::Index` is `()`), tiers keep an index.
-fn tiered<K, P: TierSet<K>>() -> bool {
-    core::mem::size_of::<P::Index>() != 0
-}
-
 /// The series of a keyed limiter: its counts (every key together) and its live keys. The
-/// `unknown_tier` refusals only of a tiered limiter: an untiered one never has any.
-fn record_keyed<C>(
-    rate: &ritmo_core::keyed::KeyRate<C>,
-    live_keys: usize,
-    permits: u32,
-    tiered: bool,
-) {
+/// `unknown_tier` refusals only of a tiered limiter (one whose keys keep a tier: an untiered one
+/// never has any).
+fn record_keyed<K: Hash + Eq + Clone + 'static, S: Keyed<K>>(limiter: &S) {
+    let (rate, snapshot) = (limiter.key_rules().key_rate(), limiter.snapshot());
+    let tiered = core::mem::size_of::<<S::Tiers as TierSet<K>>::Index>() != 0;
     let id = rate.id();
     metrics::counter!(ADMITTED, "limiter" => id).absolute(rate.admitted_count());
     metrics::counter!(WAITED, "limiter" => id).absolute(rate.waited_count());
@@ -314,8 +299,8 @@ fn record_keyed<C>(
         metrics::counter!(REJECTED, "limiter" => id, "reason" => reason_label(reason))
             .absolute(rate.rejected_count(reason));
     }
-    metrics::gauge!(KEYS, "limiter" => id).set(live_keys as f64);
-    metrics::gauge!(PERMITS, "limiter" => id).set(f64::from(permits));
+    metrics::gauge!(KEYS, "limiter" => id).set(snapshot.live_keys as f64);
+    metrics::gauge!(PERMITS, "limiter" => id).set(f64::from(snapshot.permits));
 }
 
 /// Records a limiter's admitted count and its available permits (call it before a scrape, or on

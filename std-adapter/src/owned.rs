@@ -4,6 +4,7 @@
 //! holds one across `.await`, or moves it into a task, without a lock or an allocation.
 
 use core::time::Duration;
+use ritmo_core::keyed::Keyed;
 use std::hash::Hash;
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
 //! The std keyed limiter's waits (blocking, interrupted, tokio) and its IP keys.
 
+use ritmo_core::keyed::Keyed;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 

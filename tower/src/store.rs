@@ -7,6 +7,7 @@
 use core::fmt;
 use core::future::{Future, Pending};
 use core::time::Duration;
+use ritmo_core::keyed::Keyed;
 
 use core::hash::Hash;
 use core::ops::Deref;

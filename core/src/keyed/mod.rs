@@ -38,6 +38,7 @@
 //! use core::time::Duration;
 //! use ritmo::{const_config, ManualClock, Reason};
 //! use ritmo::keyed::KeyedLimiter;
+//! use ritmo::keyed::Keyed;
 //!
 //! static CLOCK: ManualClock = ManualClock::new();
 //! // 2 requests per second per peer, for up to 4 peers limited at once.
@@ -82,8 +83,8 @@
 //! [`Reason::KeyCapacity`]: crate::Reason::KeyCapacity
 
 mod acquire;
-#[doc(hidden)]
-pub mod front;
+mod front;
+mod key_rules;
 #[cfg(feature = "reconfigure")]
 mod live;
 mod peek;
@@ -97,20 +98,12 @@ mod table;
 mod tiered;
 mod tiers;
 
-#[doc(hidden)]
-pub use front::KeyedStore;
-#[doc(hidden)]
-pub use rate::KeyRate;
-#[doc(hidden)]
-pub use rate::Settled;
+pub use front::{Keyed, KeyedStore, Peek, Peeked};
+pub use key_rules::KeyRules;
+pub use rate::{KeyRate, Settled};
 pub use reservation::{KeyCharge, KeyReservation};
-#[doc(hidden)]
-pub use rules::Decision;
-#[doc(hidden)]
-pub use rules::TierRules;
-#[doc(hidden)]
-pub use state::KeyState;
-#[doc(hidden)]
+pub use rules::{Decision, TierRules};
+pub use state::KeyCell;
 pub use store::Taken;
 pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
@@ -132,6 +125,7 @@ use table::Table;
 /// use portable_atomic::{AtomicU32, Ordering};
 /// use ritmo::{const_config, Event, ManualClock};
 /// use ritmo::keyed::{KeyListener, KeyedLimiter};
+/// use ritmo::keyed::Keyed;
 ///
 /// struct LastRejected(AtomicU32);
 /// impl KeyListener<u32> for LastRejected {
@@ -162,6 +156,7 @@ pub trait KeyListener<K: ?Sized>: Sync {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock};
 /// use ritmo::keyed::{KeySnapshot, KeyedLimiter};
+/// use ritmo::keyed::Keyed;
 /// let peers: KeyedLimiter<u8, _, 4> =
 ///     KeyedLimiter::with_clock("peers", Config::new(3, Duration::from_secs(1))?, ManualClock::new(), 9);
 /// peers.try_acquire(&1).unwrap();
@@ -200,6 +195,7 @@ impl<K> KeySnapshot<K> {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock};
 /// use ritmo::keyed::{KeyedLimiter, KeyedSnapshot};
+/// use ritmo::keyed::Keyed;
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("peers", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
 /// l.try_acquire(&1).unwrap();
 /// assert_eq!(l.snapshot(), KeyedSnapshot::new("peers", 1, 1, 8, 2));
@@ -265,24 +261,23 @@ impl KeyedSnapshot {
 /// With `P` = [`Tiers`], each key gets the config of its own tier: see [`tiered`](Self::tiered)
 /// and [`Tiers`].
 pub struct KeyedLimiter<K: 'static, C, const N: usize, P: TierSet<K> = OneTier> {
-    rate: KeyRate<C>,
-    tiers: P,
+    rules: KeyRules<K, C, P>,
     table: Lock<Table<K, N, P::Index>>,
-    key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
 impl<K, C, const N: usize, P: TierSet<K>> fmt::Debug for KeyedLimiter<K, C, N, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
-            .field("id", &self.rate.id())
-            .field("config", &self.rate.config())
+            .field("id", &self.rules.rate.id())
+            .field("config", &self.rules.rate.config())
             .field("capacity", &Table::<K, N, P::Index>::CAP)
-            .field("has_key_listener", &self.key_listener.is_some())
+            .field("has_key_listener", &self.rules.key_listener.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
+    const_fn! {
     /// A keyed limiter named `id` applying `config` to each key, on `clock`, hashing keys with
     /// `seed`; in a `const` context if need be (a `static`).
     ///
@@ -290,42 +285,15 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     /// use core::time::Duration;
     /// use ritmo::{const_config, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
+    /// use ritmo::keyed::Keyed;
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static NODES: KeyedLimiter<u16, &ManualClock, 32> =
     ///     KeyedLimiter::new("nodes", const_config!(10, Duration::from_secs(60)), &CLOCK, 0xC0FFEE);
     /// assert_eq!(NODES.available_permits(&3), 10);
     /// ```
-    #[cfg(not(all(test, loom)))]
-    pub const fn new(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
-        const {
-            assert!(
-                N > 0 && N <= u32::MAX as usize,
-                "a keyed table needs 1..=u32::MAX slots"
-            )
-        };
-        KeyedLimiter {
-            rate: KeyRate::new(id, config, clock),
-            tiers: OneTier,
-            table: Lock::new(Table::new(seed)),
-            key_listener: None,
-        }
-    }
-
-    /// A keyed limiter named `id` applying `config` to each key.
-    #[cfg(all(test, loom))]
     pub fn new(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
-        const {
-            assert!(
-                N > 0 && N <= u32::MAX as usize,
-                "a keyed table needs 1..=u32::MAX slots"
-            )
-        };
-        KeyedLimiter {
-            rate: KeyRate::new(id, config, clock),
-            tiers: OneTier,
-            table: Lock::new(Table::new(seed)),
-            key_listener: None,
-        }
+        Self::of(KeyRules::new(id, config, clock), seed)
+    }
     }
 }
 
@@ -336,12 +304,21 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// use core::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let users: KeyedLimiter<&str, _, 16> =
     ///     KeyedLimiter::with_clock("users", Config::new(5, Duration::from_secs(1))?, ManualClock::new(), 42);
     /// assert!(users.try_acquire(&"ada").is_ok());
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, clock: C, seed: u128) -> Self {
+        Self::of(KeyRules::with_clock(id, config, clock), seed)
+    }
+}
+
+impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
+    const_fn! {
+    /// A table of `N` slots hashing keys with `seed`, its keys following `rules`.
+    pub(super) fn of(rules: KeyRules<K, C, P>, seed: u128) -> Self {
         const {
             assert!(
                 N > 0 && N <= u32::MAX as usize,
@@ -349,15 +326,12 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             )
         };
         KeyedLimiter {
-            rate: KeyRate::with_clock(id, config, clock),
-            tiers: OneTier,
+            rules,
             table: Lock::new(Table::new(seed)),
-            key_listener: None,
         }
     }
-}
+    }
 
-impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// The same limiter, reporting rejections and released reservations to `listener`, which
     /// hears the limiter's id but never the key.
     ///
@@ -365,6 +339,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// use core::time::Duration;
     /// use ritmo::{const_config, Event, Listener, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
+    /// use ritmo::keyed::Keyed;
     /// struct Log;
     /// impl Listener for Log {
     ///     fn on_event(&self, event: &Event) { assert_eq!(event.id(), "peers"); }
@@ -377,7 +352,7 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// ```
     #[must_use]
     pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
-        self.rate.set_listener(listener);
+        self.rules.rate.set_listener(listener);
         self
     }
 
@@ -397,144 +372,8 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     /// ```
     #[must_use]
     pub const fn with_key_listener(mut self, listener: &'static dyn KeyListener<K>) -> Self {
-        self.key_listener = Some(listener);
+        self.rules.key_listener = Some(listener);
         self
-    }
-
-    /// The limiter's id.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert_eq!(l.id(), "x");
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub const fn id(&self) -> &'static str {
-        self.rate.id()
-    }
-
-    /// The config every key gets: the one it was built with, or the last one given to
-    /// `reconfigure`. For a tiered limiter, tier 0's.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?;
-    /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// assert_eq!(l.config(), c);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn config(&self) -> Config {
-        self.rate.config()
-    }
-
-    /// The clock it reads.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Clock, Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::starting_at(5), 0);
-    /// assert_eq!(l.clock().now(), 5);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub const fn clock(&self) -> &C {
-        self.rate.clock()
-    }
-
-    /// How many keys it can hold: `N`, or three quarters of the slots left for keys in a table of
-    /// 1024 slots or more (the rest keep lookups short and find the soonest key; see the
-    /// [module docs](self#bounded-memory)).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 64> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// assert_eq!(l.capacity(), 64);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub const fn capacity(&self) -> usize {
-        Table::<K, N, P::Index>::CAP
-    }
-
-    /// The rules it applies to each key; for ritmo-std's keyed store, not part of the API.
-    #[doc(hidden)]
-    pub const fn rate(&self) -> &KeyRate<C> {
-        &self.rate
-    }
-
-    /// Calls admitted at once since it was built, every key together (feature `counters`).
-    /// A statistic kept with a plain load and store: exact on one core, it may undercount when
-    /// two cores admit at the same instant.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 4> =
-    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// l.try_acquire(&2).unwrap();
-    /// assert!(l.try_acquire(&1).is_err());
-    /// assert_eq!(l.admitted_count(), 2);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    #[cfg(feature = "counters")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
-    pub fn admitted_count(&self) -> u64 {
-        self.rate.admitted_count()
-    }
-
-    /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// let r = l.reserve(&1).unwrap(); // waits a second
-    /// assert_eq!((l.admitted_count(), l.waited_count()), (1, 1));
-    /// # drop(r);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    #[cfg(feature = "counters")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
-    pub fn waited_count(&self) -> u64 {
-        self.rate.waited_count()
-    }
-
-    /// Calls refused for `reason` (feature `counters`): [`Reason::NoPermitInTime`] (the key's
-    /// permits would come too late), [`Reason::KeyCapacity`] (no room for a new key) and
-    /// [`Reason::UnknownTier`] (a tiered limiter's function named no tier); 0 for every other
-    /// reason, which a keyed limiter never refuses a call for.
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, ManualClock, Reason};
-    /// # use ritmo::keyed::KeyedLimiter;
-    /// let l: KeyedLimiter<u8, _, 1> =
-    ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-    /// l.try_acquire(&1).unwrap();
-    /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
-    /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
-    /// assert_eq!(l.rejected_count(Reason::NoPermitInTime), 1);
-    /// assert_eq!(l.rejected_count(Reason::KeyCapacity), 1);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    ///
-    /// [`Reason::NoPermitInTime`]: crate::Reason::NoPermitInTime
-    /// [`Reason::KeyCapacity`]: crate::Reason::KeyCapacity
-    /// [`Reason::UnknownTier`]: crate::Reason::UnknownTier
-    #[cfg(feature = "counters")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
-    pub fn rejected_count(&self, reason: crate::Reason) -> u64 {
-        self.rate.rejected_count(reason)
     }
 }
 
@@ -547,6 +386,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u32, _, 8> = KeyedLimiter::with_clock("x", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 2).unwrap();
     /// l.set_seed(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
@@ -554,7 +394,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn set_seed(&self, seed: u128) {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             t.reseed(seed, now);
@@ -574,6 +414,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// use core::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 4> =
     ///     KeyedLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, &clock, 0);
@@ -585,13 +426,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     #[cfg(feature = "reconfigure")]
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn reconfigure(&self, config: Config) {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             // Keys not held that a restore left spent are converted as held ones are.
-            let fresh = t.fresh(&self.rate.rules());
+            let fresh = t.fresh(&self.rules.rate.rules());
             let mut fresh_after = None;
-            self.rate.change(config, now, |convert| {
+            self.rules.rate.change(config, now, |convert| {
                 for slot in t.slots.iter_mut() {
                     if slot.key.is_some() {
                         slot.tat = convert(slot.tat);
@@ -601,7 +442,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
             });
             t.rebound();
             if let Some(fresh) = fresh_after {
-                t.spent = persist::spent_for(fresh, &self.rate.rules(), now);
+                t.spent = persist::spent_for(fresh, &self.rules.rate.rules(), now);
             }
         });
     }

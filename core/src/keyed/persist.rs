@@ -30,7 +30,6 @@
 use core::hash::Hash;
 
 use super::KeyedLimiter;
-use super::front::KeyedStore;
 use super::rules::TierRules;
 use super::table::{Probe, SlotTier, Table};
 use super::tiers::TierSet;
@@ -77,8 +76,8 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// converts).
     fn print(&self) -> u32 {
         let mut crc = !0;
-        for position in 0..self.tiers.count() {
-            let rules = self.rules(P::Index::at(position as u8));
+        for position in 0..self.rules.tiers.count() {
+            let rules = self.rules.rules(P::Index::at(position as u8));
             crc = fingerprint_add(crc, &rules.0);
         }
         crc = fingerprint_bytes(crc, b"keyed");
@@ -97,6 +96,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// use ritmo::persist::Restored;
     /// use ritmo::keyed::KeyedLimiter;
     /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::Keyed;
     ///
     /// let clock = ManualClock::new();
     /// let config = Config::new(2, Duration::from_secs(1))?;
@@ -116,14 +116,14 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
         if out.len() != Self::SAVED_LEN {
             return false;
         }
-        let reading = self.clock().now();
-        let units = self.rate.now();
+        let reading = self.rules.rate.clock().now();
+        let units = self.rules.rate.now();
         let entry = K::LEN + 9;
         self.table.with(|t| {
             let now = t.observe(units);
             out.fill(0);
             // at most 255 tiers
-            write_head(out, self.tiers.count() as u8, self.print(), reading);
+            write_head(out, self.rules.tiers.count() as u8, self.print(), reading);
             out[HEAD..HEAD + 8].copy_from_slice(&t.spent.to_le_bytes());
             let mut count = 0;
             for slot in &t.slots {
@@ -162,6 +162,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// use ritmo::persist::{Restored, Untrusted};
     /// use ritmo::keyed::KeyedLimiter;
     /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::Keyed;
     ///
     /// let clock = ManualClock::new();
     /// let config = Config::new(10, Duration::from_secs(10))?;
@@ -176,8 +177,8 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn restore(&self, saved: &[u8]) -> Restored {
-        let reading = self.clock().now();
-        let units = self.rate.now();
+        let reading = self.rules.rate.clock().now();
+        let units = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(units);
             let verdict = self.check(saved, reading);
@@ -192,7 +193,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// Whether `saved` is a trusted record for this table, saved no later than `reading`, every
     /// entry of it readable.
     fn check(&self, saved: &[u8], reading: u64) -> Restored {
-        let count = self.tiers.count();
+        let count = self.rules.tiers.count();
         let verdict = check_head(saved, Self::SAVED_LEN, count, self.print(), reading);
         if verdict != Restored::Saved {
             return verdict;
@@ -227,14 +228,14 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
             if tat <= now {
                 continue; // idle by now: the same as a key never seen
             }
-            let rules = self.rules(tier);
+            let rules = self.rules.rules(tier);
             match t.probe(&key, now) {
                 Probe::Found(i) if t.slots[i].tier == tier => {
                     t.slots[i].tat = t.slots[i].tat.max(tat);
                 }
                 Probe::Found(i) => {
                     // Carried to the tier it holds now.
-                    let held = self.rules(t.slots[i].tier);
+                    let held = self.rules.rules(t.slots[i].tier);
                     t.slots[i].tat = t.slots[i].tat.max(rules.carry(tat, now, &held));
                 }
                 Probe::Vacant(i) => t.insert_at(i, key, tat.max(t.fresh(&rules)), tier),
@@ -250,7 +251,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
         t.spent = t.spent.max(now.saturating_add(1));
         for i in 0..N {
             if t.slots[i].key.is_some() {
-                let fresh = t.fresh(&self.rules(t.slots[i].tier));
+                let fresh = t.fresh(&self.rules.rules(t.slots[i].tier));
                 t.slots[i].tat = t.slots[i].tat.max(fresh);
             }
         }

@@ -87,6 +87,7 @@ impl<C: FixedRateClock> KeyRate<C> {
     /// use core::time::Duration;
     /// use ritmo::{const_config, ManualClock};
     /// use ritmo::keyed::KeyRate;
+    /// use ritmo::keyed::Keyed;
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static RATE: KeyRate<&ManualClock> = KeyRate::new("peers", const_config!(4, Duration::from_secs(1)), &CLOCK);
     /// assert_eq!(RATE.id(), "peers");
@@ -100,8 +101,8 @@ impl<C: FixedRateClock> KeyRate<C> {
 /// The numbers of a keyed limiter's config at one moment, for a store that decides while it
 /// holds a lock a [`reconfigure`](super::KeyedLimiter::reconfigure) in progress would need
 /// (a new key's insertion): taken before the lock, checked under it with
-/// [`KeyRate::still`]. Not for use outside ritmo's keyed stores.
-#[doc(hidden)]
+/// [`KeyRate::still`]: what a [`KeyedStore`](super::KeyedStore) that inserts under a lock
+/// decides a new key with.
 #[derive(Debug, Clone, Copy)]
 pub struct Settled {
     rate: Rate,
@@ -111,7 +112,16 @@ pub struct Settled {
 
 impl<C> KeyRate<C> {
     /// The numbers in force, once no change is in progress.
-    #[doc(hidden)]
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyRate;
+    /// let rate = KeyRate::with_clock("api", Config::new(1, Duration::from_secs(1))?, ManualClock::new());
+    /// let settled = rate.settled();
+    /// assert!(rate.still(&settled)); // no change since
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
     pub fn settled(&self) -> Settled {
         #[cfg(feature = "reconfigure")]
         return until_won(Backoff::new(), || {
@@ -127,7 +137,6 @@ impl<C> KeyRate<C> {
     }
 
     /// Whether `settled` is still in force: no change has started since.
-    #[doc(hidden)]
     pub fn still(&self, settled: &Settled) -> bool {
         #[cfg(feature = "reconfigure")]
         {
@@ -154,10 +163,10 @@ impl<C> KeyRate<C> {
 
     /// Applies `config` to every key from `now` (in units), with the single limiter's rule:
     /// `convert_all` gets the conversion of one key's state and applies it to every key the
-    /// store holds. The store serialises changes, and converts under its own locks. Not for use
-    /// outside ritmo's keyed stores.
+    /// store holds. The store serialises changes, and converts under its own locks: what a
+    /// [`KeyedStore`](super::KeyedStore)'s `reconfigure` runs.
     #[cfg(feature = "reconfigure")]
-    #[doc(hidden)]
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn change(&self, config: Config, now: u64, convert_all: impl FnOnce(&dyn Fn(u64) -> u64)) {
         let new = self.in_units(&config);
         self.live
@@ -308,7 +317,6 @@ impl<C> KeyRate<C> {
     /// The numbers it was built with, if no `reconfigure` ever changed them: what a store's hot
     /// path may decide with once, outside any compare-and-swap loop. `None` after a change: decide
     /// with [`decide`](Self::decide), which reads the numbers in force at each try.
-    #[doc(hidden)]
     #[inline(always)]
     pub fn unchanged_rules(&self) -> Option<TierRules> {
         #[cfg(feature = "reconfigure")]

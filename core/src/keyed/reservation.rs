@@ -18,6 +18,7 @@ use crate::reservation::{Held, Holder};
 /// # use core::time::Duration;
 /// # use ritmo::{Config, ManualClock};
 /// # use ritmo::keyed::KeyedLimiter;
+/// # use ritmo::keyed::Keyed;
 /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
 /// let a = l.reserve(&1).unwrap();
@@ -71,6 +72,7 @@ impl<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyReservation<'a, K,
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
+    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(*l.reserve(&3).unwrap().key(), 3);
     /// # Ok::<(), ritmo::ConfigError>(())
@@ -85,27 +87,27 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
     const KIND: &'static str = "KeyedReservation";
 
     fn holder_id(&self) -> &'static str {
-        self.key_rate().id()
+        self.key_rules().key_rate().id()
     }
 
     fn holder_clock(&self) -> &L::Clock {
-        self.key_rate().clock()
+        self.key_rules().key_rate().clock()
     }
 
     fn units_now(&self) -> u64 {
-        self.key_rate().now()
+        self.key_rules().key_rate().now()
     }
 
     fn wait_duration(&self, units: u64) -> Duration {
-        self.key_rate().duration(units)
+        self.key_rules().key_rate().duration(units)
     }
 
     fn reading_ceil(&self, units: u64) -> u64 {
-        self.key_rate().reading(units)
+        self.key_rules().key_rate().reading(units)
     }
 
     fn refusal(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
-        self.key_rate().rejected(reason, wait)
+        self.key_rules().key_rate().rejected(reason, wait)
     }
 
     fn charged(charge: &KeyCharge<K>) -> bool {
@@ -114,12 +116,12 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
 
     fn give_back(&self, charge: &KeyCharge<K>) -> bool {
         let generation = charge.generation;
-        self.key_rate().changed_at() <= generation
-            && self.tiers().changed_at(charge.tier) <= generation
+        self.key_rules().key_rate().changed_at() <= generation
+            && self.key_rules().tiers().changed_at(charge.tier) <= generation
             && self.refund_key(&charge.key, charge.written, charge.increment, charge.tier)
     }
 
     fn publish_release(&self, charge: &KeyCharge<K>, event: Event) {
-        self.publish_key(&charge.key, event);
+        self.key_rules().publish_key(&charge.key, event);
     }
 }

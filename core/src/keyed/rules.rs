@@ -22,9 +22,8 @@ pub(crate) fn decide_with(rate: &Rate, tat: u64, now: u64, k: u32, max_wait: u64
     gcra::reserve(tat, now, rate.increment(k), rate.window(), max_wait)
 }
 
-/// One tier's numbers in a limiter's units: what a keyed store decides a key's calls with. For
-/// ritmo's keyed stores.
-#[doc(hidden)]
+/// One tier's numbers in a limiter's units: what a [`KeyedStore`](super::KeyedStore) decides a
+/// key's calls with ([`KeyRules::rules`](super::KeyRules::rules) reads them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TierRules(pub(crate) Rate);
 

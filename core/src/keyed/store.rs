@@ -1,29 +1,29 @@
 //! [`KeyedStore`]: where a keyed limiter's key states live (ritmo-core's fixed table, ritmo-std's
 //! sharded map), and what a store answers: [`Taken`] for a call, [`Peek`] for a read.
 
-use super::KeyListener;
-use super::rate::KeyRate;
+use super::key_rules::KeyRules;
 use super::rules::{Decision, TierRules};
 use super::tiers::TierSet;
 use crate::clock::Clock;
 use crate::error::{RateLimitExceeded, Reason};
-use crate::event::Event;
 
-/// A keyed limiter's store of key states, under the front every keyed limiter shares. Implemented
-/// by ritmo-core's [`KeyedLimiter`](super::KeyedLimiter) and ritmo-std's `KeyedRateLimiter`;
-/// public only so that both share the one front and the one reservation type.
-#[doc(hidden)]
+/// Where a keyed limiter's key states live, under the verbs every keyed limiter shares
+/// ([`Keyed`](super::Keyed), implemented for every store). Implemented by ritmo-core's fixed
+/// [`KeyedLimiter`](super::KeyedLimiter) and ritmo-std's sharded `KeyedRateLimiter`.
+///
+/// Shaped like governor's `StateStore`: a store keeps one [`KeyCell`](super::KeyCell) per key
+/// and decides nothing itself. It finds or inserts a key and hands its cell to its
+/// [`KeyRules`] ([`take`](Self::take), with [`KeyRules::decide`] or
+/// [`KeyRules::decide_locked`]), gives a reservation back ([`refund_key`](Self::refund_key),
+/// with [`KeyRules::refund`]), reads a key's state ([`peek`](Self::peek)), and counts and drops
+/// the keys it holds.
 pub trait KeyedStore<K: 'static> {
     /// The clock the limiter reads.
     type Clock: Clock;
     /// How a key's tier is picked (`OneTier` for one config).
     type Tiers: TierSet<K>;
-    /// The rules every key follows.
-    fn key_rate(&self) -> &KeyRate<Self::Clock>;
-    /// The tiers keys are put on.
-    fn tiers(&self) -> &Self::Tiers;
-    /// The listener told about events with their key, if any.
-    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>>;
+    /// The rules every key follows, which decide each call on a key's cell.
+    fn key_rules(&self) -> &KeyRules<K, Self::Clock, Self::Tiers>;
     /// Decides one call for `k` permits (already checked) on `tier` that may wait `max_wait`
     /// units, on `key`'s state (found or put in), and writes what it took.
     fn take(
@@ -39,105 +39,33 @@ pub trait KeyedStore<K: 'static> {
     /// What the store holds for `key` on `tier` now, changing no state (a store may reclaim idle
     /// keys meanwhile: that changes no decision).
     fn peek(&self, key: &K, tier: <Self::Tiers as TierSet<K>>::Index) -> Peek;
+    /// Keys being limited right now (not idle): [`Keyed::len`](super::Keyed::len).
+    fn live_count(&self) -> usize;
+    /// Keys held, live or idle and not yet reclaimed: [`Keyed::keys_held`](super::Keyed::keys_held).
+    fn held_count(&self) -> usize;
+    /// The most keys it holds at once: [`Keyed::capacity`](super::Keyed::capacity).
+    fn key_capacity(&self) -> usize;
+    /// Drops every idle key; the keys left: [`Keyed::reclaim_idle`](super::Keyed::reclaim_idle).
+    fn drop_idle(&self) -> usize;
 
-    /// Tells the limiter's listeners, if it has any, about `event` on `key`.
+    /// One permit for `key` on `tier` now (the call `try_acquire` makes once its tier is
+    /// picked); a store may answer it by a faster path of its own, deciding as
+    /// [`take`](Self::take) would.
     #[inline]
-    fn publish_key(&self, key: &K, event: Event) {
-        if self.key_rate().listener().is_some() || self.key_listener().is_some() {
-            publish(self, key, &event);
-        }
-    }
-
-    /// Counts and publishes a refusal of a call on `key` for `reason` that would have waited
-    /// `wait` units.
-    #[inline]
-    fn refused(&self, key: &K, reason: Reason, wait: u64) -> RateLimitExceeded {
-        let rate = self.key_rate();
-        rate.count_rejected(reason);
-        let error = rate.rejected(reason, wait);
-        // The event built only where someone listens.
-        if rate.listener().is_some() || self.key_listener().is_some() {
-            publish(self, key, &Event::Rejected(error));
-        }
-        error
-    }
-
-    /// Counts a call's outcome `taken` (`Err`: refused for `reason`, the wait it would have had).
-    #[inline(always)]
-    fn granted(
+    fn take_one(
         &self,
         key: &K,
-        taken: Result<Taken, (Reason, u64)>,
-    ) -> Result<Taken, RateLimitExceeded> {
-        match taken {
-            Ok(taken) => {
-                self.key_rate().count_granted(taken.wait);
-                Ok(taken)
-            }
-            Err((reason, wait)) => Err(self.refused(key, reason, wait)),
+        tier: <Self::Tiers as TierSet<K>>::Index,
+    ) -> Result<(), RateLimitExceeded> {
+        if !self.key_rules().enabled(tier) {
+            return Ok(());
         }
-    }
-
-    /// The tier `key` is on now, or the refusal of a call whose tier function answers no tier.
-    #[inline(always)]
-    fn pick(&self, key: &K) -> Result<<Self::Tiers as TierSet<K>>::Index, RateLimitExceeded> {
-        match self.tiers().pick(key) {
-            Some(tier) => Ok(tier),
-            None => Err(self.refused(key, Reason::UnknownTier, u64::MAX)),
-        }
-    }
-
-    /// The numbers of `tier` now (for one tier, the config in force), once no change of them is
-    /// being written.
-    #[inline(always)]
-    fn rules(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        let rate = self.key_rate();
-        // Tested before the numbers are read, so that a call that needs one of them (`enabled`)
-        // reads that one alone.
-        if self.tiers().rules(tier, false).is_some() && rate.generation() != 0 {
-            return self.rules_changed(tier);
-        }
-        match self.tiers().rules(tier, false) {
-            Some(rules) => rules,
-            None => rate.rules(),
-        }
-    }
-
-    /// Whether `tier` limits now: [`rules`](Self::rules)`.enabled()`, reading one word of them.
-    #[inline(always)]
-    fn enabled(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> bool {
-        let rate = self.key_rate();
-        if self.tiers().rules(tier, false).is_some() && rate.generation() != 0 {
-            return self.rules_changed(tier).enabled();
-        }
-        match self.tiers().rules(tier, false) {
-            Some(rules) => rules.enabled(),
-            None => rate.enabled(),
-        }
-    }
-
-    /// [`rules`](Self::rules) of a limiter changed live: out of line, off the hot path.
-    #[cold]
-    #[inline(never)]
-    fn rules_changed(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        self.key_rate().consistent(|| self.rules_held(tier))
-    }
-
-    /// The numbers of `tier` now, read by a store that holds a lock a change of them would
-    /// need (so none is being written).
-    #[inline]
-    fn rules_held(&self, tier: <Self::Tiers as TierSet<K>>::Index) -> TierRules {
-        let changed = self.key_rate().generation() != 0;
-        match self.tiers().rules(tier, changed) {
-            Some(rules) => rules,
-            None => self.key_rate().rules(),
-        }
+        self.take(key, tier, 1, 0).map(|_| ())
     }
 }
 
 /// What a keyed store holds for a key now: the numbers of its tier, the instant, and the key's
 /// state or why it has none.
-#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct Peek {
     /// The numbers of the key's tier, as the store read them.
@@ -149,7 +77,6 @@ pub struct Peek {
 }
 
 /// A key's state in a [`Peek`].
-#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub enum Peeked {
     /// Held: its state, carried over to the tier asked about.
@@ -161,7 +88,6 @@ pub enum Peeked {
 }
 
 /// What a call did to its key: the state it wrote, when its permits arrive, and how long that is.
-#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct Taken {
     /// The key's state after the call.
@@ -200,18 +126,5 @@ impl Taken {
             }),
             Decision::Reject { wait } => Err((Reason::NoPermitInTime, wait)),
         }
-    }
-}
-
-/// Tells `store`'s listeners about `event` on `key`: out of line on servers, so that a limiter
-/// without listeners builds no event (built eagerly, it cost the map's refusal 10 instructions);
-/// on microcontrollers, where flash counts, as the compiler sees fit.
-#[cfg_attr(target_has_atomic = "64", cold, inline(never))]
-fn publish<K: 'static, S: KeyedStore<K> + ?Sized>(store: &S, key: &K, event: &Event) {
-    if let Some(listener) = store.key_rate().listener() {
-        listener.on_event(event);
-    }
-    if let Some(listener) = store.key_listener() {
-        listener.on_event(key, event);
     }
 }

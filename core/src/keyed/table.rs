@@ -459,7 +459,7 @@ mod tests {
     use std::boxed::Box;
 
     use super::*;
-    use crate::keyed::KeyedLimiter;
+    use crate::keyed::{Keyed, KeyedLimiter};
     use crate::{Config, ManualClock, Reason};
 
     /// Slots of the big tables below.

@@ -2,12 +2,10 @@
 //! (see [`Tiers`]).
 
 use crate::clock::{Clock, FixedRateClock};
-use crate::sync::Lock;
 #[cfg(feature = "reconfigure")]
 use crate::{config::Config, error::TierError};
 
-use super::rate::KeyRate;
-use super::table::Table;
+use super::KeyRules;
 use super::{KeyedLimiter, Tier, Tiers};
 
 impl<K, C: FixedRateClock, const N: usize, const T: usize, P, F>
@@ -17,12 +15,13 @@ where
 {
     /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, on `clock`,
     /// hashing keys with `seed`; in a `const` context if need be (a `static`). Its own
-    /// [`config`](Self::config) is tier 0's. See the [`Tiers`] docs.
+    /// [`config`](super::Keyed::config) is tier 0's. See the [`Tiers`] docs.
     ///
     /// ```
     /// use core::time::Duration;
     /// use ritmo::{const_config, ManualClock, Reason};
     /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// use ritmo::keyed::Keyed;
     /// fn plan(key: &u16) -> &'static str { if *key >= 100 { "paid" } else { "free" } }
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static API: KeyedLimiter<u16, &ManualClock, 16, Tiers<u16, 2>> = KeyedLimiter::tiered(
@@ -43,19 +42,7 @@ where
     /// ```
     #[cfg(not(all(test, loom)))]
     pub const fn tiered(id: &'static str, tiers: Tiers<K, T, P, F>, clock: C, seed: u128) -> Self {
-        const {
-            assert!(
-                N > 0 && N <= u32::MAX as usize,
-                "a keyed table needs 1..=u32::MAX slots"
-            )
-        };
-        let config = tiers.tiers()[0].config();
-        KeyedLimiter {
-            rate: KeyRate::new(id, config, clock),
-            tiers: tiers.in_units(C::TICK_RATE),
-            table: Lock::new(Table::new(seed)),
-            key_listener: None,
-        }
+        Self::of(KeyRules::tiered(id, tiers, clock), seed)
     }
 }
 
@@ -69,6 +56,7 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// use core::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// use ritmo::keyed::Keyed;
     /// let tiers = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
@@ -86,20 +74,7 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
         clock: C,
         seed: u128,
     ) -> Self {
-        const {
-            assert!(
-                N > 0 && N <= u32::MAX as usize,
-                "a keyed table needs 1..=u32::MAX slots"
-            )
-        };
-        let config = tiers.tiers()[0].config();
-        let tick = clock.tick_rate();
-        KeyedLimiter {
-            rate: KeyRate::with_clock(id, config, clock),
-            tiers: tiers.in_units(tick),
-            table: Lock::new(Table::new(seed)),
-            key_listener: None,
-        }
+        Self::of(KeyRules::tiered_with_clock(id, tiers, clock), seed)
     }
 
     /// The tier `key` is on now, as the tier function answers; `None` if it answers a plan no
@@ -116,12 +91,12 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tier(&self, key: &K) -> Option<&Tier<P>> {
-        self.tiers.tier_of(key)
+        self.rules.tiers.tier_of(key)
     }
 
     /// The tiers it picks from.
     pub const fn tiers(&self) -> &Tiers<K, T, P, F> {
-        &self.tiers
+        &self.rules.tiers
     }
 
     /// Gives the tier named `name` `config` from now on, live: each of its keys follows the
@@ -136,6 +111,7 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     /// use core::time::Duration;
     /// use ritmo::{Config, ErrorCode, ManualClock};
     /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// use ritmo::keyed::Keyed;
     /// let clock = ManualClock::new();
     /// let tiers = Tiers::new(
     ///     [
@@ -159,18 +135,19 @@ impl<K, C: Clock, const N: usize, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     #[cfg(feature = "reconfigure")]
     #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn set_tier_config(&self, name: &str, config: Config) -> Result<(), TierError> {
-        let reading = self.rate.now();
+        let reading = self.rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
-            let changed = self
-                .tiers
-                .change(&self.rate, name, config, now, |tier, convert| {
-                    for slot in t.slots.iter_mut() {
-                        if slot.key.is_some() && slot.tier == tier {
-                            slot.tat = convert(slot.tat);
+            let changed =
+                self.rules
+                    .tiers
+                    .change(&self.rules.rate, name, config, now, |tier, convert| {
+                        for slot in t.slots.iter_mut() {
+                            if slot.key.is_some() && slot.tier == tier {
+                                slot.tat = convert(slot.tat);
+                            }
                         }
-                    }
-                });
+                    });
             t.rebound();
             changed
         })

@@ -22,6 +22,7 @@ use super::rules::TierRules;
 /// use core::time::Duration;
 /// use ritmo::{const_config};
 /// use ritmo::keyed::Tier;
+/// use ritmo::keyed::Keyed;
 /// // Named by its name alone: the tier function answers "free".
 /// const FREE: Tier = Tier::new("free", const_config!(10, Duration::from_secs(60)));
 /// assert_eq!((FREE.name(), FREE.config().permits()), ("free", 10));
@@ -105,6 +106,7 @@ impl<P> Tier<P> {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock, Reason};
 /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+/// use ritmo::keyed::Keyed;
 ///
 /// #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 /// enum Plan { Free, Paid }
@@ -136,6 +138,7 @@ impl<P> Tier<P> {
 /// use core::time::Duration;
 /// use ritmo::{const_config, ManualClock};
 /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+/// use ritmo::keyed::Keyed;
 ///
 /// /// Customers below 1000 are on the free plan; the others pay.
 /// fn plan(customer: &u32) -> &'static str {
@@ -323,9 +326,10 @@ impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
     /// Changes the config of the tier named `name` to `config` from `now` (in `rate`'s units)
     /// as one change of `rate`'s numbers: `convert` gets the tier's index and the conversion of
     /// one state (the reconfigure rule, idle is new) and applies it to every key the store
-    /// holds on that tier. The store serialises changes, and converts under its own locks.
+    /// holds on that tier. The store serialises changes, and converts under its own locks:
+    /// what a keyed limiter's `set_tier_config` runs.
     #[cfg(feature = "reconfigure")]
-    #[doc(hidden)]
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
     pub fn change<C>(
         &self,
         rate: &super::KeyRate<C>,
@@ -352,7 +356,6 @@ impl<K: ?Sized, const T: usize, P, F> Tiers<K, T, P, F> {
     }
 
     /// The same tiers in the units of a clock of `tick` (what a limiter taking them does).
-    #[doc(hidden)]
     pub const fn in_units(mut self, tick: TickRate) -> Self {
         self.rates = rates_of(&self.tiers, tick);
         self
@@ -436,7 +439,6 @@ pub trait TierSet<K: ?Sized>: sealed::Sealed {
     fn pick(&self, key: &K) -> Option<Self::Index>;
     /// The numbers of tier `index` as built, or in force if `changed` (a live change may have
     /// come: read under the change's lock); `None`: the limiter's own config (one tier).
-    #[doc(hidden)]
     fn rules(&self, index: Self::Index, changed: bool) -> Option<TierRules>;
     /// The name and config in force of the tier at `position`, if the set has named tiers.
     fn tier(&self, position: usize) -> Option<(&'static str, Config)>;
@@ -446,7 +448,6 @@ pub trait TierSet<K: ?Sized>: sealed::Sealed {
     fn position(index: Self::Index) -> u8;
     /// Whether a reservation made on the tier at `position` can still go back to a key now on
     /// `index`: the same tier, or one with the same numbers (nothing was carried over).
-    #[doc(hidden)]
     fn refundable(&self, index: Self::Index, position: u8) -> bool;
 }
 

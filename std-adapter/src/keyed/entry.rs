@@ -1,15 +1,15 @@
-//! One key's entry in a [`KeyedRateLimiter`](super::KeyedRateLimiter)'s map: its state, and the
+//! One key's entry in a [`KeyedRateLimiter`](super::KeyedRateLimiter)'s map: its cell, and the
 //! tier the state was made under (`()` for a limiter of one config: 8 bytes in all, as before).
 
 use std::ops::Deref;
 
-use ritmo_core::keyed::KeyState;
+use ritmo_core::keyed::KeyCell;
 
-/// A key's state and tier. The tier changes only under the key's shard write lock (a tier
+/// A key's cell and tier. The tier changes only under the key's shard write lock (a tier
 /// change), so a call holding the read lock sees the two agree.
 #[derive(Debug)]
 pub(super) struct Entry<I> {
-    state: KeyState,
+    cell: KeyCell,
     pub(super) tier: I,
 }
 
@@ -17,17 +17,17 @@ impl<I> Entry<I> {
     /// A key never seen, on `tier`: its full burst.
     pub(super) fn new(tier: I) -> Self {
         Entry {
-            state: KeyState::new(),
+            cell: KeyCell::new(),
             tier,
         }
     }
 }
 
 impl<I> Deref for Entry<I> {
-    type Target = KeyState;
+    type Target = KeyCell;
 
     #[inline(always)]
-    fn deref(&self) -> &KeyState {
-        &self.state
+    fn deref(&self) -> &KeyCell {
+        &self.cell
     }
 }

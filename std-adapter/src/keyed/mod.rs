@@ -26,6 +26,7 @@
 //! use std::time::Duration;
 //! use ritmo::{Config, ManualClock, Reason};
 //! use ritmo::server::KeyedRateLimiter;
+//! use ritmo::keyed::Keyed;
 //!
 //! let clock = ManualClock::new();
 //! let config = Config::new(2, Duration::from_secs(1))?;
@@ -59,8 +60,7 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use ritmo_core::keyed::front::Peek;
-use ritmo_core::keyed::{KeyRate, KeyReservation, KeyedStore, OneTier, Taken, TierSet};
+use ritmo_core::keyed::{KeyReservation, KeyRules, KeyedStore, OneTier, Peek, Taken, TierSet};
 use ritmo_core::{Clock, Config, KeyListener, Listener, RateLimitExceeded};
 
 use crate::clock::StdClock;
@@ -76,8 +76,7 @@ use crate::clock::StdClock;
 /// [`acquire`](Self::acquire) / [`acquire_n`](Self::acquire_n) park the thread until the key's
 /// slot, and (feature `tokio`) `acquire_async` / `acquire_n_async` wait without a thread.
 pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
-    rate: KeyRate<C>,
-    tiers: P,
+    rules: KeyRules<K, C, P>,
     map: Store<K, P::Index>,
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
@@ -86,14 +85,13 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
     evicted_at: AtomicU64,
     /// One `reconfigure` at a time.
     changes: Mutex<()>,
-    key_listener: Option<&'static dyn KeyListener<K>>,
 }
 
 impl<K, C, P: TierSet<K>> fmt::Debug for KeyedRateLimiter<K, C, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedRateLimiter")
-            .field("id", &self.rate.id())
-            .field("config", &self.rate.config())
+            .field("id", &self.rules.key_rate().id())
+            .field("config", &self.rules.key_rate().config())
             .field("max_keys", &self.max_keys)
             .field("keys_held", &self.held.load(Ordering::Relaxed))
             .finish_non_exhaustive()
@@ -108,6 +106,7 @@ impl<K: Hash + Eq + Clone> KeyedRateLimiter<K, StdClock> {
     /// use std::time::Duration;
     /// use ritmo::Config;
     /// use ritmo::server::{IpKey, KeyedRateLimiter};
+    /// use ritmo::keyed::Keyed;
     /// let per_ip = KeyedRateLimiter::new("login", Config::new(5, Duration::from_secs(60))?, 100_000);
     /// let client = IpKey::from("198.51.100.4".parse::<std::net::IpAddr>().unwrap());
     /// assert!(per_ip.try_acquire(&client).is_ok());
@@ -128,27 +127,26 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// use std::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
     /// assert_eq!(l.capacity(), 10);
     /// l.try_acquire(&1u64).unwrap();
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn with_clock(id: &'static str, config: Config, max_keys: usize, clock: C) -> Self {
-        KeyedRateLimiter::build(KeyRate::with_clock(id, config, clock), OneTier, max_keys)
+        KeyedRateLimiter::build(KeyRules::with_clock(id, config, clock), max_keys)
     }
 }
 
 impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
-    fn build(rate: KeyRate<C>, tiers: P, max_keys: usize) -> Self {
+    fn build(rules: KeyRules<K, C, P>, max_keys: usize) -> Self {
         KeyedRateLimiter {
-            rate,
-            tiers,
+            rules,
             map: Store::new(max_keys),
             max_keys,
             held: AtomicUsize::new(0),
             evicted_at: AtomicU64::new(0),
             changes: Mutex::new(()),
-            key_listener: None,
         }
     }
 }
@@ -161,6 +159,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// use std::time::Duration;
     /// use ritmo::{Config, Event, Listener, ManualClock};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// struct Count(std::sync::atomic::AtomicU32);
     /// impl Listener for Count {
     ///     fn on_event(&self, _: &Event) { self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed); }
@@ -175,7 +174,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// ```
     #[must_use]
     pub fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
-        self.rate = self.rate.with_listener(listener);
+        self.rules = self.rules.with_listener(listener);
         self
     }
 
@@ -185,6 +184,7 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// use std::time::Duration;
     /// use ritmo::{Config, Event, KeyListener, ManualClock};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// struct Audit;
     /// impl KeyListener<u8> for Audit {
     ///     fn on_event(&self, key: &u8, _: &Event) { assert_eq!(*key, 1); }
@@ -197,178 +197,8 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// ```
     #[must_use]
     pub fn with_key_listener(mut self, listener: &'static dyn KeyListener<K>) -> Self {
-        self.key_listener = Some(listener);
+        self.rules = self.rules.with_key_listener(listener);
         self
-    }
-
-    /// The limiter's id.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(l.id(), "api");
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn id(&self) -> &'static str {
-        self.rate.id()
-    }
-
-    /// The config every key gets: the one it was built with, or the last one given to
-    /// [`reconfigure`](KeyedRateLimiter::reconfigure). For a tiered limiter, tier 0's.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?;
-    /// assert_eq!(KeyedRateLimiter::<u8, _>::with_clock("api", c, 10, ManualClock::new()).config(), c);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn config(&self) -> Config {
-        self.rate.config()
-    }
-
-    /// The clock it reads.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Clock, Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::starting_at(3));
-    /// assert_eq!(l.clock().now(), 3);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn clock(&self) -> &C {
-        self.rate.clock()
-    }
-
-    /// `max_keys`: the most keys it holds at once.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(l.capacity(), 10);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn capacity(&self) -> usize {
-        self.max_keys
-    }
-
-    /// Keys in memory, live or idle but not yet reclaimed: never more than
-    /// [`capacity`](Self::capacity).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// l.try_acquire(&1u8).unwrap();
-    /// assert_eq!(l.keys_held(), 1);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn keys_held(&self) -> usize {
-        self.held.load(Ordering::Acquire)
-    }
-
-    /// The rules it applies to each key; for ritmo-std's metrics, not part of the API.
-    #[doc(hidden)]
-    pub fn rate(&self) -> &KeyRate<C> {
-        &self.rate
-    }
-
-    /// Calls admitted at once since it was built, every key together (feature `metrics`).
-    /// A statistic kept with a plain load and store: exact on one core, it may undercount when
-    /// two cores admit at the same instant.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 4, ManualClock::new());
-    /// l.try_acquire(&1u8).unwrap();
-    /// l.try_acquire(&2).unwrap();
-    /// assert!(l.try_acquire(&1).is_err());
-    /// assert_eq!(l.admitted_count(), 2);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-    pub fn admitted_count(&self) -> u64 {
-        self.rate.admitted_count()
-    }
-
-    /// Calls that reserved a later slot for their key, to wait for it (feature `metrics`).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
-    /// let l = KeyedRateLimiter::with_clock("x", c, 4, ManualClock::new());
-    /// l.try_acquire(&1).unwrap();
-    /// let r = l.reserve(&1).unwrap(); // waits a second
-    /// assert_eq!((l.admitted_count(), l.waited_count()), (1, 1));
-    /// # drop(r);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-    pub fn waited_count(&self) -> u64 {
-        self.rate.waited_count()
-    }
-
-    /// Calls refused for `reason` (feature `metrics`): [`Reason::NoPermitInTime`] (the key's
-    /// permits would come too late), [`Reason::KeyCapacity`] (no room for a new key) and
-    /// [`Reason::UnknownTier`] (a tiered limiter's function named no tier); 0 for every other
-    /// reason, which a keyed limiter never refuses a call for.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock, Reason};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, 1, ManualClock::new());
-    /// l.try_acquire(&1).unwrap();
-    /// assert!(l.try_acquire(&1).is_err()); // its permit is spent
-    /// assert!(l.try_acquire(&2).is_err()); // no room for key 2
-    /// assert_eq!(l.rejected_count(Reason::NoPermitInTime), 1);
-    /// assert_eq!(l.rejected_count(Reason::KeyCapacity), 1);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    ///
-    /// [`Reason::NoPermitInTime`]: crate::ritmo::Reason::NoPermitInTime
-    /// [`Reason::KeyCapacity`]: crate::ritmo::Reason::KeyCapacity
-    /// [`Reason::UnknownTier`]: crate::ritmo::Reason::UnknownTier
-    #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-    pub fn rejected_count(&self, reason: ritmo_core::Reason) -> u64 {
-        self.rate.rejected_count(reason)
-    }
-
-    /// The position of the tier `key` is on now in the tiers given (0 for a limiter of one
-    /// config), as [`tier_configs`](Self::tier_configs) lists them; `None` if its tier function
-    /// answers a plan no tier has.
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Tier, Tiers};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let tiers = Tiers::new(
-    ///     [Tier::new("free", Config::new(1, Duration::from_secs(1))?), Tier::new("paid", Config::new(9, Duration::from_secs(1))?)],
-    ///     |key: &u8| ["free", "paid", "gold"][usize::from(*key)],
-    /// );
-    /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
-    /// assert_eq!((l.tier_index(&1), l.tier_index(&2)), (Some(1), None));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn tier_index(&self, key: &K) -> Option<usize> {
-        self.tiers
-            .pick(key)
-            .map(|tier| usize::from(P::position(tier)))
     }
 
     /// Each tier's name and config, by index: for a limiter of one config, its id and its config
@@ -384,23 +214,12 @@ impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     pub fn tier_configs(&self) -> Vec<(&'static str, Config)> {
-        (0..self.tiers.count())
-            .map(|i| match self.tiers.tier(i) {
+        (0..self.rules.tiers().count())
+            .map(|i| match self.rules.tiers().tier(i) {
                 Some(tier) => tier,
-                None => (self.rate.id(), self.rate.config()),
+                None => (self.rules.key_rate().id(), self.rules.key_rate().config()),
             })
             .collect()
-    }
-
-    /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
-    /// `None` if its tier function answers a plan no tier has.
-    pub fn config_of(&self, key: &K) -> Option<Config> {
-        self.tiers.pick(key).map(
-            |tier| match self.tiers.tier(usize::from(P::position(tier))) {
-                Some((_, config)) => config,
-                None => self.rate.config(),
-            },
-        )
     }
 }
 
@@ -421,6 +240,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// use std::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let l = KeyedRateLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, 100, ManualClock::new());
     /// l.try_acquire_n(&1u8, 4).unwrap(); // key 1: 6 left
     /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
@@ -429,10 +249,10 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
     /// ```
     pub fn reconfigure(&self, config: Config) {
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.rate.now();
+        let now = self.rules.key_rate().now();
         self.map.changing(|| {
-            self.rate.change(config, now, |convert| {
-                self.map.for_each(|_, entry| entry.convert(convert));
+            self.rules.reconfigure(config, now, |convert| {
+                self.map.for_each(|_, entry| convert(entry));
             });
         });
     }
@@ -446,6 +266,7 @@ impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
 /// # use std::time::Duration;
 /// # use ritmo::{Config, ManualClock};
 /// # use ritmo::server::KeyedRateLimiter;
+/// # use ritmo::keyed::Keyed;
 /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
 /// let a = l.reserve(&1u8).unwrap();
@@ -462,16 +283,8 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateL
     type Clock = C;
     type Tiers = P;
 
-    fn key_rate(&self) -> &KeyRate<C> {
-        &self.rate
-    }
-
-    fn tiers(&self) -> &P {
-        &self.tiers
-    }
-
-    fn key_listener(&self) -> Option<&'static dyn KeyListener<K>> {
-        self.key_listener
+    fn key_rules(&self) -> &KeyRules<K, C, P> {
+        &self.rules
     }
 
     #[inline]
@@ -485,11 +298,34 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateL
         self.take_key(key, tier, k, max_wait)
     }
 
+    #[inline]
+    fn take_one(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
+        self.take_one_key(key, tier)
+    }
+
     fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
         self.refund(key, written, increment, tier)
     }
 
     fn peek(&self, key: &K, tier: P::Index) -> Peek {
         self.peek_key(key, tier)
+    }
+
+    /// One pass over the map.
+    fn live_count(&self) -> usize {
+        self.live_count()
+    }
+
+    fn held_count(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
+    fn key_capacity(&self) -> usize {
+        self.max_keys
+    }
+
+    fn drop_idle(&self) -> usize {
+        self.make_room(true, None);
+        self.held.load(Ordering::Acquire)
     }
 }

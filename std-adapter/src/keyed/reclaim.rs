@@ -34,10 +34,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// every key is live; then the wait until the soonest is idle, exact (never early). `force`
     /// drops every idle key instead.
     pub(super) fn make_room(&self, force: bool, for_key: Option<&K>) -> Room {
-        let now = self.rate.now();
+        let now = self.rules.key_rate().now();
         // Before any key is dropped at `now` (see `take_new`).
         self.evicted_at.fetch_max(now, Ordering::SeqCst);
-        let idle = |tat| self.rate.is_idle(tat, now);
+        let idle = |tat| self.rules.key_rate().is_idle(tat, now);
         if force {
             let dropped = self.map.drop_idle(idle);
             self.held.fetch_sub(dropped, Ordering::AcqRel);
@@ -66,6 +66,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
 mod tests {
     use std::time::Duration;
 
+    use ritmo_core::keyed::Keyed;
     use ritmo_core::{Config, ManualClock, Reason};
 
     use super::KeyedRateLimiter;

@@ -5,7 +5,7 @@ use std::hash::Hash;
 
 use std::sync::PoisonError;
 
-use ritmo_core::keyed::{KeyRate, Tier, Tiers};
+use ritmo_core::keyed::{KeyRules, Tier, Tiers};
 use ritmo_core::{Clock, Config, TierError};
 
 use super::KeyedRateLimiter;
@@ -15,13 +15,14 @@ impl<K: Hash + Eq + Clone, const T: usize, P: PartialEq, F: Fn(&K) -> P>
     KeyedRateLimiter<K, StdClock, Tiers<K, T, P, F>>
 {
     /// A keyed limiter named `id` giving each key the config of its tier in `tiers`, holding at
-    /// most `max_keys` keys, on a new [`StdClock`]. Its own [`config`](Self::config) is tier 0's.
+    /// most `max_keys` keys, on a new [`StdClock`]. Its own [`config`](crate::ritmo::keyed::Keyed::config) is tier 0's.
     ///
     /// ```
     /// use std::time::Duration;
     /// use ritmo::Config;
     /// use ritmo::keyed::{Tier, Tiers};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// /// API keys starting `pk_live_` are on the paid plan.
     /// fn plan(api_key: &String) -> &'static str {
     ///     if api_key.starts_with("pk_live_") { "paid" } else { "free" }
@@ -48,6 +49,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::{Tier, Tiers};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let tiers = Tiers::new(
     ///     [
     ///         Tier::new("free", Config::new(1, Duration::from_secs(1))?),
@@ -68,20 +70,18 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
         max_keys: usize,
         clock: C,
     ) -> Self {
-        let config = tiers.tiers()[0].config();
-        let tiers = tiers.in_units(clock.tick_rate());
-        KeyedRateLimiter::build(KeyRate::with_clock(id, config, clock), tiers, max_keys)
+        KeyedRateLimiter::build(KeyRules::tiered_with_clock(id, tiers, clock), max_keys)
     }
 
     /// The tier `key` is on now, as the tier function answers; `None` if it answers a plan no
     /// tier has (calls for the key are then refused with [`Reason::UnknownTier`](crate::ritmo::Reason::UnknownTier)).
     pub fn tier(&self, key: &K) -> Option<&Tier<P>> {
-        self.tiers.tier_of(key)
+        self.rules.tiers().tier_of(key)
     }
 
     /// The tiers it picks from.
     pub fn tiers(&self) -> &Tiers<K, T, P, F> {
-        &self.tiers
+        self.rules.tiers()
     }
 
     /// Gives the tier named `name` `config` from now on, live, with the rule of
@@ -99,6 +99,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::{Tier, Tiers};
     /// use ritmo::server::KeyedRateLimiter;
+    /// use ritmo::keyed::Keyed;
     /// let clock = ManualClock::new();
     /// let tiers = Tiers::new(
     ///     [
@@ -119,19 +120,17 @@ impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> 
     /// ```
     pub fn set_tier_config(&self, name: &str, config: Config) -> Result<(), TierError> {
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.rate.now();
+        let now = self.rules.key_rate().now();
         // As `reconfigure`: the shards' notes are made afresh once the states moved.
         let mut changed = Ok(());
         self.map.changing(|| {
-            changed = self
-                .tiers
-                .change(&self.rate, name, config, now, |tier, convert| {
-                    self.map.for_each(|_, entry| {
-                        if entry.tier == tier {
-                            entry.convert(convert);
-                        }
-                    });
+            changed = self.rules.change_tier(name, config, now, |tier, convert| {
+                self.map.for_each(|_, entry| {
+                    if entry.tier == tier {
+                        convert(entry);
+                    }
                 });
+            });
         });
         changed
     }

@@ -3,7 +3,7 @@
 
 use std::hash::Hash;
 
-use ritmo_core::keyed::TierSet;
+use ritmo_core::keyed::{Keyed, TierSet};
 use ritmo_core::{AcquireError, Clock, RateLimitExceeded};
 
 use super::KeyedRateLimiter;
