@@ -506,7 +506,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     }
 
     /// The most keys it holds at once: `max_keys` of a map; `N` of a fixed table of `N` slots, or
-    /// three quarters of them from 1024 slots (see [`KeyedLimiter`]'s module docs).
+    /// three quarters of them from 1024 slots (see the [keyed module](super#bounded-memory)).
     ///
     /// ```
     /// # use core::time::Duration;

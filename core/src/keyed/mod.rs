@@ -18,14 +18,14 @@
 //! # Bounded memory
 //!
 //! The table is a fixed array of `N` slots, with no heap, and can be a `static`. When it holds
-//! its [`capacity`](KeyedLimiter::capacity) of keys still being limited, a new key is rejected
+//! its [`capacity`](Keyed::capacity) of keys still being limited, a new key is rejected
 //! with [`Reason::KeyCapacity`], whose `retry_after` is when the soonest of them is idle; keys
 //! already in the table carry on as before. Size `N` for the clients you expect to be limited at
 //! once.
 //!
 //! Below 1024 slots every slot can hold a key, and a new key into a full table is refused after
 //! a look at all `N`. From 1024 slots the table holds three quarters of its slots' worth of keys
-//! ([`capacity`](KeyedLimiter::capacity)) and keeps the rest empty, so that a call costs about
+//! ([`capacity`](Keyed::capacity)) and keeps the rest empty, so that a call costs about
 //! the same whatever the table holds: a lookup ends at an empty slot within a few slots, a new key
 //! into a table at its capacity takes the place of the soonest key if that is idle, and a
 //! refusal finds the soonest key from bounds the table keeps per block of about `√N` slots in
