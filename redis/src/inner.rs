@@ -70,11 +70,8 @@ pub(crate) enum Decision {
         written: u64,
         increment: u64,
     },
-    Rejected(
-        RateLimitExceeded,
-        // Read by the async limiters' `reserve_with_status` only.
-        #[cfg_attr(not(feature = "async"), allow(dead_code))] Option<KeyStatus>,
-    ),
+    /// Refused, with the key's status when the store read it.
+    Rejected(RateLimitExceeded, Option<KeyStatus>),
 }
 
 impl Decision {
@@ -83,6 +80,14 @@ impl Decision {
             permit,
             written: 0,
             increment: 0,
+        }
+    }
+
+    /// The permit, or the refusal: what a call that does not reserve returns.
+    pub(crate) fn permit(self) -> Result<Permit, RateLimitExceeded> {
+        match self {
+            Decision::Granted { permit, .. } => Ok(permit),
+            Decision::Rejected(e, _) => Err(e),
         }
     }
 }

@@ -60,8 +60,7 @@ pub(crate) struct Counts {
     fallback_admit: AtomicU64,
     #[cfg(feature = "metrics")]
     fallback_local: AtomicU64,
-    /// The async limiters' connection (the blocking ones count in their pool).
-    #[cfg(feature = "async")]
+    /// The limiter's connections, async or pooled.
     pub(crate) links: Links,
 }
 
@@ -140,9 +139,10 @@ impl Links {
 
 /// Records one Redis limiter's series from its counts (feature `metrics`).
 #[cfg(feature = "metrics")]
-pub(crate) fn record(id: &'static str, away: bool, counts: &Counts, links: &Links) {
+pub(crate) fn record(inner: &crate::Inner) {
     use crate::metrics::{FALLBACK, FALLBACK_ACTIVE, RECONNECTS};
     use ritmo_std::metrics::{ADMITTED, REJECTED, WAITED};
+    let (id, away, counts) = (inner.id, inner.away.load(Ordering::Relaxed), &inner.counts);
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     metrics::counter!(ADMITTED, "limiter" => id).absolute(get(&counts.admitted));
     metrics::counter!(WAITED, "limiter" => id).absolute(get(&counts.waited));
@@ -155,5 +155,5 @@ pub(crate) fn record(id: &'static str, away: bool, counts: &Counts, links: &Link
     metrics::counter!(FALLBACK, "limiter" => id, "policy" => "local")
         .absolute(get(&counts.fallback_local));
     metrics::gauge!(FALLBACK_ACTIVE, "limiter" => id).set(if away { 1.0 } else { 0.0 });
-    metrics::counter!(RECONNECTS, "limiter" => id).absolute(get(&links.reconnects));
+    metrics::counter!(RECONNECTS, "limiter" => id).absolute(get(&counts.links.reconnects));
 }
