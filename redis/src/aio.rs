@@ -203,14 +203,11 @@ async fn decide_batch<C: AsyncConnection>(inner: &Inner, mut conn: C, jobs: Vec<
 }
 
 impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
-    pub(crate) fn open(
-        inner: Inner,
-        client: redis::Client,
-        timeout: Duration,
-    ) -> Result<Self, Error> {
+    pub(crate) fn open(inner: Inner, client: redis::Client) -> Result<Self, Error> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::NoRuntime);
         }
+        let timeout = inner.timeout;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))

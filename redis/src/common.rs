@@ -142,7 +142,7 @@ macro_rules! verbs {
             pub $($async)? fn retry_after(&self, key: &K) -> Result<Duration, StoreError> {
                 let redis_key = self.inner.redis_key(key);
                 let reply = self.peek(&redis_key)$($await)*;
-                self.inner.retry_after(&redis_key, reply)
+                self.inner.retry_after_n(&redis_key, 1, reply)
             }
 
             /// How long until `key` would get `k` permits at once (zero: now). Takes nothing.

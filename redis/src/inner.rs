@@ -299,60 +299,46 @@ impl Inner {
         key: &[u8],
         reply: Result<Vec<i64>, Cause>,
     ) -> Result<u32, StoreError> {
-        if !self.config.enabled() {
-            return Ok(self.config.permits());
-        }
-        match reply {
-            Ok(r) if r.len() == 2 => {
-                Ok(self.rate.available(r[1].max(0) as u64, r[0].max(0) as u64))
-            }
-            other => self.peek_fallback(other, |local| local.available(key)),
-        }
+        let read = |tat, now| self.rate.available(tat, now);
+        self.peeked(reply, self.config.permits(), read, |l| {
+            Some(l.available(key))
+        })
     }
 
-    /// `retry_after` (for one permit) from the peek script's reply `[now, tat]`.
-    pub(crate) fn retry_after(
-        &self,
-        key: &[u8],
-        reply: Result<Vec<i64>, Cause>,
-    ) -> Result<Duration, StoreError> {
-        self.retry_after_n(key, 1, reply)
-    }
-
-    /// How long until `k` permits would pass at once, from the peek script's reply `[now, tat]`.
+    /// How long until `k` permits would pass at once, from the peek script's reply `[now, tat]`
+    /// (the local fallback answers for one permit only).
     pub(crate) fn retry_after_n(
         &self,
         key: &[u8],
         k: u32,
         reply: Result<Vec<i64>, Cause>,
     ) -> Result<Duration, StoreError> {
-        if !self.config.enabled() {
-            return Ok(Duration::ZERO);
-        }
-        match reply {
-            Ok(r) if r.len() == 2 => {
-                Ok(self.wait_duration(self.rate.wait(r[1].max(0) as u64, r[0].max(0) as u64, k)))
-            }
-            other => self.peek_fallback(
-                other,
-                |local| {
-                    if k == 1 { local.retry_after(key) } else { None }
-                },
-            ),
-        }
+        let read = |tat, now| self.wait_duration(self.rate.wait(tat, now, k));
+        self.peeked(reply, Duration::ZERO, read, |l| {
+            (k == 1).then(|| l.retry_after(key))
+        })
     }
 
-    pub(crate) fn peek_fallback<T>(
+    /// What the peek script's reply `[now, tat]` says, read by `read(tat, now)`: `disabled` on a
+    /// disabled config; the store failing, the local fallback's answer where it has one, else
+    /// the store's error.
+    fn peeked<T>(
         &self,
         reply: Result<Vec<i64>, Cause>,
+        disabled: T,
+        read: impl FnOnce(u64, u64) -> T,
         local: impl FnOnce(&Local) -> Option<T>,
     ) -> Result<T, StoreError> {
+        if !self.config.enabled() {
+            return Ok(disabled);
+        }
         let cause = match reply {
-            Err(cause) => cause,
+            Ok(r) if r.len() == 2 => return Ok(read(r[1].max(0) as u64, r[0].max(0) as u64)),
             Ok(_) => Cause::Redis(redis::RedisError::from((
                 redis::ErrorKind::Parse,
                 "unexpected reply from the peek script",
             ))),
+            Err(cause) => cause,
         };
         if let Policy::Local(l) = &self.policy
             && let Some(answer) = local(l)
@@ -371,8 +357,4 @@ impl Inner {
             self.margin_ms.clone(),
         ]
     }
-}
-
-pub(crate) fn saturate_u64(x: u128) -> u64 {
-    u64::try_from(x).unwrap_or(u64::MAX)
 }

@@ -58,9 +58,9 @@ pub use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};
 
 #[cfg(any(feature = "async", feature = "blocking"))]
 pub(crate) use inner::{Call, Decision};
-pub(crate) use inner::{Inner, Policy, saturate_u64};
+pub(crate) use inner::{Inner, Policy};
 use local::Local;
-use rate::{MAX, StoreRate};
+use rate::StoreRate;
 
 /// The timeout a limiter gives the store unless told otherwise: 100 ms.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(100);
@@ -396,7 +396,7 @@ impl Builder {
         self
     }
 
-    fn inner(self, keyed: bool) -> Result<(Inner, Duration), Error> {
+    fn inner(self, keyed: bool) -> Result<Inner, Error> {
         if self.timeout.is_zero() {
             return Err(Error::ZeroTimeout);
         }
@@ -408,31 +408,25 @@ impl Builder {
                 Policy::Local(Box::new(Local::new(self.id, config, self.fallback_keys)))
             }
         };
-        let timeout = self.timeout;
         let margin = self.margin.unwrap_or(if self.clock.is_some() {
             DEFAULT_CLOCK_MARGIN
         } else {
             Duration::ZERO
         });
-        let margin_ms = saturate_u64(margin.as_nanos().div_ceil(1_000_000))
-            .min(MAX)
-            .to_string();
-        Ok((
-            Inner {
-                id: self.id,
-                config: self.config,
-                rate,
-                base: key::base_key(&self.prefix, self.id),
-                keyed,
-                timeout,
-                policy,
-                clock: self.clock,
-                margin_ms,
-                away: AtomicBool::new(false),
-                counts: observe::Counts::default(),
-            },
-            timeout,
-        ))
+        let margin_ms = rate::saturate(margin.as_nanos().div_ceil(1_000_000)).to_string();
+        Ok(Inner {
+            id: self.id,
+            config: self.config,
+            rate,
+            base: key::base_key(&self.prefix, self.id),
+            keyed,
+            timeout: self.timeout,
+            policy,
+            clock: self.clock,
+            margin_ms,
+            away: AtomicBool::new(false),
+            counts: observe::Counts::default(),
+        })
     }
 
     /// The connection settings, without redis-rs's `CLIENT SETINFO` handshake: two round trips
@@ -467,8 +461,8 @@ impl Builder {
     /// a tokio runtime with its timer enabled.
     pub fn connect(self, info: impl IntoConnectionInfo) -> Result<RedisRateLimiter, Error> {
         let client = Self::client(info)?;
-        let (inner, timeout) = self.inner(false)?;
-        aio::RedisKeyedRateLimiter::<()>::open(inner, client, timeout).map(RedisRateLimiter::from)
+        let inner = self.inner(false)?;
+        aio::RedisKeyedRateLimiter::<()>::open(inner, client).map(RedisRateLimiter::from)
     }
 
     #[cfg(feature = "async")]
@@ -479,8 +473,8 @@ impl Builder {
         info: impl IntoConnectionInfo,
     ) -> Result<RedisKeyedRateLimiter<K>, Error> {
         let client = Self::client(info)?;
-        let (inner, timeout) = self.inner(true)?;
-        aio::RedisKeyedRateLimiter::open(inner, client, timeout)
+        let inner = self.inner(true)?;
+        aio::RedisKeyedRateLimiter::open(inner, client)
     }
 
     #[cfg(feature = "async")]
@@ -489,7 +483,7 @@ impl Builder {
     /// `MultiplexedConnection`, a Redis Cluster connection (see [`AsyncConnection`]). The
     /// timeout still bounds every call; reconnecting is the connection's business.
     pub fn connect_with<C: AsyncConnection>(self, conn: C) -> Result<RedisRateLimiter<C>, Error> {
-        let (inner, _) = self.inner(false)?;
+        let inner = self.inner(false)?;
         Ok(aio::RedisKeyedRateLimiter::<(), C>::with_connection(inner, conn).into())
     }
 
@@ -501,7 +495,7 @@ impl Builder {
         self,
         conn: C,
     ) -> Result<RedisKeyedRateLimiter<K, C>, Error> {
-        let (inner, _) = self.inner(true)?;
+        let inner = self.inner(true)?;
         Ok(aio::RedisKeyedRateLimiter::with_connection(inner, conn))
     }
 
@@ -513,7 +507,7 @@ impl Builder {
         info: impl IntoConnectionInfo,
     ) -> Result<blocking::RedisRateLimiter, Error> {
         let pool = self.pool(info)?;
-        let (inner, _) = self.inner(false)?;
+        let inner = self.inner(false)?;
         Ok(blocking::RedisKeyedRateLimiter::<()>::open(inner, pool).into())
     }
 
@@ -525,7 +519,7 @@ impl Builder {
         info: impl IntoConnectionInfo,
     ) -> Result<blocking::RedisKeyedRateLimiter<K>, Error> {
         let pool = self.pool(info)?;
-        let (inner, _) = self.inner(true)?;
+        let inner = self.inner(true)?;
         Ok(blocking::RedisKeyedRateLimiter::open(inner, pool))
     }
 }
