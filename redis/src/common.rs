@@ -61,7 +61,7 @@ macro_rules! verbs {
             /// until there would be (or [`Reason::Unavailable`](crate::ritmo::Reason::Unavailable),
             /// per the failure policy).
             pub $($async)? fn try_acquire(&self, key: &K) -> Result<Permit, RateLimitExceeded> {
-                self.decide(&self.inner.call_one(key, false, 1))$($await)*.permit()
+                self.decide(&self.inner.call_one(key, 1, false))$($await)*.permit()
             }
 
             /// Takes `k` permits for `key` at once, as one unit (`1 <= k <= permits`, else
@@ -75,7 +75,7 @@ macro_rules! verbs {
             /// or [`commit`](Reservation::commit) gives the permit back if nothing was reserved
             /// after it.
             pub $($async)? fn reserve(&self, key: &K) -> Result<$Res, RateLimitExceeded> {
-                let reserved = self.reserve_call(self.inner.call_one(key, true, 1))$($await)*;
+                let reserved = self.reserve_call(self.inner.call_one(key, 1, true))$($await)*;
                 reserved.map_err(|(e, _)| e)
             }
 

@@ -156,11 +156,11 @@ impl Inner {
         if k == 0 || k > self.config.permits() {
             return Err(InvalidPermits::new(self.id, k, self.config.permits()));
         }
-        Ok(self.call_one(key, reserve, k))
+        Ok(self.call_one(key, k, reserve))
     }
 
     /// A call for `k` permits, `k` already checked (1 always is: permits >= 1).
-    pub(crate) fn call_one<K: StoreKey + ?Sized>(&self, key: &K, reserve: bool, k: u32) -> Call {
+    pub(crate) fn call_one<K: StoreKey + ?Sized>(&self, key: &K, k: u32, reserve: bool) -> Call {
         Call {
             key: self.redis_key(key),
             k,
@@ -267,24 +267,20 @@ impl Inner {
     pub(crate) fn policy_decides(&self, call: &Call) -> Decision {
         match &self.policy {
             Policy::Reject => {
-                self.counts.unavailable();
-                observe::unavailable(self.id);
+                self.counts.unavailable(self.id);
                 Decision::Rejected(self.unavailable(), None)
             }
             Policy::Admit => {
-                self.counts.fallback("admit");
-                observe::answered_by(self.id, "admit");
+                self.counts.fallback(self.id, "admit");
                 Decision::granted(Permit::new(Source::Open, None, Duration::ZERO))
             }
             Policy::Local(local) => {
-                self.counts.fallback("local");
-                observe::answered_by(self.id, "local");
+                self.counts.fallback(self.id, "local");
                 match local.take(&call.key, call.k, call.reserve, self.unavailable()) {
                     Ok(wait) => Decision::granted(Permit::new(Source::Fallback, None, wait)),
                     Err(e) => {
                         if e.reason() == Reason::Unavailable {
-                            self.counts.unavailable();
-                            observe::unavailable(self.id);
+                            self.counts.unavailable(self.id);
                         }
                         Decision::Rejected(e, None)
                     }

@@ -28,21 +28,6 @@ pub(crate) fn to_store(id: &'static str, policy: &'static str) {
     metrics::gauge!(crate::metrics::FALLBACK_ACTIVE, "limiter" => id).set(0.0);
 }
 
-/// A call of limiter `id` refused because the store was unavailable.
-#[allow(unused_variables)]
-pub(crate) fn unavailable(id: &'static str) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!(crate::metrics::REJECTED, "limiter" => id, "reason" => "unavailable")
-        .increment(1);
-}
-
-/// A call of limiter `id` answered by its failure policy (`local` or `admit`).
-#[allow(unused_variables)]
-pub(crate) fn answered_by(id: &'static str, policy: &'static str) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!(crate::metrics::FALLBACK, "limiter" => id, "policy" => policy).increment(1);
-}
-
 /// What the store answered a limiter's calls, counted for metrics read at scrape time (feature
 /// `metrics`; empty otherwise). One atomic add per call the store answered: nothing beside its
 /// round trip.
@@ -80,22 +65,32 @@ impl Counts {
         .fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A call refused as unavailable.
-    pub(crate) fn unavailable(&self) {
+    /// A call of limiter `id` refused because the store was unavailable: counted and published.
+    #[allow(unused_variables)]
+    pub(crate) fn unavailable(&self, id: &'static str) {
         #[cfg(feature = "metrics")]
-        self.unavailable.fetch_add(1, Ordering::Relaxed);
+        {
+            self.unavailable.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!(crate::metrics::REJECTED, "limiter" => id, "reason" => "unavailable")
+                .increment(1);
+        }
     }
 
-    /// A call the failure policy `policy` (`admit` or `local`) answered.
+    /// A call of limiter `id` answered by its failure policy `policy` (`admit` or `local`):
+    /// counted and published.
     #[allow(unused_variables)]
-    pub(crate) fn fallback(&self, policy: &'static str) {
+    pub(crate) fn fallback(&self, id: &'static str, policy: &'static str) {
         #[cfg(feature = "metrics")]
-        if policy == "admit" {
-            &self.fallback_admit
-        } else {
-            &self.fallback_local
+        {
+            let count = if policy == "admit" {
+                &self.fallback_admit
+            } else {
+                &self.fallback_local
+            };
+            count.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!(crate::metrics::FALLBACK, "limiter" => id, "policy" => policy)
+                .increment(1);
         }
-        .fetch_add(1, Ordering::Relaxed);
     }
 }
 
