@@ -26,10 +26,11 @@ pub(crate) struct Refund<C> {
     pub(crate) increment: u64,
 }
 
-/// The verbs of one flavour. `[async] [.await]` or `[] []`; the generic parameters the flavour's
-/// types take (`C: AsyncConnection`, or none), bounded and bare; its types: keyed limiter, keyed limiter of `()`,
-/// single limiter, reservation, connection; its `Builder` methods; and the words its docs use for waiting (`$how`: how
-/// it waits; `$dropped`: what dropping a wait does, if it can be dropped).
+/// The verbs of one flavour, from: `[async] [.await]` or `[] []`; the generic parameters its types
+/// take (`C: AsyncConnection`, or none), bounded and bare; its types (keyed limiter, keyed limiter
+/// of `()`, single limiter, reservation, connection); its `Builder` methods; and the words its
+/// docs use for waiting (`$how`: how it waits; `$dropped`: what dropping a wait does, if it can be
+/// dropped).
 macro_rules! verbs {
     (
         flavour: [$($async:tt)?] [$($await:tt)*],
@@ -66,7 +67,11 @@ macro_rules! verbs {
 
             /// Takes `k` permits for `key` at once, as one unit (`1 <= k <= permits`, else
             /// [`AcquireError::InvalidPermits`]).
-            pub $($async)? fn try_acquire_n(&self, key: &K, k: u32) -> Result<Permit, AcquireError> {
+            pub $($async)? fn try_acquire_n(
+                &self,
+                key: &K,
+                k: u32,
+            ) -> Result<Permit, AcquireError> {
                 Ok(self.decide(&self.inner.call(key, k, false)?)$($await)*.permit()?)
             }
 
