@@ -45,7 +45,6 @@ impl<C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static> AsyncConnect
 /// use std::time::Duration;
 /// use ritmo::Config;
 /// use ritmo::redis::RedisKeyedRateLimiter;
-/// use ritmo::keyed::Keyed;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let per_ip = RedisKeyedRateLimiter::<std::net::IpAddr>::builder("login", Config::new(5, Duration::from_secs(60))?)

@@ -250,7 +250,6 @@ fn invoke<T: redis::FromRedisValue>(
 /// use std::time::Duration;
 /// use ritmo::Config;
 /// use ritmo::redis::blocking::RedisKeyedRateLimiter;
-/// use ritmo::keyed::Keyed;
 ///
 /// let per_user = RedisKeyedRateLimiter::<str>::builder("api", Config::new(10, Duration::from_secs(1))?)
 ///     .connect_blocking_keyed::<str>("redis://127.0.0.1/")?;

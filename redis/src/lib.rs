@@ -280,7 +280,6 @@ pub fn builder(id: &'static str, config: Config) -> Builder {
 /// use std::time::Duration;
 /// use ritmo::Config;
 /// use ritmo::redis::{FailurePolicy, RedisKeyedRateLimiter};
-/// use ritmo::keyed::Keyed;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let per_user = RedisKeyedRateLimiter::<str>::builder("api", Config::new(10, Duration::from_secs(1))?)
