@@ -13,8 +13,9 @@ use redis::Script;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded};
 use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::time::{Instant, sleep_until};
 
-use crate::common::{keyed_accessors, reservation_accessors, reservation_debug, single_accessors};
+use crate::common::{Refund, verbs};
 use crate::error::Cause;
 use crate::observe::Links;
 use crate::script::{ACQUIRE, PEEK, REFUND};
@@ -44,7 +45,6 @@ impl<C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static> AsyncConnect
 /// use std::time::Duration;
 /// use ritmo::Config;
 /// use ritmo::redis::RedisKeyedRateLimiter;
-/// use ritmo::keyed::Keyed;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let per_ip = RedisKeyedRateLimiter::<std::net::IpAddr>::builder("login", Config::new(5, Duration::from_secs(60))?)
@@ -201,27 +201,12 @@ async fn decide_batch<C: AsyncConnection>(inner: &Inner, mut conn: C, jobs: Vec<
     }
 }
 
-impl<K: ?Sized, C> std::fmt::Debug for RedisKeyedRateLimiter<K, C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.inner.fmt(f)
-    }
-}
-
 impl<K: StoreKey + ?Sized> RedisKeyedRateLimiter<K> {
-    /// Settings for a limiter named `id` on `config`; finish with
-    /// [`connect_keyed`](Builder::connect_keyed).
-    pub fn builder(id: &'static str, config: Config) -> Builder {
-        Builder::new(id, config)
-    }
-
-    pub(crate) fn open(
-        inner: Inner,
-        client: redis::Client,
-        timeout: Duration,
-    ) -> Result<Self, Error> {
+    pub(crate) fn open(inner: Inner, client: redis::Client) -> Result<Self, Error> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::NoRuntime);
         }
+        let timeout = inner.timeout;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))
@@ -243,108 +228,6 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
             conn,
             key: PhantomData,
         }
-    }
-
-    keyed_accessors!();
-
-    /// Takes one permit for `key` if there is one now; otherwise a refusal saying how long until
-    /// there would be (or [`Reason::Unavailable`](crate::ritmo::Reason::Unavailable), per the
-    /// failure policy).
-    pub async fn try_acquire(&self, key: &K) -> Result<Permit, RateLimitExceeded> {
-        match self.decide(self.inner.call_one(key, false, 1)).await {
-            Decision::Granted { permit, .. } => Ok(permit),
-            Decision::Rejected(e, _) => Err(e),
-        }
-    }
-
-    /// Takes `k` permits for `key` at once, as one unit (`1 <= k <= permits`, else
-    /// [`AcquireError::InvalidPermits`]).
-    pub async fn try_acquire_n(&self, key: &K, k: u32) -> Result<Permit, AcquireError> {
-        match self.decide(self.inner.call(key, k, false)?).await {
-            Decision::Granted { permit, .. } => Ok(permit),
-            Decision::Rejected(e, _) => Err(e.into()),
-        }
-    }
-
-    /// Reserves one permit for `key` if it arrives within the config's `max_wait`; the
-    /// reservation says how long to wait. Dropping it before [`wait`](Reservation::wait) or
-    /// [`commit`](Reservation::commit) gives the permit back if nothing was reserved after it.
-    pub async fn reserve(&self, key: &K) -> Result<Reservation<C>, RateLimitExceeded> {
-        let reserved = self.reserve_call(self.inner.call_one(key, true, 1)).await;
-        reserved.map_err(|(e, _)| e)
-    }
-
-    /// Reserves `k` permits for `key` within `max_wait` (see [`reserve`](Self::reserve)).
-    pub async fn reserve_n(&self, key: &K, k: u32) -> Result<Reservation<C>, AcquireError> {
-        let reserved = self.reserve_call(self.inner.call(key, k, true)?).await;
-        Ok(reserved.map_err(|(e, _)| e)?)
-    }
-
-    /// Reserves `k` permits for `key` if they arrive within `max_wait` (instead of the config's
-    /// `max_wait`, for this call only).
-    pub async fn reserve_n_within(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: Duration,
-    ) -> Result<Reservation<C>, AcquireError> {
-        self.reserve_with_status(key, k, Some(max_wait))
-            .await
-            .map_err(|r| r.error)
-    }
-
-    /// Reserves `k` permits for `key` within `max_wait` (`None`: the config's), reporting the
-    /// key's status from the same script call either way (granted: [`Permit::status`]; refused:
-    /// [`Refusal::status`]): for layers that report quotas, such as the HTTP `RateLimit` fields,
-    /// without a second round trip.
-    pub async fn reserve_with_status(
-        &self,
-        key: &K,
-        k: u32,
-        max_wait: Option<Duration>,
-    ) -> Result<Reservation<C>, Refusal> {
-        let mut call = self.inner.call(key, k, true).map_err(|e| Refusal {
-            error: e.into(),
-            status: None,
-        })?;
-        if let Some(max_wait) = max_wait {
-            call.max_wait = self.inner.wait_bound(max_wait);
-        }
-        let reserved = self.reserve_call(call).await;
-        reserved.map_err(|(e, status)| Refusal::new(e.into(), status))
-    }
-
-    /// How long until `key` would get `k` permits at once (zero: now). Takes nothing.
-    pub async fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, AcquireOrStoreError> {
-        let call = self.inner.call(key, k, false)?;
-        let reply = self.peek(&call.key).await;
-        Ok(self.inner.retry_after_n(&call.key, k, reply)?)
-    }
-
-    /// The reservation `call` decided, or the refusal and the key's status the store read.
-    async fn reserve_call(
-        &self,
-        call: Call,
-    ) -> Result<Reservation<C>, (RateLimitExceeded, Option<KeyStatus>)> {
-        match self.decide(&call).await {
-            Decision::Granted {
-                permit,
-                written,
-                increment,
-            } => Ok(self.reservation(call, permit, written, increment)),
-            Decision::Rejected(e, status) => Err((e, status)),
-        }
-    }
-
-    /// Takes one permit for `key`, waiting for it (without blocking a thread) if it arrives within
-    /// `max_wait`. Dropping the future while it waits gives the permit back (tail rule).
-    pub async fn acquire(&self, key: &K) -> Result<Permit, RateLimitExceeded> {
-        Ok(self.reserve(key).await?.wait().await)
-    }
-
-    /// Takes `k` permits for `key`, waiting within `max_wait` (see [`acquire`](Self::acquire)).
-    pub async fn acquire_n(&self, key: &K, k: u32) -> Result<Permit, AcquireError> {
-        Ok(self.reserve_n(key, k).await?.wait().await)
     }
 
     /// Runs `work` once `key` has a permit (waiting within `max_wait`, as
@@ -370,39 +253,13 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
         work.await
     }
 
-    /// How many single permits `key` would get right now without waiting, in `0..=permits`.
-    /// Takes nothing.
-    pub async fn available_permits(&self, key: &K) -> Result<u32, StoreError> {
-        let redis_key = self.inner.redis_key(key);
-        let reply = self.peek(&redis_key).await;
-        self.inner.available(&redis_key, reply)
-    }
-
-    /// How long until `key` would get one permit (zero: now). Takes nothing.
-    pub async fn retry_after(&self, key: &K) -> Result<Duration, StoreError> {
-        let redis_key = self.inner.redis_key(key);
-        let reply = self.peek(&redis_key).await;
-        self.inner.retry_after(&redis_key, reply)
-    }
-
-    async fn peek(&self, redis_key: &[u8]) -> Result<Vec<i64>, Cause> {
-        if !self.inner.config.enabled() {
-            return Ok(Vec::new());
-        }
-        let args = [self.inner.now_arg()];
-        run(&PEEK, &self.conn, self.inner.timeout, redis_key, &args).await
-    }
-
-    async fn decide(&self, call: impl std::borrow::Borrow<Call>) -> Decision {
-        let call = call.borrow();
-        if let Some(d) = self.inner.disabled() {
-            return d;
-        }
+    /// The acquire script's reply for `call`: through the gathering task when there is one.
+    async fn ask(&self, call: &Call) -> Result<Vec<i64>, Cause> {
         let reply = match &self.batch {
             Some(batch) => batch.acquire(&self.inner, call).await,
             None => {
                 let args = self.inner.acquire_args(call);
-                run(&ACQUIRE, &self.conn, self.inner.timeout, &call.key, &args).await
+                run(&self.conn, &self.inner, &ACQUIRE, &call.key, &args).await
             }
         };
         // The connection manager reconnects by itself after a broken connection: a reply after
@@ -412,43 +269,24 @@ impl<K: StoreKey + ?Sized, C: AsyncConnection> RedisKeyedRateLimiter<K, C> {
             Err(cause) if Links::is_link_fault(cause) => self.inner.counts.links.broke(),
             Err(_) => {}
         }
-        self.inner.decide(call, reply)
-    }
-
-    fn reservation(
-        &self,
-        call: Call,
-        permit: Permit,
-        written: u64,
-        increment: u64,
-    ) -> Reservation<C> {
-        Reservation {
-            inner: self.inner.clone(),
-            conn: self.conn.clone(),
-            key: call.key,
-            k: call.k,
-            ready_at: tokio::time::Instant::now() + permit.wait(),
-            permit,
-            written,
-            increment,
-            pending: written != 0,
-        }
+        reply
     }
 }
 
-/// One script call, bounded by `timeout` whatever the connection does.
-async fn run<const N: usize, T: redis::FromRedisValue, C: AsyncConnection>(
+/// One script call, bounded by the limiter's timeout whatever the connection does.
+async fn run<T: redis::FromRedisValue>(
+    conn: &impl AsyncConnection,
+    inner: &Inner,
     script: &Script,
-    conn: &C,
-    timeout: Duration,
     key: &[u8],
-    args: &[String; N],
+    args: &[String],
 ) -> Result<T, Cause> {
     let mut conn = conn.clone();
     let mut invocation = script.key(key);
     for arg in args {
         invocation.arg(arg.as_str());
     }
+    let timeout = inner.timeout;
     match tokio::time::timeout(timeout, invocation.invoke_async::<T>(&mut conn)).await {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(Cause::Redis(e)),
@@ -466,85 +304,21 @@ async fn run<const N: usize, T: redis::FromRedisValue, C: AsyncConnection>(
 /// fallback are not given back.
 #[must_use = "dropping a reservation gives its permits back"]
 pub struct Reservation<C: AsyncConnection = ConnectionManager> {
-    inner: Arc<Inner>,
-    conn: C,
-    key: Vec<u8>,
-    k: u32,
-    ready_at: tokio::time::Instant,
     permit: Permit,
-    written: u64,
-    increment: u64,
-    /// The permits can still be given back (a store reservation not yet used).
-    pending: bool,
-}
-
-reservation_debug!(impl<C: AsyncConnection> std::fmt::Debug for Reservation<C>);
-
-impl<C: AsyncConnection> Reservation<C> {
-    reservation_accessors!();
-
-    /// How long from now until the permits arrive (zero once they have).
-    pub fn remaining(&self) -> Duration {
-        self.ready_at
-            .saturating_duration_since(tokio::time::Instant::now())
-    }
-
-    /// Sleeps until the permits arrive (without blocking a thread), then uses them. Dropping this
-    /// future before then gives them back.
-    pub async fn wait(mut self) -> Permit {
-        tokio::time::sleep_until(self.ready_at).await;
-        self.pending = false;
-        self.permit
-    }
-
-    /// Gives the permits back now; `true` if they went back (nothing was reserved after them),
-    /// `false` if the slot stays unused or the store could not be asked in time.
-    pub async fn cancel(mut self) -> bool {
-        if !std::mem::replace(&mut self.pending, false) {
-            return false;
-        }
-        refund(
-            &self.inner,
-            &self.conn,
-            &self.key,
-            self.written,
-            self.increment,
-        )
-        .await
-    }
-}
-
-async fn refund<C: AsyncConnection>(
-    inner: &Inner,
-    conn: &C,
-    key: &[u8],
-    written: u64,
-    increment: u64,
-) -> bool {
-    let args = inner.refund_args(written, increment);
-    matches!(
-        run::<4, i64, C>(&REFUND, conn, inner.timeout, key, &args).await,
-        Ok(1)
-    )
+    k: u32,
+    ready_at: Instant,
+    /// How to give the permits back, while they can be (a store reservation not yet used).
+    refund: Option<Refund<C>>,
 }
 
 impl<C: AsyncConnection> Drop for Reservation<C> {
     fn drop(&mut self) {
-        if !self.pending {
-            return;
-        }
         // Given back in the background: a destructor cannot wait. Outside a runtime (the runtime
         // shutting down) the permits stay taken, which never lets more through than the quota.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let (inner, conn, key) = (
-                self.inner.clone(),
-                self.conn.clone(),
-                std::mem::take(&mut self.key),
-            );
-            let (written, increment) = (self.written, self.increment);
-            handle.spawn(async move {
-                refund(&inner, &conn, &key, written, increment).await;
-            });
+        if let Some(refund) = self.refund.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(give_back(refund));
         }
     }
 }
@@ -568,52 +342,7 @@ impl<C: AsyncConnection> Drop for Reservation<C> {
 #[derive(Clone, Debug)]
 pub struct RedisRateLimiter<C = ConnectionManager>(pub(crate) RedisKeyedRateLimiter<(), C>);
 
-impl<C> From<RedisKeyedRateLimiter<(), C>> for RedisRateLimiter<C> {
-    fn from(keyed: RedisKeyedRateLimiter<(), C>) -> Self {
-        RedisRateLimiter(keyed)
-    }
-}
-
-impl RedisRateLimiter {
-    /// Settings for a limiter named `id` on `config`; finish with [`connect`](Builder::connect).
-    pub fn builder(id: &'static str, config: Config) -> Builder {
-        Builder::new(id, config)
-    }
-}
-
 impl<C: AsyncConnection> RedisRateLimiter<C> {
-    single_accessors!();
-
-    /// Takes one permit if there is one now.
-    pub async fn try_acquire(&self) -> Result<Permit, RateLimitExceeded> {
-        self.0.try_acquire(&()).await
-    }
-
-    /// Takes `k` permits at once, as one unit.
-    pub async fn try_acquire_n(&self, k: u32) -> Result<Permit, AcquireError> {
-        self.0.try_acquire_n(&(), k).await
-    }
-
-    /// Reserves one permit if it arrives within `max_wait`.
-    pub async fn reserve(&self) -> Result<Reservation<C>, RateLimitExceeded> {
-        self.0.reserve(&()).await
-    }
-
-    /// Reserves `k` permits within `max_wait`.
-    pub async fn reserve_n(&self, k: u32) -> Result<Reservation<C>, AcquireError> {
-        self.0.reserve_n(&(), k).await
-    }
-
-    /// Takes one permit, waiting for it within `max_wait`.
-    pub async fn acquire(&self) -> Result<Permit, RateLimitExceeded> {
-        self.0.acquire(&()).await
-    }
-
-    /// Takes `k` permits, waiting for them within `max_wait`.
-    pub async fn acquire_n(&self, k: u32) -> Result<Permit, AcquireError> {
-        self.0.acquire_n(&(), k).await
-    }
-
     /// Runs `work` once a permit is had (waiting within `max_wait`); refused, it never starts.
     pub async fn call<F: std::future::Future>(
         &self,
@@ -629,32 +358,15 @@ impl<C: AsyncConnection> RedisRateLimiter<C> {
     ) -> Result<T, E> {
         self.0.try_call(&(), work).await
     }
-
-    /// How many single permits would pass right now without waiting. Takes nothing.
-    pub async fn available_permits(&self) -> Result<u32, StoreError> {
-        self.0.available_permits(&()).await
-    }
-
-    /// How long until one permit would pass (zero: now). Takes nothing.
-    pub async fn retry_after(&self) -> Result<Duration, StoreError> {
-        self.0.retry_after(&()).await
-    }
 }
 
-/// Its admitted and rejected calls, faults and reconnects (see [`crate::metrics`]).
-#[cfg(feature = "metrics")]
-impl<K: ?Sized, C> ritmo_std::metrics::Recordable for RedisKeyedRateLimiter<K, C> {
-    fn record(&self) {
-        let inner = &self.inner;
-        let away = inner.away.load(std::sync::atomic::Ordering::Relaxed);
-        crate::observe::record(inner.id, away, &inner.counts, &inner.counts.links);
-    }
-}
-
-/// Its admitted and rejected calls, faults and reconnects (see [`crate::metrics`]).
-#[cfg(feature = "metrics")]
-impl<C> ritmo_std::metrics::Recordable for RedisRateLimiter<C> {
-    fn record(&self) {
-        self.0.record();
-    }
+verbs! {
+    flavour: [async] [.await],
+    generics: [C: AsyncConnection] [C],
+    types: RedisKeyedRateLimiter<K, C>, RedisKeyedRateLimiter<(), C>, RedisRateLimiter<C>,
+        Reservation<C>, C,
+    connect: connect, connect_keyed,
+    waiting: "without blocking a thread",
+        " Dropping the future while it waits gives the permits back (if nothing was reserved \
+        after them).",
 }

@@ -70,11 +70,8 @@ pub(crate) enum Decision {
         written: u64,
         increment: u64,
     },
-    Rejected(
-        RateLimitExceeded,
-        // Read by the async limiters' `reserve_with_status` only.
-        #[cfg_attr(not(feature = "async"), allow(dead_code))] Option<KeyStatus>,
-    ),
+    /// Refused, with the key's status when the store read it.
+    Rejected(RateLimitExceeded, Option<KeyStatus>),
 }
 
 impl Decision {
@@ -83,6 +80,14 @@ impl Decision {
             permit,
             written: 0,
             increment: 0,
+        }
+    }
+
+    /// The permit, or the refusal: what a call that does not reserve returns.
+    pub(crate) fn permit(self) -> Result<Permit, RateLimitExceeded> {
+        match self {
+            Decision::Granted { permit, .. } => Ok(permit),
+            Decision::Rejected(e, _) => Err(e),
         }
     }
 }
@@ -151,11 +156,11 @@ impl Inner {
         if k == 0 || k > self.config.permits() {
             return Err(InvalidPermits::new(self.id, k, self.config.permits()));
         }
-        Ok(self.call_one(key, reserve, k))
+        Ok(self.call_one(key, k, reserve))
     }
 
     /// A call for `k` permits, `k` already checked (1 always is: permits >= 1).
-    pub(crate) fn call_one<K: StoreKey + ?Sized>(&self, key: &K, reserve: bool, k: u32) -> Call {
+    pub(crate) fn call_one<K: StoreKey + ?Sized>(&self, key: &K, k: u32, reserve: bool) -> Call {
         Call {
             key: self.redis_key(key),
             k,
@@ -262,24 +267,20 @@ impl Inner {
     pub(crate) fn policy_decides(&self, call: &Call) -> Decision {
         match &self.policy {
             Policy::Reject => {
-                self.counts.unavailable();
-                observe::unavailable(self.id);
+                self.counts.unavailable(self.id);
                 Decision::Rejected(self.unavailable(), None)
             }
             Policy::Admit => {
-                self.counts.fallback("admit");
-                observe::answered_by(self.id, "admit");
+                self.counts.fallback(self.id, "admit");
                 Decision::granted(Permit::new(Source::Open, None, Duration::ZERO))
             }
             Policy::Local(local) => {
-                self.counts.fallback("local");
-                observe::answered_by(self.id, "local");
+                self.counts.fallback(self.id, "local");
                 match local.take(&call.key, call.k, call.reserve, self.unavailable()) {
                     Ok(wait) => Decision::granted(Permit::new(Source::Fallback, None, wait)),
                     Err(e) => {
                         if e.reason() == Reason::Unavailable {
-                            self.counts.unavailable();
-                            observe::unavailable(self.id);
+                            self.counts.unavailable(self.id);
                         }
                         Decision::Rejected(e, None)
                     }
@@ -294,60 +295,46 @@ impl Inner {
         key: &[u8],
         reply: Result<Vec<i64>, Cause>,
     ) -> Result<u32, StoreError> {
-        if !self.config.enabled() {
-            return Ok(self.config.permits());
-        }
-        match reply {
-            Ok(r) if r.len() == 2 => {
-                Ok(self.rate.available(r[1].max(0) as u64, r[0].max(0) as u64))
-            }
-            other => self.peek_fallback(other, |local| local.available(key)),
-        }
+        let read = |tat, now| self.rate.available(tat, now);
+        self.peeked(reply, self.config.permits(), read, |l| {
+            Some(l.available(key))
+        })
     }
 
-    /// `retry_after` (for one permit) from the peek script's reply `[now, tat]`.
-    pub(crate) fn retry_after(
-        &self,
-        key: &[u8],
-        reply: Result<Vec<i64>, Cause>,
-    ) -> Result<Duration, StoreError> {
-        self.retry_after_n(key, 1, reply)
-    }
-
-    /// How long until `k` permits would pass at once, from the peek script's reply `[now, tat]`.
+    /// How long until `k` permits would pass at once, from the peek script's reply `[now, tat]`
+    /// (the local fallback answers for one permit only).
     pub(crate) fn retry_after_n(
         &self,
         key: &[u8],
         k: u32,
         reply: Result<Vec<i64>, Cause>,
     ) -> Result<Duration, StoreError> {
-        if !self.config.enabled() {
-            return Ok(Duration::ZERO);
-        }
-        match reply {
-            Ok(r) if r.len() == 2 => {
-                Ok(self.wait_duration(self.rate.wait(r[1].max(0) as u64, r[0].max(0) as u64, k)))
-            }
-            other => self.peek_fallback(
-                other,
-                |local| {
-                    if k == 1 { local.retry_after(key) } else { None }
-                },
-            ),
-        }
+        let read = |tat, now| self.wait_duration(self.rate.wait(tat, now, k));
+        self.peeked(reply, Duration::ZERO, read, |l| {
+            (k == 1).then(|| l.retry_after(key))
+        })
     }
 
-    pub(crate) fn peek_fallback<T>(
+    /// What the peek script's reply `[now, tat]` says, read by `read(tat, now)`: `disabled` on a
+    /// disabled config; the store failing, the local fallback's answer where it has one, else
+    /// the store's error.
+    fn peeked<T>(
         &self,
         reply: Result<Vec<i64>, Cause>,
+        disabled: T,
+        read: impl FnOnce(u64, u64) -> T,
         local: impl FnOnce(&Local) -> Option<T>,
     ) -> Result<T, StoreError> {
+        if !self.config.enabled() {
+            return Ok(disabled);
+        }
         let cause = match reply {
-            Err(cause) => cause,
+            Ok(r) if r.len() == 2 => return Ok(read(r[1].max(0) as u64, r[0].max(0) as u64)),
             Ok(_) => Cause::Redis(redis::RedisError::from((
                 redis::ErrorKind::Parse,
                 "unexpected reply from the peek script",
             ))),
+            Err(cause) => cause,
         };
         if let Policy::Local(l) = &self.policy
             && let Some(answer) = local(l)
@@ -366,8 +353,4 @@ impl Inner {
             self.margin_ms.clone(),
         ]
     }
-}
-
-pub(crate) fn saturate_u64(x: u128) -> u64 {
-    u64::try_from(x).unwrap_or(u64::MAX)
 }

@@ -20,6 +20,10 @@ use ritmo_std::IpKey;
 /// out.clear();
 /// std::net::Ipv4Addr::new(10, 0, 0, 1).write_key(&mut out);
 /// assert_eq!(out, b"10.0.0.1");
+/// out.clear();
+/// std::sync::Arc::<str>::from("bob").write_key(&mut out);
+/// b"/x".to_vec().write_key(&mut out);
+/// assert_eq!(out, b"bob/x");
 /// ```
 pub trait StoreKey {
     /// Appends the key's bytes to `out`.
@@ -37,33 +41,24 @@ impl StoreKey for () {
     fn write_key(&self, _out: &mut Vec<u8>) {}
 }
 
-impl StoreKey for str {
-    fn write_key(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.as_bytes())
-    }
+/// Keys that are bytes already: written as they are.
+macro_rules! byte_keys {
+    ($($t:ty),*) => {$(
+        impl StoreKey for $t {
+            fn write_key(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(AsRef::<[u8]>::as_ref(self))
+            }
+        }
+    )*};
 }
-
-impl StoreKey for String {
-    fn write_key(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.as_bytes())
-    }
-}
-
-impl StoreKey for [u8] {
-    fn write_key(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self)
-    }
-}
-
-impl StoreKey for Vec<u8> {
-    fn write_key(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self)
-    }
-}
+byte_keys!(str, String, [u8], Vec<u8>);
+// A header's value (an API key), as ritmo-tower's `Header` extractor gives it.
+#[cfg(feature = "tower")]
+byte_keys!(http::HeaderValue);
 
 impl StoreKey for std::sync::Arc<str> {
     fn write_key(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.as_bytes())
+        (**self).write_key(out)
     }
 }
 
@@ -124,14 +119,6 @@ pub(crate) fn escape_tag(bytes: &[u8], out: &mut Vec<u8>) {
             b':' => out.extend_from_slice(b"%3A"),
             _ => out.push(b),
         }
-    }
-}
-
-/// A header's value (an API key), as ritmo-tower's `Header` extractor gives it: its bytes.
-#[cfg(feature = "tower")]
-impl StoreKey for http::HeaderValue {
-    fn write_key(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.as_bytes())
     }
 }
 

@@ -58,9 +58,9 @@ pub use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};
 
 #[cfg(any(feature = "async", feature = "blocking"))]
 pub(crate) use inner::{Call, Decision};
-pub(crate) use inner::{Inner, Policy, saturate_u64};
+pub(crate) use inner::{Inner, Policy};
 use local::Local;
-use rate::{MAX, StoreRate};
+use rate::StoreRate;
 
 /// The timeout a limiter gives the store unless told otherwise: 100 ms.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(100);
@@ -280,7 +280,6 @@ pub fn builder(id: &'static str, config: Config) -> Builder {
 /// use std::time::Duration;
 /// use ritmo::Config;
 /// use ritmo::redis::{FailurePolicy, RedisKeyedRateLimiter};
-/// use ritmo::keyed::Keyed;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let per_user = RedisKeyedRateLimiter::<str>::builder("api", Config::new(10, Duration::from_secs(1))?)
@@ -396,7 +395,7 @@ impl Builder {
         self
     }
 
-    fn inner(self, keyed: bool) -> Result<(Inner, Duration), Error> {
+    fn inner(self, keyed: bool) -> Result<Inner, Error> {
         if self.timeout.is_zero() {
             return Err(Error::ZeroTimeout);
         }
@@ -408,31 +407,25 @@ impl Builder {
                 Policy::Local(Box::new(Local::new(self.id, config, self.fallback_keys)))
             }
         };
-        let timeout = self.timeout;
         let margin = self.margin.unwrap_or(if self.clock.is_some() {
             DEFAULT_CLOCK_MARGIN
         } else {
             Duration::ZERO
         });
-        let margin_ms = saturate_u64(margin.as_nanos().div_ceil(1_000_000))
-            .min(MAX)
-            .to_string();
-        Ok((
-            Inner {
-                id: self.id,
-                config: self.config,
-                rate,
-                base: key::base_key(&self.prefix, self.id),
-                keyed,
-                timeout,
-                policy,
-                clock: self.clock,
-                margin_ms,
-                away: AtomicBool::new(false),
-                counts: observe::Counts::default(),
-            },
-            timeout,
-        ))
+        let margin_ms = rate::saturate(margin.as_nanos().div_ceil(1_000_000)).to_string();
+        Ok(Inner {
+            id: self.id,
+            config: self.config,
+            rate,
+            base: key::base_key(&self.prefix, self.id),
+            keyed,
+            timeout: self.timeout,
+            policy,
+            clock: self.clock,
+            margin_ms,
+            away: AtomicBool::new(false),
+            counts: observe::Counts::default(),
+        })
     }
 
     /// The connection settings, without redis-rs's `CLIENT SETINFO` handshake: two round trips
@@ -442,91 +435,93 @@ impl Builder {
         let redis = info.redis_settings().clone().set_skip_set_lib_name();
         Ok(info.set_redis_settings(redis))
     }
+}
 
-    #[cfg(feature = "async")]
-    fn client(info: impl IntoConnectionInfo) -> Result<redis::Client, Error> {
-        redis::Client::open(Self::info(info)?).map_err(Error::Connection)
-    }
-
-    /// A blocking pool: the connection selects no database itself, the pool does (in the time
-    /// the call has left).
-    #[cfg(feature = "blocking")]
-    fn pool(&self, info: impl IntoConnectionInfo) -> Result<blocking::Pool, Error> {
-        let info = Self::info(info)?;
-        let db = info.redis_settings().db();
-        let redis = info.redis_settings().clone().set_db(0);
-        let client =
-            redis::Client::open(info.set_redis_settings(redis)).map_err(Error::Connection)?;
-        Ok(blocking::Pool::new(client, db, self.pool_size))
-    }
-
-    #[cfg(feature = "async")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+#[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+impl Builder {
     /// An async limiter with one quota, on tokio. Connects lazily (a store that is down now is
     /// handled by the failure policy at each call) and reconnects by itself. Must be called inside
     /// a tokio runtime with its timer enabled.
     pub fn connect(self, info: impl IntoConnectionInfo) -> Result<RedisRateLimiter, Error> {
-        let client = Self::client(info)?;
-        let (inner, timeout) = self.inner(false)?;
-        aio::RedisKeyedRateLimiter::<()>::open(inner, client, timeout).map(RedisRateLimiter::from)
+        self.open(info, false).map(RedisRateLimiter::from)
     }
 
-    #[cfg(feature = "async")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     /// An async limiter with one quota per key, on tokio (see [`connect`](Builder::connect)).
     pub fn connect_keyed<K: StoreKey + ?Sized>(
         self,
         info: impl IntoConnectionInfo,
     ) -> Result<RedisKeyedRateLimiter<K>, Error> {
-        let client = Self::client(info)?;
-        let (inner, timeout) = self.inner(true)?;
-        aio::RedisKeyedRateLimiter::open(inner, client, timeout)
+        self.open(info, true)
     }
 
-    #[cfg(feature = "async")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     /// An async limiter with one quota, on a connection the caller opened: a
     /// `MultiplexedConnection`, a Redis Cluster connection (see [`AsyncConnection`]). The
     /// timeout still bounds every call; reconnecting is the connection's business.
     pub fn connect_with<C: AsyncConnection>(self, conn: C) -> Result<RedisRateLimiter<C>, Error> {
-        let (inner, _) = self.inner(false)?;
-        Ok(aio::RedisKeyedRateLimiter::<(), C>::with_connection(inner, conn).into())
+        Ok(aio::RedisKeyedRateLimiter::with_connection(self.inner(false)?, conn).into())
     }
 
-    #[cfg(feature = "async")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     /// An async limiter with one quota per key, on a connection the caller opened (see
     /// [`connect_with`](Builder::connect_with)).
     pub fn connect_keyed_with<K: StoreKey + ?Sized, C: AsyncConnection>(
         self,
         conn: C,
     ) -> Result<RedisKeyedRateLimiter<K, C>, Error> {
-        let (inner, _) = self.inner(true)?;
-        Ok(aio::RedisKeyedRateLimiter::with_connection(inner, conn))
+        Ok(aio::RedisKeyedRateLimiter::with_connection(
+            self.inner(true)?,
+            conn,
+        ))
     }
 
-    #[cfg(feature = "blocking")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
+    /// An async limiter on a connection manager of its own.
+    fn open<K: StoreKey + ?Sized>(
+        self,
+        info: impl IntoConnectionInfo,
+        keyed: bool,
+    ) -> Result<RedisKeyedRateLimiter<K>, Error> {
+        let client = redis::Client::open(Self::info(info)?).map_err(Error::Connection)?;
+        aio::RedisKeyedRateLimiter::open(self.inner(keyed)?, client)
+    }
+}
+
+#[cfg(feature = "blocking")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
+impl Builder {
     /// A blocking limiter with one quota. Connects at its first call, and again after an error.
     pub fn connect_blocking(
         self,
         info: impl IntoConnectionInfo,
     ) -> Result<blocking::RedisRateLimiter, Error> {
-        let pool = self.pool(info)?;
-        let (inner, _) = self.inner(false)?;
-        Ok(blocking::RedisKeyedRateLimiter::<()>::open(inner, pool).into())
+        self.pooled(info, false)
+            .map(blocking::RedisRateLimiter::from)
     }
 
-    #[cfg(feature = "blocking")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
     /// A blocking limiter with one quota per key.
     pub fn connect_blocking_keyed<K: StoreKey + ?Sized>(
         self,
         info: impl IntoConnectionInfo,
     ) -> Result<blocking::RedisKeyedRateLimiter<K>, Error> {
-        let pool = self.pool(info)?;
-        let (inner, _) = self.inner(true)?;
-        Ok(blocking::RedisKeyedRateLimiter::open(inner, pool))
+        self.pooled(info, true)
+    }
+
+    /// A blocking limiter on a pool of its own: the connections select no database themselves,
+    /// the pool does (in the time the call has left).
+    fn pooled<K: StoreKey + ?Sized>(
+        self,
+        info: impl IntoConnectionInfo,
+        keyed: bool,
+    ) -> Result<blocking::RedisKeyedRateLimiter<K>, Error> {
+        let info = Self::info(info)?;
+        let db = info.redis_settings().db();
+        let redis = info.redis_settings().clone().set_db(0);
+        let client =
+            redis::Client::open(info.set_redis_settings(redis)).map_err(Error::Connection)?;
+        let pool = blocking::Pool::new(client, db, self.pool_size);
+        Ok(blocking::RedisKeyedRateLimiter::open(
+            self.inner(keyed)?,
+            pool,
+        ))
     }
 }
 

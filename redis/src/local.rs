@@ -61,12 +61,12 @@ impl Local {
 
     /// Calls of one permit the fallback would pass now for `key` (0 for a new key the map has no
     /// room for).
-    pub(crate) fn available(&self, key: &[u8]) -> Option<u32> {
-        Some(self.map.available_permits(&key.to_vec()))
+    pub(crate) fn available(&self, key: &[u8]) -> u32 {
+        self.map.available_permits(&key.to_vec())
     }
 
     /// How long until one permit passes locally for `key`.
-    pub(crate) fn retry_after(&self, key: &[u8]) -> Option<Duration> {
-        Some(self.map.retry_after(&key.to_vec()))
+    pub(crate) fn retry_after(&self, key: &[u8]) -> Duration {
+        self.map.retry_after(&key.to_vec())
     }
 }

@@ -28,21 +28,6 @@ pub(crate) fn to_store(id: &'static str, policy: &'static str) {
     metrics::gauge!(crate::metrics::FALLBACK_ACTIVE, "limiter" => id).set(0.0);
 }
 
-/// A call of limiter `id` refused because the store was unavailable.
-#[allow(unused_variables)]
-pub(crate) fn unavailable(id: &'static str) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!(crate::metrics::REJECTED, "limiter" => id, "reason" => "unavailable")
-        .increment(1);
-}
-
-/// A call of limiter `id` answered by its failure policy (`local` or `admit`).
-#[allow(unused_variables)]
-pub(crate) fn answered_by(id: &'static str, policy: &'static str) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!(crate::metrics::FALLBACK, "limiter" => id, "policy" => policy).increment(1);
-}
-
 /// What the store answered a limiter's calls, counted for metrics read at scrape time (feature
 /// `metrics`; empty otherwise). One atomic add per call the store answered: nothing beside its
 /// round trip.
@@ -60,8 +45,7 @@ pub(crate) struct Counts {
     fallback_admit: AtomicU64,
     #[cfg(feature = "metrics")]
     fallback_local: AtomicU64,
-    /// The async limiters' connection (the blocking ones count in their pool).
-    #[cfg(feature = "async")]
+    /// The limiter's connections, async or pooled.
     pub(crate) links: Links,
 }
 
@@ -81,22 +65,32 @@ impl Counts {
         .fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A call refused as unavailable.
-    pub(crate) fn unavailable(&self) {
+    /// A call of limiter `id` refused because the store was unavailable: counted and published.
+    #[allow(unused_variables)]
+    pub(crate) fn unavailable(&self, id: &'static str) {
         #[cfg(feature = "metrics")]
-        self.unavailable.fetch_add(1, Ordering::Relaxed);
+        {
+            self.unavailable.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!(crate::metrics::REJECTED, "limiter" => id, "reason" => "unavailable")
+                .increment(1);
+        }
     }
 
-    /// A call the failure policy `policy` (`admit` or `local`) answered.
+    /// A call of limiter `id` answered by its failure policy `policy` (`admit` or `local`):
+    /// counted and published.
     #[allow(unused_variables)]
-    pub(crate) fn fallback(&self, policy: &'static str) {
+    pub(crate) fn fallback(&self, id: &'static str, policy: &'static str) {
         #[cfg(feature = "metrics")]
-        if policy == "admit" {
-            &self.fallback_admit
-        } else {
-            &self.fallback_local
+        {
+            let count = if policy == "admit" {
+                &self.fallback_admit
+            } else {
+                &self.fallback_local
+            };
+            count.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!(crate::metrics::FALLBACK, "limiter" => id, "policy" => policy)
+                .increment(1);
         }
-        .fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -140,9 +134,10 @@ impl Links {
 
 /// Records one Redis limiter's series from its counts (feature `metrics`).
 #[cfg(feature = "metrics")]
-pub(crate) fn record(id: &'static str, away: bool, counts: &Counts, links: &Links) {
+pub(crate) fn record(inner: &crate::Inner) {
     use crate::metrics::{FALLBACK, FALLBACK_ACTIVE, RECONNECTS};
     use ritmo_std::metrics::{ADMITTED, REJECTED, WAITED};
+    let (id, away, counts) = (inner.id, inner.away.load(Ordering::Relaxed), &inner.counts);
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     metrics::counter!(ADMITTED, "limiter" => id).absolute(get(&counts.admitted));
     metrics::counter!(WAITED, "limiter" => id).absolute(get(&counts.waited));
@@ -155,5 +150,5 @@ pub(crate) fn record(id: &'static str, away: bool, counts: &Counts, links: &Link
     metrics::counter!(FALLBACK, "limiter" => id, "policy" => "local")
         .absolute(get(&counts.fallback_local));
     metrics::gauge!(FALLBACK_ACTIVE, "limiter" => id).set(if away { 1.0 } else { 0.0 });
-    metrics::counter!(RECONNECTS, "limiter" => id).absolute(get(&links.reconnects));
+    metrics::counter!(RECONNECTS, "limiter" => id).absolute(get(&counts.links.reconnects));
 }

@@ -16,8 +16,6 @@ pub(crate) struct StoreRate {
     pub(crate) interval: u64,
     /// `permits * T`.
     pub(crate) window: u64,
-    /// `max_wait`, rounded down to the microsecond.
-    pub(crate) max_wait: u64,
     pub(crate) permits: u32,
 }
 
@@ -35,7 +33,6 @@ impl StoreRate {
         Ok(StoreRate {
             interval,
             window: saturate(interval as u128 * n),
-            max_wait: saturate(config.max_wait().as_nanos() / 1_000),
             permits: config.permits(),
         })
     }
@@ -120,13 +117,6 @@ mod tests {
         let r = rate(u32::MAX, Duration::MAX);
         assert_eq!(r.window, MAX);
         assert!(r.interval <= MAX && r.increment(u32::MAX) <= r.window);
-        let r = StoreRate::new(
-            &Config::new(1, Duration::from_secs(1))
-                .unwrap()
-                .with_max_wait(Duration::MAX),
-        )
-        .unwrap();
-        assert_eq!(r.max_wait, MAX);
     }
 
     #[test]

@@ -445,6 +445,54 @@ async fn each_decision_reports_the_key_status_from_the_same_call() {
     assert_eq!(available, 4);
 }
 
+/// The blocking limiter reports the key's status from the same script call as the async one, and
+/// gives a dropped reservation back before `drop` returns.
+#[test]
+fn blocking_decisions_report_the_key_status_from_the_same_call() {
+    let Some(server) = support::Server::start() else {
+        return;
+    };
+    let clock = Shared(std::sync::Arc::new(ritmo_core::ManualClock::starting_at(
+        1_000_000_000,
+    )));
+    let config = Config::new(4, Duration::from_millis(400)).unwrap(); // T = 100 ms
+    let keyed: blocking::RedisKeyedRateLimiter<str> = ritmo_redis::builder("status", config)
+        .clock(clock.clone())
+        .connect_blocking_keyed(server.url())
+        .unwrap();
+    let ms = Duration::from_millis;
+    let status = |p: ritmo_redis::Permit| p.status().map(|s| (s.remaining(), s.reset()));
+    let r = keyed.reserve_with_status("k", 1, None).unwrap();
+    assert_eq!(status(r.commit()), Some((3, ms(100))));
+    assert_eq!(
+        status(keyed.try_acquire_n("k", 3).unwrap()),
+        Some((0, ms(100)))
+    );
+    clock.0.advance(ms(30));
+    let refusal = keyed.reserve_with_status("k", 1, None).unwrap_err();
+    assert!(matches!(refusal.error, AcquireError::RateLimited(e) if e.retry_after() == ms(70)));
+    assert_eq!(
+        refusal.status.map(|s| (s.remaining(), s.reset())),
+        Some((0, ms(70)))
+    );
+    // A longer max_wait than the config's (0) for this call only.
+    let r = keyed.reserve_with_status("k", 2, Some(ms(200))).unwrap();
+    assert_eq!(r.wait_time(), ms(170));
+    assert!(r.cancel());
+    let refusal = keyed.reserve_with_status("k", 5, None).unwrap_err();
+    assert!(matches!(refusal.error, AcquireError::InvalidPermits(_)));
+    assert_eq!(refusal.status, None);
+    let r = keyed.reserve_n_within("k", 1, ms(70)).unwrap();
+    assert_eq!(r.wait_time(), ms(70));
+    assert!(keyed.reserve_n_within("k", 1, ms(70)).is_err());
+    drop(r);
+    // Given back at once: the same slot is there to reserve again.
+    assert_eq!(
+        keyed.reserve_n_within("k", 1, ms(70)).unwrap().wait_time(),
+        ms(70)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_runs_the_work_only_with_a_permit() {
     let Some(server) = support::Server::start() else {
