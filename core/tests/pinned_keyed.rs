@@ -1,0 +1,128 @@
+//! Behaviours of the keyed rules (core's table and the rules every keyed store shares) that no
+//! other test pinned, found by mutation testing of `keyed/` after its restructure: one test per
+//! behaviour, its expectation written from what a user is promised (idle is new, the tail rule,
+//! listeners), not from the code.
+
+use core::time::Duration;
+use std::sync::Mutex;
+use std::vec::Vec;
+
+use ritmo_core::keyed::{KeyListener, Keyed, KeyedLimiter, Tier, Tiers};
+use ritmo_core::{Config, Event, Listener, ManualClock, Reason};
+
+fn per_second(n: u32) -> Config {
+    Config::new(n, Duration::from_secs(1)).unwrap()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// `reclaim_idle` drops exactly the keys that are idle (their burst whole again) and says how
+/// many it dropped; a key still owed permits stays.
+#[test]
+fn reclaim_idle_drops_and_counts_only_the_idle_keys() {
+    let clock = ManualClock::new();
+    let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("keys", per_second(1), &clock, 3);
+    for key in 1..=3 {
+        l.try_acquire(&key).unwrap();
+    }
+    clock.advance(ms(600));
+    l.try_acquire(&4).unwrap(); // idle at 1.6 s
+    clock.advance(ms(400)); // 1.0 s: keys 1 to 3 idle from now, key 4 not
+    assert_eq!(l.keys_held(), 4);
+    assert_eq!(l.reclaim_idle(), 3);
+    assert_eq!(l.keys_held(), 1);
+    assert_eq!(l.available_permits(&4), 0);
+    assert_eq!(l.reclaim_idle(), 0);
+}
+
+/// `live_keys` lists the keys that are not idle at this instant: a key whose next permit
+/// arrives exactly now is idle (its burst is whole), so it is left out.
+#[test]
+fn live_keys_leave_out_a_key_idle_from_this_very_instant() {
+    let clock = ManualClock::new();
+    let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("keys", per_second(2), &clock, 3);
+    l.try_acquire(&9).unwrap(); // one permit every 500 ms: idle again at 500 ms
+    clock.advance(ms(400));
+    l.try_acquire(&7).unwrap(); // idle again at 900 ms
+    clock.advance(ms(100)); // 500 ms
+    let live: Vec<(u8, u32)> = l
+        .live_keys()
+        .iter()
+        .map(|s| (s.key, s.available_permits))
+        .collect();
+    assert_eq!(live, [(7, 1)]);
+    clock.advance(ms(400)); // 900 ms: key 7 idle too
+    assert!(l.live_keys().is_empty());
+}
+
+/// A reservation on a key that has since gone idle gives its permits back (they all came back
+/// already), whether the table still holds the key or dropped it: no answer may depend on
+/// whether a store kept or dropped an idle key.
+#[test]
+fn a_reservation_on_a_key_gone_idle_answers_the_same_kept_or_dropped() {
+    for drop_it in [false, true] {
+        let clock = ManualClock::new();
+        let l: KeyedLimiter<u8, _, 8> =
+            KeyedLimiter::with_clock("keys", per_second(1), &clock, 3);
+        let reservation = l.reserve(&5).unwrap();
+        clock.advance(ms(1500));
+        if drop_it {
+            assert_eq!(l.reclaim_idle(), 1);
+        }
+        assert!(reservation.cancel(), "dropped: {drop_it}");
+        assert_eq!(l.available_permits(&5), 1);
+    }
+}
+
+/// A refusal reaches a key listener when the limiter has no other listener, and a plain
+/// listener when it has no key listener: each hears it alone.
+#[test]
+fn a_keyed_refusal_reaches_a_lone_key_listener_and_a_lone_plain_listener() {
+    struct Keys(Mutex<Vec<(u8, Reason)>>);
+    impl KeyListener<u8> for Keys {
+        fn on_event(&self, key: &u8, event: &Event) {
+            if let Event::Rejected(e) = event {
+                self.0.lock().unwrap().push((*key, e.reason()));
+            }
+        }
+    }
+    struct Plain(Mutex<Vec<Reason>>);
+    impl Listener for Plain {
+        fn on_event(&self, event: &Event) {
+            if let Event::Rejected(e) = event {
+                self.0.lock().unwrap().push(e.reason());
+            }
+        }
+    }
+
+    let keys: &'static Keys = Box::leak(Box::new(Keys(Mutex::new(Vec::new()))));
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("keys", per_second(1), ManualClock::new(), 0)
+            .with_key_listener(keys);
+    l.try_acquire(&2).unwrap();
+    assert!(l.try_acquire(&2).is_err());
+    assert_eq!(*keys.0.lock().unwrap(), [(2, Reason::NoPermitInTime)]);
+
+    let plain: &'static Plain = Box::leak(Box::new(Plain(Mutex::new(Vec::new()))));
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("keys", per_second(1), ManualClock::new(), 0)
+            .with_listener(plain);
+    l.try_acquire(&2).unwrap();
+    assert!(l.try_acquire(&2).is_err());
+    assert_eq!(*plain.0.lock().unwrap(), [Reason::NoPermitInTime]);
+}
+
+/// A tiered limiter's `Debug` names each tier with its config, as given.
+#[test]
+fn tiers_debug_names_each_tier_and_its_config() {
+    let tiers = Tiers::new(
+        [Tier::new("free", per_second(1)), Tier::new("paid", per_second(9))],
+        |key: &u8| if *key < 10 { "free" } else { "paid" },
+    );
+    let text = format!("{tiers:?}");
+    assert!(text.contains("\"free\""), "{text}");
+    assert!(text.contains("\"paid\""), "{text}");
+    assert!(text.contains(&format!("{:?}", per_second(9))), "{text}");
+}
