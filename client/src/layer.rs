@@ -13,7 +13,7 @@ use tower_service::Service;
 
 use crate::error::Error;
 use crate::outbound::{MaxWait, Outbound, PerKey, Target, Transport};
-use ritmo_std::Limit;
+use ritmo_tower::Store;
 
 /// How a request is copied for a retry, before it is sent ([`ClientLayer::replay_with`]).
 ///
@@ -226,7 +226,7 @@ impl<F, K, RB, E, Q> Future for ResponseFuture<F, K, Response<RB>, E, Q>
 where
     F: Future<Output = Result<Response<RB>, E>>,
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    Q: Limit<Key = K>,
+    Q: Store<Key = K>,
 {
     type Output = Result<Response<RB>, Error<E>>;
 
@@ -272,7 +272,7 @@ where
 
 impl<S, K, R, B, RB, Q> Service<Request<B>> for RateLimited<S, K, R, Q>
 where
-    Q: Limit<Key = K>,
+    Q: Store<Key = K>,
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send,
