@@ -102,14 +102,28 @@ impl<'a> Target<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HostKey(String);
 
+/// The port a scheme implies: `http` 80, `https` 443.
+pub(crate) fn default_port(scheme: &str) -> Option<u16> {
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => Some(443),
+        "http" => Some(80),
+        _ => None,
+    }
+}
+
 impl HostKey {
     /// The key of a target.
     pub fn of(target: &Target<'_>) -> Self {
         match (target.host, target.port) {
-            (Some(h), Some(p)) => HostKey(format!("{}:{p}", h.to_ascii_lowercase())),
+            (Some(h), Some(p)) => HostKey::new(h, p),
             (Some(h), None) => HostKey(h.to_ascii_lowercase()),
             (None, _) => HostKey(String::new()),
         }
+    }
+
+    /// `host:port`, the host lower-cased.
+    fn new(host: &str, port: u16) -> Self {
+        HostKey(format!("{}:{port}", host.to_ascii_lowercase()))
     }
 
     /// `host:port`.
@@ -135,15 +149,8 @@ impl HostKey {
         if uri.authority().is_some_and(bad_port) {
             return Err(KeyError::Invalid);
         }
-        let port = match uri.port_u16() {
-            Some(port) => port,
-            None => match uri.scheme_str() {
-                Some(s) if s.eq_ignore_ascii_case("https") => 443,
-                Some(s) if s.eq_ignore_ascii_case("http") => 80,
-                _ => return Err(KeyError::NoPort),
-            },
-        };
-        Ok(HostKey(format!("{}:{port}", host.to_ascii_lowercase())))
+        let port = uri.port_u16().or_else(|| default_port(uri.scheme_str()?));
+        Ok(HostKey::new(host, port.ok_or(KeyError::NoPort)?))
     }
 }
 
@@ -169,23 +176,16 @@ impl core::str::FromStr for HostKey {
             let uri = text.parse::<http::Uri>().map_err(|_| KeyError::Invalid)?;
             return HostKey::from_uri(&uri);
         }
-        let authority = text
-            .parse::<http::uri::Authority>()
-            .map_err(|_| KeyError::Invalid)?;
-        if authority.as_str().contains('@') {
-            return Err(KeyError::Invalid);
-        }
-        if bad_port(&authority) {
+        let authority = text.parse::<http::uri::Authority>();
+        let authority = authority.map_err(|_| KeyError::Invalid)?;
+        if authority.as_str().contains('@') || bad_port(&authority) {
             return Err(KeyError::Invalid);
         }
         let port = authority.port_u16().ok_or(KeyError::NoPort)?;
         if authority.host().is_empty() {
             return Err(KeyError::NoHost);
         }
-        Ok(HostKey(format!(
-            "{}:{port}",
-            authority.host().to_ascii_lowercase()
-        )))
+        Ok(HostKey::new(authority.host(), port))
     }
 }
 
