@@ -102,9 +102,10 @@ impl<'a> Target<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HostKey(String);
 
-/// The port a scheme implies: `http` 80, `https` 443.
+/// The port a URI's scheme implies: `http` 80, `https` 443 (`http::Uri` spells both in lower
+/// case, however the URI did).
 pub(crate) fn default_port(scheme: &str) -> Option<u16> {
-    match scheme.to_ascii_lowercase().as_str() {
+    match scheme {
         "https" => Some(443),
         "http" => Some(80),
         _ => None,
