@@ -132,10 +132,11 @@ impl<S, K, R: Clone, Q> Layer<S> for ClientLayer<K, R, Q> {
     type Service = RateLimited<S, K, R, Q>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        let ClientLayer { outbound, replay } = self.clone();
         RateLimited {
             inner,
-            outbound: self.outbound.clone(),
-            replay: self.replay.clone(),
+            outbound,
+            replay,
         }
     }
 }

@@ -547,12 +547,7 @@ impl<K, Q> core::fmt::Debug for Outbound<K, Q> {
 impl Outbound<HostKey> {
     /// One quota per `host:port` (the default), each allowing `config`.
     pub fn per_host(id: &'static str, config: Config) -> Builder<HostKey> {
-        Builder::new(
-            id,
-            config,
-            KeyOf::Of(Box::new(HostKey::of)),
-            Box::new(per_key),
-        )
+        Outbound::keyed_by(id, config, HostKey::of)
     }
 }
 
@@ -562,16 +557,6 @@ impl Outbound<(), OneQuota> {
         let one = |id, config, _, clock| Arc::new(RateLimiter::with_clock(id, config, clock));
         Builder::new(id, config, KeyOf::Fixed(()), Box::new(one))
     }
-}
-
-/// A quota of one state per key.
-fn per_key<K: Hash + Eq + Clone>(
-    id: &'static str,
-    config: Config,
-    max_keys: usize,
-    clock: ClientClock,
-) -> PerKey<K> {
-    Arc::new(KeyedRateLimiter::with_clock(id, config, max_keys, clock))
 }
 
 /// How long from `start` to `deadline` is left at `now`, never negative.
@@ -596,6 +581,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         config: Config,
         key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
     ) -> Builder<K> {
+        let per_key = |id, config, max_keys, clock| {
+            Arc::new(KeyedRateLimiter::with_clock(id, config, max_keys, clock))
+        };
         Builder::new(id, config, KeyOf::Of(Box::new(key)), Box::new(per_key))
     }
 }
