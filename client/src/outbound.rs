@@ -116,7 +116,7 @@ impl HostKey {
     /// The key of a target.
     pub fn of(target: &Target<'_>) -> Self {
         match (target.host, target.port) {
-            (Some(h), Some(p)) => HostKey::new(h, p),
+            (Some(h), Some(p)) => HostKey(format!("{}:{p}", h.to_ascii_lowercase())),
             (Some(h), None) => HostKey(h.to_ascii_lowercase()),
             (None, _) => HostKey(String::new()),
         }
