@@ -64,7 +64,7 @@ use core::time::Duration;
 use std::time::SystemTime;
 
 use http::{HeaderMap, HeaderName, StatusCode};
-use sfv::{BareItem, List, ListEntry, Parser};
+use sfv::{BareItem, Item, List, ListEntry, Parser};
 
 /// `RateLimit`: the current service limit for each policy (`"api";r=0;t=3`).
 pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
@@ -91,14 +91,11 @@ pub const UNIX_TIME_THRESHOLD: u64 = 1_000_000_000;
 /// [`UNIX_TIME_THRESHOLD`]), a Unix time in seconds.
 pub const UNIX_MILLIS_THRESHOLD: u64 = 100_000_000_000;
 
-/// Reports an ignored value; the value is shown escaped and cut to 64 bytes.
-fn ignored(field: &str, value: &[u8], why: &str) {
-    let shown = value
-        .get(..value.len().min(64))
-        .unwrap_or(value)
-        .escape_ascii()
-        .to_string();
+/// Reports an ignored value (shown escaped and cut to 64 bytes): no answer from it.
+fn ignored<T>(field: &str, value: &[u8], why: &str) -> Option<T> {
+    let shown = value[..value.len().min(64)].escape_ascii().to_string();
     tracing::warn!(target: "ritmo_client", field, value = %shown, why, "ignored a server's rate-limit field");
+    None
 }
 
 /// A non-negative decimal number of seconds (`12`, `1.5`), rounded up to the next millisecond;
@@ -109,45 +106,20 @@ fn seconds(text: &[u8]) -> Option<Duration> {
         Some(dot) => (&text[..dot], Some(&text[dot + 1..])),
         None => (text, None),
     };
-    if whole.is_empty() || !whole.iter().all(u8::is_ascii_digit) {
+    let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+    if !digits(whole) || !frac.is_none_or(digits) {
         return None;
     }
-    let mut secs: u64 = 0;
-    for &d in whole {
-        secs = match secs
-            .checked_mul(10)
-            .and_then(|s| s.checked_add(u64::from(d - b'0')))
-        {
-            Some(s) => s,
-            None => return Some(Duration::MAX),
-        };
-    }
-    let mut nanos: u64 = 0;
-    if let Some(frac) = frac {
-        if frac.is_empty() || !frac.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        // Milliseconds, rounded up: any non-zero digit after the third adds one.
-        let mut millis = 0u64;
-        for (i, &d) in frac.iter().enumerate() {
-            let d = u64::from(d - b'0');
-            if i < 3 {
-                millis = millis * 10 + d;
-            } else if d > 0 {
-                millis += 1;
-                break;
-            }
-        }
-        for _ in frac.len()..3 {
-            millis *= 10;
-        }
-        nanos = millis * 1_000_000;
-    }
-    Some(Duration::from_secs(secs).saturating_add(Duration::from_nanos(nanos)))
-}
-
-fn trim(value: &[u8]) -> &[u8] {
-    value.trim_ascii()
+    // Only digits: the one error left is an overflow.
+    let Ok(secs) = core::str::from_utf8(whole).unwrap_or("").parse::<u64>() else {
+        return Some(Duration::MAX);
+    };
+    // Milliseconds, rounded up: the first three digits, and one more if any later is not zero.
+    let frac = frac.unwrap_or_default();
+    let millis = frac.iter().chain(b"000").take(3);
+    let millis = millis.fold(0, |m, &d| m * 10 + u64::from(d - b'0'));
+    let up = u64::from(frac.iter().skip(3).any(|&d| d != b'0'));
+    Some(Duration::from_secs(secs).saturating_add(Duration::from_millis(millis + up)))
 }
 
 /// How long a `Retry-After` value asks to wait: delta-seconds, or an HTTP-date minus `now` (the
@@ -164,39 +136,30 @@ fn trim(value: &[u8]) -> &[u8] {
 /// assert_eq!(retry_after(b"soon", now), None);
 /// ```
 pub fn retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
-    let text = trim(value);
+    let text = value.trim_ascii();
     if let Some(wait) = seconds(text) {
         return Some(wait);
     }
-    let date = core::str::from_utf8(text)
-        .ok()
-        .and_then(|s| httpdate::parse_http_date(s).ok());
-    match date {
-        Some(date) => match date.duration_since(now) {
-            Ok(wait) if !wait.is_zero() => Some(wait),
-            _ => {
-                ignored("retry-after", value, "date already past");
-                None
-            }
-        },
-        None => {
-            ignored(
-                "retry-after",
-                value,
-                "neither delta-seconds nor an HTTP-date",
-            );
-            None
-        }
+    let date = core::str::from_utf8(text).map(httpdate::parse_http_date);
+    let Ok(Ok(date)) = date else {
+        return ignored(
+            "retry-after",
+            value,
+            "neither delta-seconds nor an HTTP-date",
+        );
+    };
+    match date.duration_since(now) {
+        Ok(wait) if !wait.is_zero() => Some(wait),
+        _ => ignored("retry-after", value, "date already past"),
     }
 }
 
 /// Whether a remaining count reads as `0`; `None` (reported) when it is not a non-negative
 /// integer.
 fn spent(field: &str, remaining: &[u8]) -> Option<bool> {
-    let left = trim(remaining);
+    let left = remaining.trim_ascii();
     if left.is_empty() || !left.iter().all(u8::is_ascii_digit) {
-        ignored(field, remaining, "not a non-negative integer");
-        return None;
+        return ignored(field, remaining, "not a non-negative integer");
     }
     Some(left.iter().all(|&d| d == b'0'))
 }
@@ -241,17 +204,16 @@ pub fn x_ratelimit_wait(remaining: &[u8], reset: &[u8], now: SystemTime) -> Opti
 /// assert_eq!(reset_wait(b"soon", now), None);
 /// ```
 pub fn reset_wait(value: &[u8], now: SystemTime) -> Option<Duration> {
-    let text = trim(value);
-    if text.iter().any(u8::is_ascii_alphabetic) || text.iter().any(|b| !b.is_ascii()) {
+    let text = value.trim_ascii();
+    if text
+        .iter()
+        .any(|b| b.is_ascii_alphabetic() || !b.is_ascii())
+    {
         let wait = go_duration(text);
-        if wait.is_none() {
-            ignored("reset", value, "neither a number nor a Go duration");
-        }
-        return wait;
+        return wait.or_else(|| ignored("reset", value, "neither a number nor a Go duration"));
     }
     let Some(number) = seconds(text) else {
-        ignored("reset", value, "not a non-negative number");
-        return None;
+        return ignored("reset", value, "not a non-negative number");
     };
     let whole = number.as_secs();
     if whole < UNIX_TIME_THRESHOLD || (whole == UNIX_TIME_THRESHOLD && number.subsec_nanos() == 0) {
@@ -271,10 +233,7 @@ pub fn reset_wait(value: &[u8], now: SystemTime) -> Option<Duration> {
         .unwrap_or(Duration::ZERO);
     match at.checked_sub(since_epoch) {
         Some(wait) if !wait.is_zero() => Some(wait),
-        _ => {
-            ignored("reset", value, "Unix time already past");
-            None
-        }
+        _ => ignored("reset", value, "Unix time already past"),
     }
 }
 
@@ -295,7 +254,7 @@ pub fn reset_wait(value: &[u8], now: SystemTime) -> Option<Duration> {
 /// ```
 pub fn go_duration(value: &[u8]) -> Option<Duration> {
     const NS_PER_S: u128 = 1_000_000_000;
-    let text = trim(value);
+    let text = value.trim_ascii();
     if text == b"0" {
         return Some(Duration::ZERO);
     }
@@ -430,19 +389,30 @@ fn field_list(headers: &HeaderMap, name: &HeaderName) -> Option<List> {
     }
     match Parser::new(&joined).parse::<List>() {
         Ok(list) => Some(list),
-        Err(_) => {
-            ignored(name.as_str(), &joined, "not a structured-field list");
-            None
-        }
+        Err(_) => ignored(name.as_str(), &joined, "not a structured-field list"),
     }
 }
 
-fn item_name(item: &BareItem) -> String {
-    match item {
-        BareItem::String(s) => s.as_str().to_owned(),
-        BareItem::Token(t) => t.as_str().to_owned(),
-        _ => String::new(),
-    }
+/// The items of a structured-field list field (inner lists, not used by the drafts, skipped),
+/// each with its policy's name (a string or token; empty for other types) and its `pk` bytes.
+fn items(
+    headers: &HeaderMap,
+    name: &HeaderName,
+) -> impl Iterator<Item = (Item, String, Option<Vec<u8>>)> {
+    let items = field_list(headers, name).into_iter().flatten();
+    items.filter_map(|entry| {
+        let ListEntry::Item(item) = entry else {
+            return None;
+        };
+        let name = match &item.bare_item {
+            BareItem::String(s) => s.as_str().to_owned(),
+            BareItem::Token(t) => t.as_str().to_owned(),
+            _ => String::new(),
+        };
+        let pk = item.params.get("pk").and_then(BareItem::as_byte_sequence);
+        let partition = pk.map(<[u8]>::to_vec);
+        Some((item, name, partition))
+    })
 }
 
 fn non_negative(item: Option<&BareItem>) -> Option<u64> {
@@ -464,43 +434,25 @@ fn non_negative(item: Option<&BareItem>) -> Option<u64> {
 /// assert_eq!(items[1].wait(), None);
 /// ```
 pub fn limit_statuses(headers: &HeaderMap) -> Vec<LimitStatus> {
-    let Some(list) = field_list(headers, &RATELIMIT) else {
-        return Vec::new();
+    let status = |(item, policy, partition): (Item, String, _)| {
+        let remaining = non_negative(item.params.get("r"));
+        let reset = non_negative(item.params.get("t")).map(Duration::from_secs);
+        let why = match (remaining, reset) {
+            (None, _) => "item without a valid r",
+            (Some(0), None) => "r=0 without a valid t",
+            _ => "",
+        };
+        if !why.is_empty() {
+            ignored::<()>("ratelimit", policy.as_bytes(), why);
+        }
+        LimitStatus {
+            policy,
+            remaining,
+            reset,
+            partition,
+        }
     };
-    list.iter()
-        .filter_map(|entry| match entry {
-            ListEntry::Item(item) => Some(item),
-            ListEntry::InnerList(_) => None,
-        })
-        .map(|item| {
-            let remaining = non_negative(item.params.get("r"));
-            let reset = non_negative(item.params.get("t")).map(Duration::from_secs);
-            let status = LimitStatus {
-                policy: item_name(&item.bare_item),
-                remaining,
-                reset,
-                partition: item
-                    .params
-                    .get("pk")
-                    .and_then(BareItem::as_byte_sequence)
-                    .map(<[u8]>::to_vec),
-            };
-            if remaining.is_none() {
-                ignored(
-                    "ratelimit",
-                    status.policy.as_bytes(),
-                    "item without a valid r",
-                );
-            } else if remaining == Some(0) && reset.is_none() {
-                ignored(
-                    "ratelimit",
-                    status.policy.as_bytes(),
-                    "r=0 without a valid t",
-                );
-            }
-            status
-        })
-        .collect()
+    items(headers, &RATELIMIT).map(status).collect()
 }
 
 /// The items of the `RateLimit-Policy` field(s): what the server announces it allows.
@@ -516,27 +468,15 @@ pub fn limit_statuses(headers: &HeaderMap) -> Vec<LimitStatus> {
 /// assert_eq!(p.partition.as_deref(), Some(&b"project"[..]));
 /// ```
 pub fn announced_policies(headers: &HeaderMap) -> Vec<AnnouncedPolicy> {
-    let Some(list) = field_list(headers, &RATELIMIT_POLICY) else {
-        return Vec::new();
+    let policy = |(item, policy, partition): (Item, String, _)| AnnouncedPolicy {
+        policy,
+        quota: non_negative(item.params.get("q")),
+        window: non_negative(item.params.get("w"))
+            .filter(|&w| w > 0)
+            .map(Duration::from_secs),
+        partition,
     };
-    list.iter()
-        .filter_map(|entry| match entry {
-            ListEntry::Item(item) => Some(item),
-            ListEntry::InnerList(_) => None,
-        })
-        .map(|item| AnnouncedPolicy {
-            policy: item_name(&item.bare_item),
-            quota: non_negative(item.params.get("q")),
-            window: non_negative(item.params.get("w"))
-                .filter(|&w| w > 0)
-                .map(Duration::from_secs),
-            partition: item
-                .params
-                .get("pk")
-                .and_then(BareItem::as_byte_sequence)
-                .map(<[u8]>::to_vec),
-        })
-        .collect()
+    items(headers, &RATELIMIT_POLICY).map(policy).collect()
 }
 
 /// How long a response asks its client to wait before the next request, from every field above;
@@ -590,15 +530,8 @@ pub fn server_wait(status: StatusCode, headers: &HeaderMap, now: SystemTime) -> 
             for at in headers.get_all(&reset) {
                 let value = at.as_bytes();
                 longest(if reset == X_RATELIMIT_RESET_AFTER {
-                    let after = seconds(trim(value));
-                    if after.is_none() {
-                        ignored(
-                            reset.as_str(),
-                            value,
-                            "not a non-negative number of seconds",
-                        );
-                    }
-                    after
+                    let why = "not a non-negative number of seconds";
+                    seconds(value.trim_ascii()).or_else(|| ignored(reset.as_str(), value, why))
                 } else {
                     reset_wait(value, now)
                 });

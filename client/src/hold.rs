@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use core::time::Duration;
 use tokio::time::Instant;
@@ -45,26 +45,29 @@ impl<K: Hash + Eq + Clone> Holds<K> {
         }
     }
 
-    /// When `key`'s hold ends, if it has not ended at `now`.
     /// Whether no key is held (a hold that has ended may still count until it is read).
     pub(crate) fn none_held(&self) -> bool {
         self.len.load(Ordering::Acquire) == 0
     }
 
+    /// The holds, locked (a panic elsewhere left them whole: each change is one map operation).
+    fn map(&self) -> MutexGuard<'_, HashMap<K, Instant>> {
+        self.until.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// When `key`'s hold ends, if it has not ended at `now`; an ended hold is forgotten.
     pub(crate) fn until(&self, key: &K, now: Instant) -> Option<Instant> {
-        if self.len.load(Ordering::Acquire) == 0 {
+        if self.none_held() {
             return None;
         }
-        let mut map = self.until.lock().unwrap_or_else(PoisonError::into_inner);
-        match map.get(key) {
-            Some(&end) if end > now => Some(end),
-            Some(_) => {
-                map.remove(key);
-                self.len.store(map.len(), Ordering::Release);
-                None
-            }
-            None => None,
+        let mut map = self.map();
+        let end = *map.get(key)?;
+        if end > now {
+            return Some(end);
         }
+        map.remove(key);
+        self.len.store(map.len(), Ordering::Release);
+        None
     }
 
     /// Holds `key` for `wait` from `now`, capped at `max_hold`; returns the hold's end, or `None`
@@ -82,7 +85,7 @@ impl<K: Hash + Eq + Clone> Holds<K> {
             wait
         };
         let end = later(now, wait);
-        let mut map = self.until.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = self.map();
         if !map.contains_key(key) && map.len() >= self.max_keys {
             map.retain(|_, &mut e| e > now);
             self.len.store(map.len(), Ordering::Release);
@@ -96,9 +99,7 @@ impl<K: Hash + Eq + Clone> Holds<K> {
             }
         }
         let slot = map.entry(key.clone()).or_insert(end);
-        if *slot < end {
-            *slot = end;
-        }
+        *slot = end.max(*slot);
         let end = *slot;
         self.len.store(map.len(), Ordering::Release);
         Some(end)
@@ -111,8 +112,7 @@ impl<K: Hash + Eq + Clone> Holds<K> {
 
     /// Keys held at `now` (ended holds are not counted).
     pub(crate) fn held(&self, now: Instant) -> usize {
-        let map = self.until.lock().unwrap_or_else(PoisonError::into_inner);
-        map.values().filter(|&&e| e > now).count()
+        self.map().values().filter(|&&e| e > now).count()
     }
 }
 

@@ -12,8 +12,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::error::Error;
-use crate::outbound::{MaxWait, Outbound, PerKey, Target, Transport};
-use ritmo_std::Limit;
+use crate::outbound::{MaxWait, Outbound, PerKey, Target, Transport, default_port};
+use ritmo_tower::Store;
 
 /// How a request is copied for a retry, before it is sent ([`ClientLayer::replay_with`]).
 ///
@@ -58,42 +58,25 @@ impl<B, F: Fn(&Request<B>) -> Option<Request<B>>> Replay<B> for F {
 
 /// The request's target: the URI's host and port, else the `Host` header's.
 pub(crate) fn target_of<B>(request: &Request<B>) -> Target<'_> {
-    let uri = request.uri();
+    let (uri, headers) = (request.uri(), request.headers());
     let scheme = uri.scheme_str();
     let (host, port) = match uri.host() {
         Some(host) => (Some(host), uri.port_u16()),
-        None => match request
-            .headers()
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.parse::<http::uri::Authority>().ok())
-        {
-            // The header's host lives in a parsed copy: keep only its port, and the host text
-            // as the header spells it (lower-cased by `HostKey`).
-            Some(authority) => {
-                let text = request
-                    .headers()
-                    .get(http::header::HOST)
-                    .and_then(|h| h.to_str().ok());
-                let host = text.map(|t| t.rsplit_once(':').map_or(t, |(h, _)| h));
-                (host, authority.port_u16())
-            }
-            None => (None, None),
+        // The header's host lives in a parsed copy: keep only its port, and the host text as
+        // the header spells it (lower-cased by `HostKey`).
+        None => match headers.get(http::header::HOST).map(|h| h.to_str()) {
+            Some(Ok(text)) => match text.parse::<http::uri::Authority>() {
+                Ok(at) => (
+                    Some(text.rsplit_once(':').map_or(text, |t| t.0)),
+                    at.port_u16(),
+                ),
+                Err(_) => (None, None),
+            },
+            _ => (None, None),
         },
     };
-    let port = port.or(match scheme {
-        Some("https") => Some(443),
-        Some("http") => Some(80),
-        _ => None,
-    });
-    Target::new(
-        request.method(),
-        scheme,
-        host,
-        port,
-        uri.path(),
-        request.headers(),
-    )
+    let port = port.or_else(|| default_port(scheme?));
+    Target::new(request.method(), scheme, host, port, uri.path(), headers)
 }
 
 /// The client's rate limiting as a `tower::Layer`: a permit of the client's quota per request,
@@ -149,10 +132,11 @@ impl<S, K, R: Clone, Q> Layer<S> for ClientLayer<K, R, Q> {
     type Service = RateLimited<S, K, R, Q>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        let ClientLayer { outbound, replay } = self.clone();
         RateLimited {
             inner,
-            outbound: self.outbound.clone(),
-            replay: self.replay.clone(),
+            outbound,
+            replay,
         }
     }
 }
@@ -226,7 +210,7 @@ impl<F, K, RB, E, Q> Future for ResponseFuture<F, K, Response<RB>, E, Q>
 where
     F: Future<Output = Result<Response<RB>, E>>,
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    Q: Limit<Key = K>,
+    Q: Store<Key = K>,
 {
     type Output = Result<Response<RB>, Error<E>>;
 
@@ -272,7 +256,7 @@ where
 
 impl<S, K, R, B, RB, Q> Service<Request<B>> for RateLimited<S, K, R, Q>
 where
-    Q: Limit<Key = K>,
+    Q: Store<Key = K>,
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send,

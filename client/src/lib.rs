@@ -11,6 +11,9 @@ mod ritmo {
     pub mod server {
         pub use ritmo_std::*;
     }
+    pub mod tower {
+        pub use ritmo_tower::*;
+    }
 }
 
 mod adopt;

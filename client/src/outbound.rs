@@ -10,7 +10,8 @@ use std::time::SystemTime;
 
 use http::{HeaderMap, Method, StatusCode};
 use ritmo_core::{AcquireError, Config, RateLimitExceeded, RateLimiter, Reason};
-use ritmo_std::{KeyedRateLimiter, Limit};
+use ritmo_std::KeyedRateLimiter;
+use ritmo_tower::{Decision, Permit, Store};
 use tokio::time::Instant;
 
 use crate::adopt::Adopted;
@@ -101,6 +102,16 @@ impl<'a> Target<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HostKey(String);
 
+/// The port a URI's scheme implies: `http` 80, `https` 443 (`http::Uri` spells both in lower
+/// case, however the URI did).
+pub(crate) fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "https" => Some(443),
+        "http" => Some(80),
+        _ => None,
+    }
+}
+
 impl HostKey {
     /// The key of a target.
     pub fn of(target: &Target<'_>) -> Self {
@@ -109,6 +120,11 @@ impl HostKey {
             (Some(h), None) => HostKey(h.to_ascii_lowercase()),
             (None, _) => HostKey(String::new()),
         }
+    }
+
+    /// `host:port`, the host lower-cased.
+    fn new(host: &str, port: u16) -> Self {
+        HostKey(format!("{}:{port}", host.to_ascii_lowercase()))
     }
 
     /// `host:port`.
@@ -134,15 +150,8 @@ impl HostKey {
         if uri.authority().is_some_and(bad_port) {
             return Err(KeyError::Invalid);
         }
-        let port = match uri.port_u16() {
-            Some(port) => port,
-            None => match uri.scheme_str() {
-                Some(s) if s.eq_ignore_ascii_case("https") => 443,
-                Some(s) if s.eq_ignore_ascii_case("http") => 80,
-                _ => return Err(KeyError::NoPort),
-            },
-        };
-        Ok(HostKey(format!("{}:{port}", host.to_ascii_lowercase())))
+        let port = uri.port_u16().or_else(|| default_port(uri.scheme_str()?));
+        Ok(HostKey::new(host, port.ok_or(KeyError::NoPort)?))
     }
 }
 
@@ -168,23 +177,16 @@ impl core::str::FromStr for HostKey {
             let uri = text.parse::<http::Uri>().map_err(|_| KeyError::Invalid)?;
             return HostKey::from_uri(&uri);
         }
-        let authority = text
-            .parse::<http::uri::Authority>()
-            .map_err(|_| KeyError::Invalid)?;
-        if authority.as_str().contains('@') {
-            return Err(KeyError::Invalid);
-        }
-        if bad_port(&authority) {
+        let authority = text.parse::<http::uri::Authority>();
+        let authority = authority.map_err(|_| KeyError::Invalid)?;
+        if authority.as_str().contains('@') || bad_port(&authority) {
             return Err(KeyError::Invalid);
         }
         let port = authority.port_u16().ok_or(KeyError::NoPort)?;
         if authority.host().is_empty() {
             return Err(KeyError::NoHost);
         }
-        Ok(HostKey(format!(
-            "{}:{port}",
-            authority.host().to_ascii_lowercase()
-        )))
+        Ok(HostKey::new(authority.host(), port))
     }
 }
 
@@ -312,20 +314,19 @@ fn bump(c: &AtomicU64) {
 
 /// The client's own quota when every request has the same key ([`Outbound::global`]): one
 /// limiter, no map to look the key up in (measured, 75 instructions fewer a request through the
-/// `ClientLayer`, benches/RESULTS.md). Every quota is taken through one trait,
-/// [`Limit`](crate::ritmo::server::Limit), its reservations owning it (held across `.await`).
-pub type OneQuota = RateLimiter<ClientClock>;
+/// `ClientLayer`, benches/RESULTS.md). Every quota is taken through the server layer's trait,
+/// [`Store`](crate::ritmo::tower::Store), its permits owning the limiter (held across `.await`).
+pub type OneQuota = Arc<RateLimiter<ClientClock>>;
 
 /// The client's own quota with one state per key ([`Outbound::per_host`],
 /// [`Outbound::keyed_by`]).
-pub type PerKey<K> = KeyedRateLimiter<K, ClientClock>;
+pub type PerKey<K> = Arc<KeyedRateLimiter<K, ClientClock>>;
 
 /// Makes a client's quota: from its id, config, `max_keys` and clock.
-type MakeQuota<Q> =
-    Box<dyn FnOnce(&'static str, Config, usize, ClientClock) -> Arc<Q> + Send + Sync>;
+type MakeQuota<Q> = Box<dyn FnOnce(&'static str, Config, usize, ClientClock) -> Q + Send + Sync>;
 
 struct Inner<K: 'static, Q> {
-    limiter: Arc<Q>,
+    limiter: Q,
     id: &'static str,
     config: Config,
     holds: Holds<K>,
@@ -369,7 +370,7 @@ impl<K, Q> core::fmt::Debug for Builder<K, Q> {
     }
 }
 
-impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Builder<K, Q> {
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Store<Key = K>> Builder<K, Q> {
     fn new(id: &'static str, config: Config, key: KeyOf<K>, make: MakeQuota<Q>) -> Self {
         Builder {
             make,
@@ -518,9 +519,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Builder<K,
 /// # }
 /// ```
 ///
-/// `Q` is the quota's kind: [`PerKey`] (the default), [`OneQuota`] for
-/// [`global`](Outbound::global), or any other [`Limit`](crate::ritmo::server::Limit)
-/// ([`with_quota`](Outbound::with_quota)).
+/// `Q` is the quota's store: [`PerKey`] (the default), [`OneQuota`] for
+/// [`global`](Outbound::global), or any other [`Store`](crate::ritmo::tower::Store), the same
+/// trait the server layer takes: any kind, Redis included ([`with_quota`](Outbound::with_quota)).
 pub struct Outbound<K: 'static, Q = PerKey<K>> {
     inner: Arc<Inner<K, Q>>,
 }
@@ -546,12 +547,7 @@ impl<K, Q> core::fmt::Debug for Outbound<K, Q> {
 impl Outbound<HostKey> {
     /// One quota per `host:port` (the default), each allowing `config`.
     pub fn per_host(id: &'static str, config: Config) -> Builder<HostKey> {
-        Builder::new(
-            id,
-            config,
-            KeyOf::Of(Box::new(HostKey::of)),
-            Box::new(per_key),
-        )
+        Outbound::keyed_by(id, config, HostKey::of)
     }
 }
 
@@ -561,16 +557,6 @@ impl Outbound<(), OneQuota> {
         let one = |id, config, _, clock| Arc::new(RateLimiter::with_clock(id, config, clock));
         Builder::new(id, config, KeyOf::Fixed(()), Box::new(one))
     }
-}
-
-/// A quota of one state per key.
-fn per_key<K: Hash + Eq + Clone>(
-    id: &'static str,
-    config: Config,
-    max_keys: usize,
-    clock: ClientClock,
-) -> Arc<PerKey<K>> {
-    Arc::new(KeyedRateLimiter::with_clock(id, config, max_keys, clock))
 }
 
 /// How long from `start` to `deadline` is left at `now`, never negative.
@@ -595,15 +581,20 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> Outbound<K> {
         config: Config,
         key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
     ) -> Builder<K> {
+        let per_key = |id, config, max_keys, clock| {
+            Arc::new(KeyedRateLimiter::with_clock(id, config, max_keys, clock))
+        };
         Builder::new(id, config, KeyOf::Of(Box::new(key)), Box::new(per_key))
     }
 }
 
-impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Outbound<K, Q> {
-    /// A client over `quota`, a limiter of any kind shared by `Arc` (a `Bands`, a tiered keyed
-    /// limiter, ...: any [`Limit`](crate::ritmo::server::Limit)), the key of a request any function of it (`|_| ()` for one quota). `config`
-    /// gives the client's `max_wait` and what [`config`](Self::config) reports; the quota keeps
-    /// its own numbers and clock.
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Store<Key = K>> Outbound<K, Q> {
+    /// A client over `quota`: the same [`Store`](crate::ritmo::tower::Store) the server layer
+    /// takes, any kind (an `Arc` or `&'static` of a limiter, a `Bands`, a keyed limiter tiered
+    /// or not) and Redis included (`ritmo::redis::RedisRateLimiter`, a quota shared by every
+    /// process that calls the dependency). The key of a request is any function of it (`|_| ()`
+    /// for one quota). `config` gives the client's `max_wait` and what [`config`](Self::config)
+    /// reports; the quota keeps its own numbers and clock.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -627,15 +618,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Outbound<K
     pub fn with_quota(
         id: &'static str,
         config: Config,
-        quota: Arc<Q>,
+        quota: Q,
         key: impl Fn(&Target<'_>) -> K + Send + Sync + 'static,
     ) -> Builder<K, Q> {
-        Builder::new(
-            id,
-            config,
-            KeyOf::Of(Box::new(key)),
-            Box::new(|_, _, _, _| quota),
-        )
+        let key = KeyOf::Of(Box::new(key));
+        Builder::new(id, config, key, Box::new(|_, _, _, _| quota))
     }
 
     /// The key of a request.
@@ -653,7 +640,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Outbound<K
 
     /// Takes a permit for `key` now, for a request that will not be retried, if nothing could
     /// make it wait or change its course: no hold on any key, no adopted policy, a permit of the
-    /// client's quota there at once. `false` (nothing taken) sends it through [`run`](Self::run).
+    /// client's quota there at once. `false` (nothing taken) sends it through [`run`](Self::run),
+    /// as it does every request of a store without such a path (`Store::take`: Redis).
     /// What [`acquire`](Self::acquire) does when it neither waits nor is refused.
     #[inline]
     pub(crate) fn take_now(&self, key: &K) -> bool {
@@ -661,7 +649,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Outbound<K
         if inner.adopted.is_some() || !inner.holds.none_held() {
             return false;
         }
-        if inner.limiter.try_acquire_for(key, 1).is_err() {
+        if !matches!(inner.limiter.take(key, 1), Some(Ok(()))) {
             return false;
         }
         bump(&inner.counters.sent);
@@ -752,29 +740,23 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Outbound<K
                 continue;
             }
             let budget = left(deadline, now);
-            let reservation = match inner.limiter.reserve_owned(key, 1, Some(budget)) {
-                Ok(r) => r,
-                Err(e) => return Err(self.local_refusal(e)),
-            };
+            let reservation = self.reserve(&inner.limiter, key, budget).await?;
             let bands = match &inner.adopted {
                 Some(adopted) => adopted.limiters(key),
                 None => Vec::new(),
             };
             let mut extra = Vec::with_capacity(bands.len());
             for band in &bands {
-                match band.reserve_n_within(1, budget) {
-                    Ok(r) => extra.push(r),
-                    // Every permit taken so far goes back with `extra` and `reservation`.
-                    Err(e) => return Err(self.local_refusal(e)),
-                }
+                // Every permit taken so far goes back with `extra` and `reservation` if refused.
+                extra.push(self.reserve(band, &(), budget).await?);
             }
             let mut slept = false;
             loop {
                 let wait = extra
                     .iter()
-                    .map(|r| r.remaining())
+                    .map(Permit::remaining)
                     .fold(reservation.remaining(), Duration::max);
-                if reservation.is_ready() && extra.iter().all(|r| r.is_ready()) {
+                if wait.is_zero() {
                     break;
                 }
                 if !waited_local {
@@ -795,9 +777,26 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, Q: Limit<Key = K>> Outbound<K
                 }
             }
             reservation.commit();
-            extra.into_iter().for_each(|r| r.commit());
+            extra.into_iter().for_each(Permit::commit);
             return Ok(());
         }
+    }
+
+    /// A permit of `store` (the client's quota or an adopted policy) for `key`, its slot within
+    /// `budget`: decided at once in process, after the round trip for a remote store.
+    async fn reserve<S: Store>(
+        &self,
+        store: &S,
+        key: &S::Key,
+        budget: Duration,
+    ) -> Result<S::Permit, Limited> {
+        let decided = match store.acquire(key, 1, Some(budget)) {
+            Decision::Now(decided) => decided,
+            Decision::Later(round_trip) => round_trip.await,
+        };
+        decided
+            .map(|grant| grant.permit)
+            .map_err(|denial| self.local_refusal(denial.error))
     }
 
     /// A refusal of the client's own quota (or of an adopted policy).

@@ -46,7 +46,7 @@ use reqwest_middleware::{Middleware, Next};
 
 use crate::error::Error;
 use crate::outbound::{MaxWait, Outbound, PerKey, ResponseView, Target, Transport};
-use ritmo_std::Limit;
+use ritmo_tower::Store;
 
 /// The client's quota and the server's holds for a `reqwest_middleware::ClientWithMiddleware`.
 #[derive(Debug)]
@@ -103,7 +103,7 @@ impl Transport<Request> for NextTransport<'_> {
 impl<K, Q> Middleware for RateLimitMiddleware<K, Q>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    Q: Limit<Key = K>,
+    Q: Store<Key = K>,
 {
     async fn handle(
         &self,

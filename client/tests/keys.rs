@@ -40,6 +40,7 @@ fn names_from_text_and_uris_are_the_keys_requests_get() {
         ("[::1]:8080", "http://[::1]:8080/x"),
         ("https://api.example", "https://api.example/v1/x"),
         ("http://API.example:81/a?b=c", "http://api.example:81/"),
+        ("HTTPS://API.example/v1", "HTTPS://api.example/"),
     ] {
         let from_text: HostKey = name.parse().unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(from_text, key_of_request(&outbound, request_uri), "{name}");

@@ -112,6 +112,14 @@ proptest! {
             }
         }
         let cap = Duration::from_millis(cap_ms);
+        // On a clock that stands still: a hold of a few microseconds (`1us2µs`) must not end
+        // between `observe` and `held_for`.
+        let paused = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let _in_it = paused.enter();
         let outbound = Outbound::global("fuzz", Config::new(1, Duration::from_secs(1)).unwrap())
             .max_hold(cap)
             .build();
