@@ -130,3 +130,61 @@ fn tiers_debug_names_each_tier_and_its_config() {
     assert!(text.contains("\"paid\""), "{text}");
     assert!(text.contains(&format!("{:?}", per_second(9))), "{text}");
 }
+
+/// A key's config is its tier's: `config_of` answers the config of the tier the key is on now.
+#[test]
+fn config_of_is_the_config_of_the_keys_tier() {
+    let tiers: Tiers<u8, 2, &str, _> = Tiers::new(
+        [
+            Tier::new("free", per_second(1)),
+            Tier::new("paid", per_second(9)),
+        ],
+        |key: &u8| if *key < 10 { "free" } else { "paid" },
+    );
+    let l: KeyedLimiter<u8, _, 8, _> =
+        KeyedLimiter::tiered_with_clock("plans", tiers, ManualClock::new(), 0);
+    assert_eq!(l.config_of(&3), Some(per_second(1)));
+    assert_eq!(l.config_of(&30), Some(per_second(9)));
+}
+
+/// A reservation made while its key was on one tier gives nothing back once a call has moved
+/// the key to a tier with other numbers (the key was reconfigured alone: its state carried
+/// over), and the cancel leaves the key as that call left it.
+#[test]
+fn a_reservation_gives_nothing_back_after_its_key_moved_tier() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static PAID: AtomicBool = AtomicBool::new(false);
+    let tiers: Tiers<u8, 2, &str, _> = Tiers::new(
+        [
+            Tier::new("free", per_second(1)),
+            Tier::new("slow", Config::new(1, Duration::from_secs(2)).unwrap()),
+        ],
+        |_: &u8| {
+            if PAID.load(Ordering::Relaxed) {
+                "slow"
+            } else {
+                "free"
+            }
+        },
+    );
+    let l: KeyedLimiter<u8, _, 8, _> =
+        KeyedLimiter::tiered_with_clock("plans", tiers, ManualClock::new(), 0);
+    let reservation = l.reserve(&1).unwrap();
+    PAID.store(true, Ordering::Relaxed);
+    assert!(l.try_acquire(&1).is_err()); // moves the key to "slow"
+    let before = (l.available_permits(&1), l.retry_after(&1));
+    assert!(!reservation.cancel());
+    assert_eq!((l.available_permits(&1), l.retry_after(&1)), before);
+}
+
+/// The rules of a keyed limiter print its name and whether a key listener hears it.
+#[test]
+fn key_rules_debug_names_the_limiter_and_its_key_listener() {
+    use ritmo_core::keyed::KeyedStore;
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("peers", per_second(1), ManualClock::new(), 0);
+    let text = format!("{:?}", l.key_rules());
+    assert!(text.starts_with("KeyRules"), "{text}");
+    assert!(text.contains("\"peers\""), "{text}");
+    assert!(text.contains("has_key_listener: false"), "{text}");
+}
