@@ -140,6 +140,29 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
         waits
     }
 
+    /// The same settings with the mode and the classifier `f` makes of this one's.
+    fn recast<M2, Cl2>(self, f: impl FnOnce(M, Cl) -> (M2, Cl2)) -> Shared<St, X, M2, Cl2> {
+        let (mode, classify) = f(self.mode, self.classify);
+        Shared {
+            store: self.store,
+            extractor: self.extractor,
+            mode,
+            classify,
+            cost: self.cost,
+            max_wait: self.max_wait,
+            waits: self.waits,
+            shadow: self.shadow,
+            admitted_fields: self.admitted_fields,
+            missing_key: self.missing_key,
+            fields: self.fields,
+            tiers: self.tiers,
+            listener: self.listener,
+            told_missing: self.told_missing,
+            #[cfg(feature = "metrics")]
+            counts: self.counts,
+        }
+    }
+
     fn publish(&self, event: LayerEvent) {
         if let Some(listener) = &self.listener {
             listener(&event);
@@ -269,19 +292,13 @@ impl<St: Store, X> RateLimitLayer<St, X> {
     }
 }
 
-impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
+impl<St: Store + Clone, X: Clone, M: Clone, Cl: Clone> RateLimitLayer<St, X, M, Cl> {
     /// Rebuilds the shared settings with `f` applied (the layer is being configured: there is
     /// one owner, so nothing is copied but the settings).
     fn map<M2, Cl2>(
         self,
         f: impl FnOnce(Shared<St, X, M, Cl>) -> Shared<St, X, M2, Cl2>,
-    ) -> RateLimitLayer<St, X, M2, Cl2>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    ) -> RateLimitLayer<St, X, M2, Cl2> {
         let shared = Arc::try_unwrap(self.shared).unwrap_or_else(|arc| Shared {
             store: arc.store.clone(),
             extractor: arc.extractor.clone(),
@@ -313,13 +330,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// are served in the order they reserved. A request dropped while it waits (the client went
     /// away) gives its permit back if nobody reserved after it.
     #[must_use]
-    pub fn max_wait(self, max_wait: Duration) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn max_wait(self, max_wait: Duration) -> Self {
         self.map(|s| Shared {
             max_wait: Some(max_wait),
             waits: AtomicBool::new(!max_wait.is_zero()),
@@ -328,13 +339,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     }
 
     /// Each request takes `cost` permits (default 1). Fails if `cost` is 0 or more than the quota.
-    pub fn cost(self, cost: u32) -> Result<Self, CostError>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn cost(self, cost: u32) -> Result<Self, CostError> {
         let quota = self.shared.least_quota();
         if cost == 0 || cost > quota {
             return Err(CostError { cost, quota });
@@ -346,26 +351,14 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// reported to [`on_event`](Self::on_event) with `enforced: false`, but every request is
     /// served. To try a limit on live traffic before enforcing it.
     #[must_use]
-    pub fn shadow(self, shadow: bool) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn shadow(self, shadow: bool) -> Self {
         self.map(|s| Shared { shadow, ..s })
     }
 
     /// Whether admitted responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
     /// Rejected responses always do.
     #[must_use]
-    pub fn admitted_fields(self, on: bool) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn admitted_fields(self, on: bool) -> Self {
         self.map(|s| Shared {
             admitted_fields: on,
             ..s
@@ -374,13 +367,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
 
     /// What to do with a request that has no key (default: refuse with `400`).
     #[must_use]
-    pub fn missing_key(self, policy: MissingKey) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn missing_key(self, policy: MissingKey) -> Self {
         self.map(|s| Shared {
             missing_key: policy,
             ..s
@@ -389,13 +376,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
 
     /// Names the policy in the fields (default: the limiter's id; a tier's name for a tiered store).
     #[must_use]
-    pub fn policy_name(self, name: &'static str) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn policy_name(self, name: &'static str) -> Self {
         self.map(|s| {
             let policy = s.fields.policy().named(name);
             Shared {
@@ -408,13 +389,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// Calls `f` for every [`LayerEvent`] (rejections, waits, refunds, missing keys). Called on
     /// the request's task: keep it quick.
     #[must_use]
-    pub fn on_event(self, f: impl Fn(&LayerEvent) + Send + Sync + 'static) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn on_event(self, f: impl Fn(&LayerEvent) + Send + Sync + 'static) -> Self {
         let listener: Listener = Arc::new(Box::new(f));
         self.map(|s| Shared {
             listener: Some(listener),
@@ -425,44 +400,15 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// Decides after each response whether the request keeps its permit (see
     /// [`charge`](crate::charge)); e.g. [`not_304_or_5xx`](crate::charge::not_304_or_5xx).
     #[must_use]
-    pub fn charge<Cl2: Clone>(self, classify: Cl2) -> RateLimitLayer<St, X, M, Cl2>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        self.map(|s| Shared {
-            store: s.store,
-            extractor: s.extractor,
-            mode: s.mode,
-            classify,
-            cost: s.cost,
-            max_wait: s.max_wait,
-            waits: s.waits,
-            shadow: s.shadow,
-            admitted_fields: s.admitted_fields,
-            missing_key: s.missing_key,
-            fields: s.fields,
-            tiers: s.tiers,
-            listener: s.listener,
-            told_missing: s.told_missing,
-            #[cfg(feature = "metrics")]
-            counts: s.counts,
-        })
+    pub fn charge<Cl2: Clone>(self, classify: Cl2) -> RateLimitLayer<St, X, M, Cl2> {
+        self.map(|s| s.recast(|mode, _| (mode, classify)))
     }
 
     /// HTTP mode with rejection responses built by `on_reject` (see
     /// [`respond_with`](crate::respond_with)). The layer adds `Retry-After`, `RateLimit-Policy`
     /// and `RateLimit` to them unless they are already set.
     #[must_use]
-    pub fn on_reject<R: Clone>(self, on_reject: R) -> RateLimitLayer<St, X, Http<R>, Cl>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn on_reject<R: Clone>(self, on_reject: R) -> RateLimitLayer<St, X, Http<R>, Cl> {
         self.with_mode(Http(on_reject))
     }
 
@@ -471,13 +417,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// and a circuit breaker can tell "too many requests" from a failure. For non-HTTP services,
     /// and for stacks whose outer layers handle errors (axum: `HandleErrorLayer`).
     #[must_use]
-    pub fn errors(self) -> RateLimitLayer<St, X, Errors, Cl>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn errors(self) -> RateLimitLayer<St, X, Errors, Cl> {
         self.with_mode(Errors)
     }
 
@@ -501,43 +441,16 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// # let _ = layer;
     /// ```
     #[must_use]
-    pub fn grpc(self) -> RateLimitLayer<St, X, Grpc, Cl>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn grpc(self) -> RateLimitLayer<St, X, Grpc, Cl> {
         self.with_mode(Grpc)
     }
 
-    fn with_mode<M2>(self, mode: M2) -> RateLimitLayer<St, X, M2, Cl>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        self.map(|s| Shared {
-            store: s.store,
-            extractor: s.extractor,
-            mode,
-            classify: s.classify,
-            cost: s.cost,
-            max_wait: s.max_wait,
-            waits: s.waits,
-            shadow: s.shadow,
-            admitted_fields: s.admitted_fields,
-            missing_key: s.missing_key,
-            fields: s.fields,
-            tiers: s.tiers,
-            listener: s.listener,
-            told_missing: s.told_missing,
-            #[cfg(feature = "metrics")]
-            counts: s.counts,
-        })
+    fn with_mode<M2>(self, mode: M2) -> RateLimitLayer<St, X, M2, Cl> {
+        self.map(|s| s.recast(|_, classify| (mode, classify)))
     }
+}
 
+impl<St, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// The store it limits through.
     pub fn store(&self) -> &St {
         &self.shared.store
@@ -547,9 +460,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     pub fn policy(&self) -> &Policy {
         self.shared.fields.policy()
     }
-}
 
-impl<St, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// Its policy name and counts, for [`crate::metrics::record`].
     #[cfg(feature = "metrics")]
     pub(crate) fn counts(&self) -> (&'static str, &crate::metrics::Counts) {
@@ -681,12 +592,7 @@ where
         }
         self.call_rest(request, key, None)
     }
-}
 
-impl<S, St, X, M, Cl> RateLimit<S, St, X, M, Cl>
-where
-    St: Store,
-{
     /// Every request but one admitted on the take-for-good path: no key, refused, reserved,
     /// waiting, or decided by a remote store later. Not inlined, so that the common path stays
     /// a small function.
@@ -736,7 +642,7 @@ where
         {
             return match decide(&shared, Err(denial), || shared.mode.protocol(&request)) {
                 Next::Done(output) => ResponseFuture::done(output, shared),
-                Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
+                Next::Run { grant_status, .. } => {
                     let future = self.inner.call(request);
                     ResponseFuture::running(future, Some(key), Held::none(), grant_status, shared)
                 }
@@ -782,13 +688,14 @@ where
         match decide(&shared, decision, || shared.mode.protocol(&request)) {
             Next::Run {
                 mut held,
+                wait,
                 grant_status,
-            } => {
+            } if wait.is_zero() => {
                 held.started = true;
                 let future = self.inner.call(request);
                 ResponseFuture::running(future, Some(key), held, grant_status, shared)
             }
-            Next::Wait {
+            Next::Run {
                 held,
                 wait,
                 grant_status,
