@@ -54,12 +54,6 @@ pub fn krate(options: &Options) -> TokenStream {
 /// A code and the offending text, written as ritmo's run-time errors write them.
 struct Coded(ErrorCode, Option<String>);
 
-impl Coded {
-    fn new(code: ErrorCode, text: Option<String>) -> Self {
-        Coded(code, text)
-    }
-}
-
 impl core::fmt::Display for Coded {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}: {}", self.0.as_str(), self.0.description())?;
@@ -133,9 +127,9 @@ fn duration_value(expr: &Expr, attr: &str) -> syn::Result<Value<Duration>> {
         },
         Expr::Lit(lit) => Err(code_error(
             lit.span(),
-            Coded::new(
+            Coded(
                 ErrorCode::InvalidDuration,
-                Some((lit.to_token_stream().to_string()).to_string()),
+                Some(lit.to_token_stream().to_string()),
             ),
             &format!(" (`{attr}` is text, like \"1s\", or a `Duration` expression)"),
         )),
@@ -181,34 +175,27 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
             },
             "permits" => {
                 let v = match value {
-                    Expr::Lit(ExprLit {
-                        lit: Lit::Int(i), ..
-                    }) => match i.base10_parse::<u32>() {
-                        Ok(n) => Value::Literal(n, i.span()),
-                        Err(_) => {
-                            return Err(code_error(
-                                i.span(),
-                                Coded::new(
-                                    ErrorCode::InvalidPermits,
-                                    Some((i.to_token_stream().to_string()).to_string()),
-                                ),
-                                " (`permits` is a whole number from 1 to 4294967295)",
-                            ));
-                        }
-                    },
+                    // A literal or a negated one: a whole number in range, or an error.
                     Expr::Lit(_)
                     | Expr::Unary(syn::ExprUnary {
                         op: syn::UnOp::Neg(_),
                         ..
                     }) => {
-                        return Err(code_error(
-                            value.span(),
-                            Coded::new(
-                                ErrorCode::InvalidPermits,
-                                Some((crate::tokens::tidy(value.to_token_stream())).to_string()),
-                            ),
-                            " (`permits` is a whole number from 1 to 4294967295)",
-                        ));
+                        let n = match value {
+                            Expr::Lit(ExprLit {
+                                lit: Lit::Int(i), ..
+                            }) => i.base10_parse::<u32>().ok(),
+                            _ => None,
+                        };
+                        let Some(n) = n else {
+                            let text = crate::tokens::tidy(value.to_token_stream());
+                            return Err(code_error(
+                                value.span(),
+                                Coded(ErrorCode::InvalidPermits, Some(text)),
+                                " (`permits` is a whole number from 1 to 4294967295)",
+                            ));
+                        };
+                        Value::Literal(n, value.span())
                     }
                     other => Value::Expr(other.clone()),
                 };
@@ -234,9 +221,9 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
                     Expr::Lit(lit) => {
                         return Err(code_error(
                             lit.span(),
-                            Coded::new(
+                            Coded(
                                 ErrorCode::InvalidBool,
-                                Some((lit.to_token_stream().to_string()).to_string()),
+                                Some(lit.to_token_stream().to_string()),
                             ),
                             " (`enabled` is true or false)",
                         ));
@@ -289,16 +276,12 @@ pub fn parse_limit(tokens: TokenStream, whole: &TokenStream) -> syn::Result<Limi
 
     // What can be checked now is: the same checks, codes and texts as at run time.
     if let Value::Literal(0, s) = permits {
-        return Err(code_error(
-            s,
-            Coded::new(ErrorCode::InvalidPermits, None),
-            "",
-        ));
+        return Err(code_error(s, Coded(ErrorCode::InvalidPermits, None), ""));
     }
     if let Value::Literal(d, s) = period
         && d.is_zero()
     {
-        return Err(code_error(s, Coded::new(ErrorCode::ZeroPeriod, None), ""));
+        return Err(code_error(s, Coded(ErrorCode::ZeroPeriod, None), ""));
     }
     if let (Value::Literal(n, _), Value::Literal(d, s)) = (&permits, &period)
         && let Err(e) = Config::new(*n, *d)
@@ -376,6 +359,14 @@ fn describe(
     text
 }
 
+/// A value's tokens: a literal as `quote!` writes it, an expression as written.
+fn value_tokens<T: ToTokens>(value: &Value<T>) -> TokenStream {
+    match value {
+        Value::Literal(v, _) => quote!(#v),
+        Value::Expr(e) => e.to_token_stream(),
+    }
+}
+
 fn duration_tokens(value: &Value<Duration>) -> TokenStream {
     match value {
         Value::Literal(d, _) => {
@@ -405,14 +396,7 @@ impl Limit {
                 )
             },
             _ => {
-                let permits = match &self.permits {
-                    Value::Literal(n, _) => quote!(#n),
-                    Value::Expr(e) => e.to_token_stream(),
-                };
-                let enabled = match &self.enabled {
-                    Value::Literal(b, _) => quote!(#b),
-                    Value::Expr(e) => e.to_token_stream(),
-                };
+                let (permits, enabled) = (value_tokens(&self.permits), value_tokens(&self.enabled));
                 quote_spanned! {span=>
                     #krate::__private::built(#permits, #period, #max_wait, #enabled)
                 }

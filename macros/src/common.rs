@@ -53,16 +53,7 @@ pub fn return_span(sig: &Signature) -> Span {
 /// `X` of a return type `impl Future<Output = X> (+ Send ...)`: a function that returns its
 /// future itself rather than being an `async fn`.
 pub fn future_output(sig: &Signature) -> Option<&Type> {
-    let ReturnType::Type(_, ty) = &sig.output else {
-        return None;
-    };
-    let Type::ImplTrait(bounds) = &**ty else {
-        return None;
-    };
-    bounds.bounds.iter().find_map(|bound| {
-        let syn::TypeParamBound::Trait(t) = bound else {
-            return None;
-        };
+    returned_traits(sig).find_map(|t| {
         let last = t.path.segments.last()?;
         if last.ident != "Future" {
             return None;
@@ -79,16 +70,25 @@ pub fn future_output(sig: &Signature) -> Option<&Type> {
 
 /// Whether the return type is `impl ... + Send`.
 pub fn returns_send(sig: &Signature) -> bool {
-    let ReturnType::Type(_, ty) = &sig.output else {
-        return false;
+    returned_traits(sig).any(|t| t.path.segments.last().is_some_and(|s| s.ident == "Send"))
+}
+
+/// The trait bounds of a return type `impl A + B`; none for any other.
+fn returned_traits(sig: &Signature) -> impl Iterator<Item = &syn::TraitBound> {
+    let bounds = match &sig.output {
+        ReturnType::Type(_, ty) => match &**ty {
+            Type::ImplTrait(t) => Some(&t.bounds),
+            _ => None,
+        },
+        ReturnType::Default => None,
     };
-    let Type::ImplTrait(bounds) = &**ty else {
-        return false;
-    };
-    bounds.bounds.iter().any(|bound| {
-        matches!(bound, syn::TypeParamBound::Trait(t)
-            if t.path.segments.last().is_some_and(|s| s.ident == "Send"))
-    })
+    bounds
+        .into_iter()
+        .flatten()
+        .filter_map(|bound| match bound {
+            syn::TypeParamBound::Trait(t) => Some(t),
+            _ => None,
+        })
 }
 
 /// Whether the limited call waits the async way: an `async fn`, or a function returning
@@ -146,17 +146,14 @@ pub fn acquire_prologue(krate: &TokenStream, limiter: TokenStream, sig: &Signatu
     let rejection = quote_spanned! {span=>
         ::core::result::Result::Err(#krate::__private::rejection(__ritmo_rejected))
     };
-    if is_async(sig) {
-        quote! {
-            if let ::core::result::Result::Err(__ritmo_rejected) = #hooks::__private::acquire_async(#limiter).await {
-                return #rejection;
-            }
-        }
+    let acquire = if is_async(sig) {
+        quote!(#hooks::__private::acquire_async(#limiter).await)
     } else {
-        quote! {
-            if let ::core::result::Result::Err(__ritmo_rejected) = #hooks::__private::acquire_blocking(#limiter) {
-                return #rejection;
-            }
+        quote!(#hooks::__private::acquire_blocking(#limiter))
+    };
+    quote! {
+        if let ::core::result::Result::Err(__ritmo_rejected) = #acquire {
+            return #rejection;
         }
     }
 }

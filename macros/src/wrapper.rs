@@ -44,12 +44,21 @@ impl VisitMut for SelfAsInner<'_> {
     }
 }
 
+/// The name of a type or const parameter; `None` for a lifetime.
+fn param_ident(param: &GenericParam) -> Option<&Ident> {
+    match param {
+        GenericParam::Type(t) => Some(&t.ident),
+        GenericParam::Const(c) => Some(&c.ident),
+        GenericParam::Lifetime(_) => None,
+    }
+}
+
 fn pick_ident(generics: &Generics, wanted: &str, fallback: &str) -> Ident {
-    let taken = generics.params.iter().any(|p| match p {
-        GenericParam::Type(t) => t.ident == wanted,
-        GenericParam::Const(c) => c.ident == wanted,
-        GenericParam::Lifetime(_) => false,
-    });
+    let taken = generics
+        .params
+        .iter()
+        .filter_map(param_ident)
+        .any(|i| i == wanted);
     format_ident!("{}", if taken { fallback } else { wanted })
 }
 
@@ -90,11 +99,8 @@ impl Names {
                 .generics
                 .params
                 .iter()
-                .filter_map(|p| match p {
-                    GenericParam::Type(t) => Some(t.ident.clone()),
-                    GenericParam::Const(c) => Some(c.ident.clone()),
-                    GenericParam::Lifetime(_) => None,
-                })
+                .filter_map(param_ident)
+                .cloned()
                 .collect(),
         }
     }
@@ -248,10 +254,10 @@ fn method_item(method: &Method, names: &Names, parts: &mut Parts) -> syn::Result
     let sig = &f.sig;
     let ident = &sig.ident;
     let (receiver, inputs, args) = parameters(sig)?;
-    let inner_arg = match &receiver {
-        None => None,
-        Some(rcv) => Some(receiver_access(rcv, ident)?),
-    };
+    let inner_arg = receiver
+        .as_ref()
+        .map(|rcv| receiver_access(rcv, ident))
+        .transpose()?;
     let call_args = match &inner_arg {
         Some(inner) => quote!(#inner, #(#args),*),
         None => quote!(#(#args),*),
@@ -483,11 +489,7 @@ fn wrapper_tokens(item: &ItemTrait, names: &Names, parts: Parts) -> TokenStream 
     let unsafety = &item.unsafety;
     let phantom = quote!(__ritmo_limiters: ::core::marker::PhantomData<&#r #krate::__private::RateLimiter<#clock>>);
     let phantom_init = quote!(__ritmo_limiters: ::core::marker::PhantomData);
-    let struct_fields = if fields.is_empty() {
-        quote!(#phantom)
-    } else {
-        quote!(#(#fields,)* #phantom)
-    };
+    let struct_fields = quote!(#(#fields,)* #phantom);
     quote! {
         #item
 

@@ -1,7 +1,6 @@
 //! [`RateLimitLayer`] and its service, [`RateLimit`].
 
 use core::fmt;
-use core::task::{Context, Poll};
 use core::time::Duration;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use http::StatusCode;
 use ritmo_core::RateLimitExceeded;
 use tower_layer::Layer;
-use tower_service::Service;
 
 use crate::charge::{Charge, ChargeAll, Classify};
 use crate::headers::PolicyFields;
@@ -20,10 +18,12 @@ use crate::store::{Decision, Denial, Grant, Permit, Policy, Status, Store};
 mod future;
 mod mode;
 mod policy;
+mod service;
 
 pub use future::ResponseFuture;
 use future::{Held, Next, Phase, decide};
 pub use mode::{Detect, Errors, Fields, Grpc, Http, Mode, Protocol};
+pub use service::RateLimit;
 
 /// What to do with a request whose key extractor found no key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,8 +83,9 @@ pub enum RefundCause {
 /// A thin pointer (the box holds the vtable), so that every request's future stays small.
 type Listener = Arc<Box<dyn Fn(&LayerEvent) + Send + Sync>>;
 
-/// The layer's settings, shared by every clone of the layer, its services and their futures.
-struct Shared<St, X, M, Cl> {
+/// The layer's settings, as its builder methods set them.
+#[derive(Clone)]
+struct Settings<St, X, M, Cl> {
     store: St,
     extractor: X,
     mode: M,
@@ -92,10 +93,6 @@ struct Shared<St, X, M, Cl> {
     cost: u32,
     /// The layer's own max wait; `None`: the store's own, as it is when each request comes.
     max_wait: Option<Duration>,
-    /// Whether a request may wait for its slot: the layer's own max wait is not zero, or (without
-    /// one) the store's own let requests wait when last read (when the layer was built, and
-    /// after each refusal since). While none may, permits are taken on the store's fast path.
-    waits: AtomicBool,
     shadow: bool,
     admitted_fields: bool,
     missing_key: MissingKey,
@@ -104,11 +101,44 @@ struct Shared<St, X, M, Cl> {
     /// Each policy of a store of several (tiers), its fields rendered once; else empty.
     tiers: Arc<[PolicyFields]>,
     listener: Option<Listener>,
+}
+
+/// The layer's settings (read through it, by `Deref`) and what the layer learns as it serves:
+/// shared by every clone of the layer, its services and their futures.
+struct Shared<St, X, M, Cl> {
+    settings: Settings<St, X, M, Cl>,
+    /// Whether a request may wait for its slot: the layer's own max wait is not zero, or (without
+    /// one) the store's own let requests wait when last read (when the layer was built, and
+    /// after each refusal since). While none may, permits are taken on the store's fast path.
+    waits: AtomicBool,
     /// Whether the layer has logged that its extractor cannot find a key (once per layer).
     told_missing: AtomicBool,
     /// What [`crate::metrics::record`] reports.
     #[cfg(feature = "metrics")]
     counts: crate::metrics::Counts,
+}
+
+impl<St, X, M, Cl> core::ops::Deref for Shared<St, X, M, Cl> {
+    type Target = Settings<St, X, M, Cl>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Self::Target {
+        &self.settings
+    }
+}
+
+impl<St: Store, X, M, Cl> Shared<St, X, M, Cl> {
+    /// A layer's shared state for `settings`, as it is before the first request.
+    fn new(settings: Settings<St, X, M, Cl>) -> Self {
+        let waits = (settings.max_wait).map_or_else(|| settings.store.may_wait(), |w| !w.is_zero());
+        Shared {
+            settings,
+            waits: AtomicBool::new(waits),
+            told_missing: AtomicBool::new(false),
+            #[cfg(feature = "metrics")]
+            counts: crate::metrics::Counts::default(),
+        }
+    }
 }
 
 impl<St, X, M, Cl> Shared<St, X, M, Cl> {
@@ -143,6 +173,27 @@ impl<St, X, M, Cl> Shared<St, X, M, Cl> {
     fn publish(&self, event: LayerEvent) {
         if let Some(listener) = &self.listener {
             listener(&event);
+        }
+    }
+}
+
+impl<St, X, M, Cl> Settings<St, X, M, Cl> {
+    /// The same settings with the mode and the classifier `f` makes of this one's.
+    fn recast<M2, Cl2>(self, f: impl FnOnce(M, Cl) -> (M2, Cl2)) -> Settings<St, X, M2, Cl2> {
+        let (mode, classify) = f(self.mode, self.classify);
+        Settings {
+            store: self.store,
+            extractor: self.extractor,
+            mode,
+            classify,
+            cost: self.cost,
+            max_wait: self.max_wait,
+            shadow: self.shadow,
+            admitted_fields: self.admitted_fields,
+            missing_key: self.missing_key,
+            fields: self.fields,
+            tiers: self.tiers,
+            listener: self.listener,
         }
     }
 }
@@ -246,62 +297,37 @@ impl<St: Store, X> RateLimitLayer<St, X> {
     /// response charged; a request without a key refused with `400`.
     pub fn new(store: St, extractor: X) -> Self {
         let policy = store.policy();
+        let settings = Settings {
+            fields: PolicyFields::new(policy),
+            tiers: policy::tier_policies(&store),
+            store,
+            extractor,
+            mode: Http(DefaultResponse),
+            classify: ChargeAll,
+            cost: 1,
+            max_wait: None,
+            shadow: false,
+            admitted_fields: true,
+            missing_key: MissingKey::Reject(StatusCode::BAD_REQUEST),
+            listener: None,
+        };
         RateLimitLayer {
-            shared: Arc::new(Shared {
-                fields: PolicyFields::new(policy),
-                tiers: policy::tier_policies(&store),
-                waits: AtomicBool::new(store.may_wait()),
-                store,
-                extractor,
-                mode: Http(DefaultResponse),
-                classify: ChargeAll,
-                cost: 1,
-                max_wait: None,
-                shadow: false,
-                admitted_fields: true,
-                missing_key: MissingKey::Reject(StatusCode::BAD_REQUEST),
-                listener: None,
-                told_missing: AtomicBool::new(false),
-                #[cfg(feature = "metrics")]
-                counts: crate::metrics::Counts::default(),
-            }),
+            shared: Arc::new(Shared::new(settings)),
         }
     }
 }
 
-impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
-    /// Rebuilds the shared settings with `f` applied (the layer is being configured: there is
-    /// one owner, so nothing is copied but the settings).
+impl<St: Store + Clone, X: Clone, M: Clone, Cl: Clone> RateLimitLayer<St, X, M, Cl> {
+    /// The layer rebuilt with `f` applied to its settings (the layer is being configured: they
+    /// are moved, or copied where a clone holds them too), its state as before a first request.
     fn map<M2, Cl2>(
         self,
-        f: impl FnOnce(Shared<St, X, M, Cl>) -> Shared<St, X, M2, Cl2>,
-    ) -> RateLimitLayer<St, X, M2, Cl2>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        let shared = Arc::try_unwrap(self.shared).unwrap_or_else(|arc| Shared {
-            store: arc.store.clone(),
-            extractor: arc.extractor.clone(),
-            mode: arc.mode.clone(),
-            classify: arc.classify.clone(),
-            cost: arc.cost,
-            max_wait: arc.max_wait,
-            waits: AtomicBool::new(arc.waits.load(Ordering::Relaxed)),
-            shadow: arc.shadow,
-            admitted_fields: arc.admitted_fields,
-            missing_key: arc.missing_key,
-            fields: arc.fields.clone(),
-            tiers: Arc::clone(&arc.tiers),
-            listener: arc.listener.clone(),
-            told_missing: AtomicBool::new(arc.told_missing.load(Ordering::Relaxed)),
-            #[cfg(feature = "metrics")]
-            counts: crate::metrics::Counts::default(),
-        });
+        f: impl FnOnce(Settings<St, X, M, Cl>) -> Settings<St, X, M2, Cl2>,
+    ) -> RateLimitLayer<St, X, M2, Cl2> {
+        let settings = Arc::try_unwrap(self.shared)
+            .map_or_else(|shared| shared.settings.clone(), |shared| shared.settings);
         RateLimitLayer {
-            shared: Arc::new(f(shared)),
+            shared: Arc::new(Shared::new(f(settings))),
         }
     }
 
@@ -313,60 +339,35 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// are served in the order they reserved. A request dropped while it waits (the client went
     /// away) gives its permit back if nobody reserved after it.
     #[must_use]
-    pub fn max_wait(self, max_wait: Duration) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        self.map(|s| Shared {
+    pub fn max_wait(self, max_wait: Duration) -> Self {
+        self.map(|s| Settings {
             max_wait: Some(max_wait),
-            waits: AtomicBool::new(!max_wait.is_zero()),
             ..s
         })
     }
 
     /// Each request takes `cost` permits (default 1). Fails if `cost` is 0 or more than the quota.
-    pub fn cost(self, cost: u32) -> Result<Self, CostError>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn cost(self, cost: u32) -> Result<Self, CostError> {
         let quota = self.shared.least_quota();
         if cost == 0 || cost > quota {
             return Err(CostError { cost, quota });
         }
-        Ok(self.map(|s| Shared { cost, ..s }))
+        Ok(self.map(|s| Settings { cost, ..s }))
     }
 
     /// Shadow mode: requests are counted and get the rate-limit fields, and rejections are
     /// reported to [`on_event`](Self::on_event) with `enforced: false`, but every request is
     /// served. To try a limit on live traffic before enforcing it.
     #[must_use]
-    pub fn shadow(self, shadow: bool) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        self.map(|s| Shared { shadow, ..s })
+    pub fn shadow(self, shadow: bool) -> Self {
+        self.map(|s| Settings { shadow, ..s })
     }
 
     /// Whether admitted responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
     /// Rejected responses always do.
     #[must_use]
-    pub fn admitted_fields(self, on: bool) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        self.map(|s| Shared {
+    pub fn admitted_fields(self, on: bool) -> Self {
+        self.map(|s| Settings {
             admitted_fields: on,
             ..s
         })
@@ -374,14 +375,8 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
 
     /// What to do with a request that has no key (default: refuse with `400`).
     #[must_use]
-    pub fn missing_key(self, policy: MissingKey) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        self.map(|s| Shared {
+    pub fn missing_key(self, policy: MissingKey) -> Self {
+        self.map(|s| Settings {
             missing_key: policy,
             ..s
         })
@@ -389,16 +384,10 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
 
     /// Names the policy in the fields (default: the limiter's id; a tier's name for a tiered store).
     #[must_use]
-    pub fn policy_name(self, name: &'static str) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn policy_name(self, name: &'static str) -> Self {
         self.map(|s| {
             let policy = s.fields.policy().named(name);
-            Shared {
+            Settings {
                 fields: PolicyFields::new(policy),
                 ..s
             }
@@ -408,15 +397,9 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// Calls `f` for every [`LayerEvent`] (rejections, waits, refunds, missing keys). Called on
     /// the request's task: keep it quick.
     #[must_use]
-    pub fn on_event(self, f: impl Fn(&LayerEvent) + Send + Sync + 'static) -> Self
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn on_event(self, f: impl Fn(&LayerEvent) + Send + Sync + 'static) -> Self {
         let listener: Listener = Arc::new(Box::new(f));
-        self.map(|s| Shared {
+        self.map(|s| Settings {
             listener: Some(listener),
             ..s
         })
@@ -425,44 +408,15 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// Decides after each response whether the request keeps its permit (see
     /// [`charge`](crate::charge)); e.g. [`not_304_or_5xx`](crate::charge::not_304_or_5xx).
     #[must_use]
-    pub fn charge<Cl2: Clone>(self, classify: Cl2) -> RateLimitLayer<St, X, M, Cl2>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        self.map(|s| Shared {
-            store: s.store,
-            extractor: s.extractor,
-            mode: s.mode,
-            classify,
-            cost: s.cost,
-            max_wait: s.max_wait,
-            waits: s.waits,
-            shadow: s.shadow,
-            admitted_fields: s.admitted_fields,
-            missing_key: s.missing_key,
-            fields: s.fields,
-            tiers: s.tiers,
-            listener: s.listener,
-            told_missing: s.told_missing,
-            #[cfg(feature = "metrics")]
-            counts: s.counts,
-        })
+    pub fn charge<Cl2: Clone>(self, classify: Cl2) -> RateLimitLayer<St, X, M, Cl2> {
+        self.map(|s| s.recast(|mode, _| (mode, classify)))
     }
 
     /// HTTP mode with rejection responses built by `on_reject` (see
     /// [`respond_with`](crate::respond_with)). The layer adds `Retry-After`, `RateLimit-Policy`
     /// and `RateLimit` to them unless they are already set.
     #[must_use]
-    pub fn on_reject<R: Clone>(self, on_reject: R) -> RateLimitLayer<St, X, Http<R>, Cl>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn on_reject<R: Clone>(self, on_reject: R) -> RateLimitLayer<St, X, Http<R>, Cl> {
         self.with_mode(Http(on_reject))
     }
 
@@ -471,13 +425,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// and a circuit breaker can tell "too many requests" from a failure. For non-HTTP services,
     /// and for stacks whose outer layers handle errors (axum: `HandleErrorLayer`).
     #[must_use]
-    pub fn errors(self) -> RateLimitLayer<St, X, Errors, Cl>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn errors(self) -> RateLimitLayer<St, X, Errors, Cl> {
         self.with_mode(Errors)
     }
 
@@ -501,43 +449,16 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// # let _ = layer;
     /// ```
     #[must_use]
-    pub fn grpc(self) -> RateLimitLayer<St, X, Grpc, Cl>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
+    pub fn grpc(self) -> RateLimitLayer<St, X, Grpc, Cl> {
         self.with_mode(Grpc)
     }
 
-    fn with_mode<M2>(self, mode: M2) -> RateLimitLayer<St, X, M2, Cl>
-    where
-        St: Clone,
-        X: Clone,
-        M: Clone,
-        Cl: Clone,
-    {
-        self.map(|s| Shared {
-            store: s.store,
-            extractor: s.extractor,
-            mode,
-            classify: s.classify,
-            cost: s.cost,
-            max_wait: s.max_wait,
-            waits: s.waits,
-            shadow: s.shadow,
-            admitted_fields: s.admitted_fields,
-            missing_key: s.missing_key,
-            fields: s.fields,
-            tiers: s.tiers,
-            listener: s.listener,
-            told_missing: s.told_missing,
-            #[cfg(feature = "metrics")]
-            counts: s.counts,
-        })
+    fn with_mode<M2>(self, mode: M2) -> RateLimitLayer<St, X, M2, Cl> {
+        self.map(|s| s.recast(|_, classify| (mode, classify)))
     }
+}
 
+impl<St, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// The store it limits through.
     pub fn store(&self) -> &St {
         &self.shared.store
@@ -547,9 +468,7 @@ impl<St: Store, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     pub fn policy(&self) -> &Policy {
         self.shared.fields.policy()
     }
-}
 
-impl<St, X, M, Cl> RateLimitLayer<St, X, M, Cl> {
     /// Its policy name and counts, for [`crate::metrics::record`].
     #[cfg(feature = "metrics")]
     pub(crate) fn counts(&self) -> (&'static str, &crate::metrics::Counts) {
@@ -564,242 +483,6 @@ impl<S, St, X, M, Cl> Layer<S> for RateLimitLayer<St, X, M, Cl> {
         RateLimit {
             inner,
             shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
-/// The service a [`RateLimitLayer`] makes: limits requests, then calls the inner service.
-///
-/// `poll_ready` is always ready: the inner service is cloned into each request's future and
-/// asked for readiness only once the request has its permit (and has waited for its slot), so a
-/// waiting request holds no slot of an inner `ConcurrencyLimit`, and its wait does not count
-/// against an inner `Timeout`.
-pub struct RateLimit<S, St, X, M = Http<DefaultResponse>, Cl = ChargeAll> {
-    inner: S,
-    shared: Arc<Shared<St, X, M, Cl>>,
-}
-
-impl<S: Clone, St, X, M, Cl> Clone for RateLimit<S, St, X, M, Cl> {
-    fn clone(&self) -> Self {
-        RateLimit {
-            inner: self.inner.clone(),
-            shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
-impl<S: fmt::Debug, St, X, M, Cl> fmt::Debug for RateLimit<S, St, X, M, Cl> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimit")
-            .field("inner", &self.inner)
-            .field("policy", self.shared.fields.policy())
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S, Req, St, X, M, Cl> Service<Req> for RateLimit<S, St, X, M, Cl>
-where
-    S: Service<Req> + Clone,
-    St: Store,
-    X: KeyExtractor<Req, Key = St::Key>,
-    M: Mode<S::Response, S::Error> + Detect<Req>,
-    Cl: Classify<S::Response, S::Error>,
-{
-    type Response = S::Response;
-    type Error = M::Error;
-    type Future = ResponseFuture<S, Req, St, X, M, Cl>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // The inner service made ready here serves the next request that may run at once; a
-        // request that must wait (or whose store answers later) runs on a clone that is asked
-        // for readiness only when its slot comes.
-        self.inner
-            .poll_ready(cx)
-            .map_err(|e| self.shared.mode.error(e))
-    }
-
-    // A key that is nothing (one global quota: nothing of the request is read) is decided
-    // where the caller calls, which then builds the future in place; any other key is extracted
-    // out of line, where the request is copied fewer times (measured, benches/RESULTS.md).
-    #[inline]
-    fn call(&mut self, request: Req) -> Self::Future {
-        if size_of::<St::Key>() == 0 {
-            self.admit(request)
-        } else {
-            self.admit_keyed(request)
-        }
-    }
-}
-
-impl<S, St, X, M, Cl> RateLimit<S, St, X, M, Cl>
-where
-    St: Store,
-{
-    /// [`admit`](Self::admit), not inlined.
-    #[inline(never)]
-    fn admit_keyed<Req>(&mut self, request: Req) -> ResponseFuture<S, Req, St, X, M, Cl>
-    where
-        S: Service<Req> + Clone,
-        X: KeyExtractor<Req, Key = St::Key>,
-        M: Mode<S::Response, S::Error> + Detect<Req>,
-        Cl: Classify<S::Response, S::Error>,
-    {
-        self.admit(request)
-    }
-
-    /// The request's key, and its permit: on the common path, taken for good and the request
-    /// sent to the inner service; any other in [`call_rest`](Self::call_rest).
-    #[inline(always)]
-    fn admit<Req>(&mut self, request: Req) -> ResponseFuture<S, Req, St, X, M, Cl>
-    where
-        S: Service<Req> + Clone,
-        X: KeyExtractor<Req, Key = St::Key>,
-        M: Mode<S::Response, S::Error> + Detect<Req>,
-        Cl: Classify<S::Response, S::Error>,
-    {
-        let shared = &*self.shared;
-        let key = shared.extractor.extract(&request);
-        // Nothing could give the permit back (no waiting, no refunds): take it for good, on the
-        // store's fastest path. Admitted (the common case), the request goes straight to the
-        // inner service that `poll_ready` made ready, and its future is built in one place.
-        if let Some(k) = &key
-            && !shared.classify.may_refund()
-            && !shared.waits.load(Ordering::Relaxed)
-        {
-            return match shared.store.take(k, shared.cost) {
-                Some(Ok(())) => {
-                    #[cfg(feature = "metrics")]
-                    shared.counts.admitted();
-                    // The inner call first: nothing to drop if it unwinds, so that its future
-                    // can be made where this one returns it, not moved there.
-                    let future = self.inner.call(request);
-                    let shared = Arc::clone(&self.shared);
-                    ResponseFuture::running(future, key, Held::none(), None, shared)
-                }
-                taken => self.call_rest(request, key, taken.and_then(Result::err)),
-            };
-        }
-        self.call_rest(request, key, None)
-    }
-}
-
-impl<S, St, X, M, Cl> RateLimit<S, St, X, M, Cl>
-where
-    St: Store,
-{
-    /// Every request but one admitted on the take-for-good path: no key, refused, reserved,
-    /// waiting, or decided by a remote store later. Not inlined, so that the common path stays
-    /// a small function.
-    #[inline(never)]
-    fn call_rest<Req>(
-        &mut self,
-        request: Req,
-        key: Option<St::Key>,
-        refused: Option<Denial>,
-    ) -> ResponseFuture<S, Req, St, X, M, Cl>
-    where
-        S: Service<Req> + Clone,
-        X: KeyExtractor<Req, Key = St::Key>,
-        M: Mode<S::Response, S::Error> + Detect<Req>,
-        Cl: Classify<S::Response, S::Error>,
-    {
-        let shared = Arc::clone(&self.shared);
-        let Some(key) = key else {
-            let why = shared.extractor.why_missing(&request);
-            if let Some(why) = why {
-                shared.tell_missing(why);
-            }
-            let served = shared.missing_key == MissingKey::Pass;
-            shared.publish(LayerEvent::MissingKey { served });
-            return match shared.missing_key {
-                MissingKey::Reject(status) => {
-                    #[cfg(feature = "metrics")]
-                    shared.counts.rejected(crate::metrics::Refused::MissingKey);
-                    let protocol = shared.mode.protocol(&request);
-                    let output = match why {
-                        Some(why) => shared.mode.missing_key_because(status, why, protocol),
-                        None => shared.mode.missing_key(status, protocol),
-                    };
-                    ResponseFuture::done(output, shared)
-                }
-                MissingKey::Pass => {
-                    let future = self.inner.call(request);
-                    ResponseFuture::running(future, None, Held::none(), None, shared)
-                }
-            };
-        };
-        // Refused on the fast path: answered now, or (shadow mode) served anyway; unless the
-        // store's own max wait now lets it wait (its config changed since it was last read):
-        // reserved below.
-        if let Some(denial) = refused
-            && !shared.own_waits_now()
-        {
-            return match decide(&shared, Err(denial), || shared.mode.protocol(&request)) {
-                Next::Done(output) => ResponseFuture::done(output, shared),
-                Next::Run { grant_status, .. } | Next::Wait { grant_status, .. } => {
-                    let future = self.inner.call(request);
-                    ResponseFuture::running(future, Some(key), Held::none(), grant_status, shared)
-                }
-            };
-        }
-        let decision = match shared.store.acquire(&key, shared.cost, shared.max_wait) {
-            Decision::Now(decision) => decision,
-            Decision::Later(future) => {
-                let protocol = shared.mode.protocol(&request);
-                let phase = Phase::Acquire { future, protocol };
-                let inner = self.inner.clone();
-                return ResponseFuture::slow(
-                    phase,
-                    inner,
-                    request,
-                    key,
-                    Held::none(),
-                    None,
-                    shared,
-                );
-            }
-        };
-        // Admitted at once (the common case): straight to the inner service that `poll_ready`
-        // made ready.
-        let decision = match decision {
-            Ok(grant) if grant.wait.is_zero() => {
-                #[cfg(feature = "metrics")]
-                shared.counts.admitted();
-                let held = Held {
-                    permit: Some(grant.permit),
-                    started: true,
-                };
-                let future = self.inner.call(request);
-                return ResponseFuture::running(future, Some(key), held, grant.status, shared);
-            }
-            // Refused under the store's own max wait: it may no longer let requests wait.
-            Err(denial) if shared.max_wait.is_none() && shared.waits.load(Ordering::Relaxed) => {
-                shared.own_waits_now();
-                Err(denial)
-            }
-            other => other,
-        };
-        match decide(&shared, decision, || shared.mode.protocol(&request)) {
-            Next::Run {
-                mut held,
-                grant_status,
-            } => {
-                held.started = true;
-                let future = self.inner.call(request);
-                ResponseFuture::running(future, Some(key), held, grant_status, shared)
-            }
-            Next::Wait {
-                held,
-                wait,
-                grant_status,
-            } => {
-                let phase = Phase::Wait {
-                    sleep: tokio::time::sleep(wait),
-                };
-                let inner = self.inner.clone();
-                ResponseFuture::slow(phase, inner, request, key, held, grant_status, shared)
-            }
-            Next::Done(output) => ResponseFuture::done(output, shared),
         }
     }
 }

@@ -17,7 +17,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     pub(super) fn peek_key(&self, key: &K, tier: P::Index) -> Peek {
         let now = self.rules.key_rate().now();
         let rules = self.rules.rules(tier);
-        if let Some(tat) = self.map.read(key, |entry| {
+        if let Ok(tat) = self.map.read_hashed(key, |entry| {
             self.rules
                 .carried(entry.tat(), entry.tier, tier, &rules, now)
         }) {

@@ -278,14 +278,8 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
         self.shards.len()
     }
 
-    /// `f` of `key`'s entry under its shard's read lock, if the map holds it.
-    #[inline(always)]
-    pub(super) fn read<R>(&self, key: &K, f: impl FnOnce(&KeyEntry<I>) -> R) -> Option<R> {
-        self.read_hashed(key, f).ok()
-    }
-
-    /// [`read`](Self::read), answering the key's hash when the map does not hold it (for
-    /// [`upsert_hashed`](Self::upsert_hashed): a new key hashed once).
+    /// `f` of `key`'s entry under its shard's read lock if the map holds it, else the key's hash
+    /// (for [`upsert`](Self::upsert): a new key hashed once).
     #[inline(always)]
     pub(super) fn read_hashed<R>(
         &self,
@@ -398,11 +392,13 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
         }
     }
 
-    /// Writes shard `s`'s bound (under its write lock: no reader lowers it meanwhile).
-    fn publish(&self, s: usize, part: &Part<K, I>) {
+    /// Writes shard `s`'s bound (under its write lock: no reader lowers it meanwhile), and
+    /// answers it.
+    fn publish(&self, s: usize, part: &Part<K, I>) -> u64 {
         let lowered = self.shards[s].lowered.load(Ordering::SeqCst);
         let bound = part.notes.first().min(part.floor).min(lowered);
         self.bounds[s].store(bound, Ordering::SeqCst);
+        bound
     }
 
     /// Starts shard `s`'s pass again from its first bucket; what `lowered` said is kept in
@@ -445,9 +441,7 @@ impl<K: Hash + Eq + Clone, I> Shards<K, I> {
         }
         let mut passes = 0;
         loop {
-            let lowered = self.shards[s].lowered.load(Ordering::SeqCst);
-            let bound = part.notes.first().min(part.floor).min(lowered);
-            self.bounds[s].store(bound, Ordering::SeqCst);
+            let bound = self.publish(s, part);
             if part.table.is_empty() {
                 // Nothing to know: no bound (no reader lowers `lowered` with no key to refund).
                 part.notes = Notes::EMPTY;
@@ -748,12 +742,6 @@ impl<K: Hash + Eq + Clone + 'static, I> Store<K, I> {
     #[cfg(test)]
     pub(super) fn shards(&self) -> usize {
         self.whole().shards()
-    }
-
-    /// See [`Shards::read`].
-    #[inline(always)]
-    pub(super) fn read<R>(&self, key: &K, f: impl FnOnce(&KeyEntry<I>) -> R) -> Option<R> {
-        by_form!(self, key, |map, k| map.read(k, f))
     }
 
     /// See [`Shards::read_hashed`]: the miss carries the key's hash in its form's map.

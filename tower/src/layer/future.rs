@@ -18,13 +18,9 @@ use crate::reject::Rejection;
 
 /// What follows a store's decision.
 pub(super) enum Next<P: Permit, O> {
-    /// Run the request now (admitted, or served anyway in shadow mode).
+    /// Run the request once `wait` has passed (admitted, or served anyway in shadow mode; zero:
+    /// now).
     Run {
-        held: Held<P>,
-        grant_status: Option<Status>,
-    },
-    /// Wait `wait` for the slot, then run.
-    Wait {
         held: Held<P>,
         wait: Duration,
         grant_status: Option<Status>,
@@ -52,22 +48,17 @@ where
         }) => {
             #[cfg(feature = "metrics")]
             shared.counts.admitted();
+            if !wait.is_zero() {
+                shared.publish(LayerEvent::Waiting { wait });
+            }
             let held = Held {
                 permit: Some(permit),
                 started: false,
             };
-            if wait.is_zero() {
-                Next::Run {
-                    held,
-                    grant_status: status,
-                }
-            } else {
-                shared.publish(LayerEvent::Waiting { wait });
-                Next::Wait {
-                    held,
-                    wait,
-                    grant_status: status,
-                }
+            Next::Run {
+                held,
+                wait,
+                grant_status: status,
             }
         }
         Err(Denial {
@@ -109,6 +100,7 @@ where
                 // Shadow mode: served without a permit, reported as it stands.
                 Next::Run {
                     held: Held::none(),
+                    wait: Duration::ZERO,
                     grant_status: Some(status),
                 }
             }
@@ -395,20 +387,18 @@ where
                         let decision = ready!(future.poll(cx));
                         let protocol = *protocol;
                         match decide(this.shared, decision, || protocol) {
-                            Next::Run { held, grant_status } => {
-                                *this.held = held;
-                                *this.grant_status = grant_status;
-                                phase.set(Phase::Ready);
-                            }
-                            Next::Wait {
+                            Next::Run {
                                 held,
                                 wait,
                                 grant_status,
                             } => {
                                 *this.held = held;
                                 *this.grant_status = grant_status;
-                                phase.set(Phase::Wait {
-                                    sleep: tokio::time::sleep(wait),
+                                phase.set(match wait.is_zero() {
+                                    true => Phase::Ready,
+                                    false => Phase::Wait {
+                                        sleep: tokio::time::sleep(wait),
+                                    },
                                 });
                             }
                             Next::Done(output) => {

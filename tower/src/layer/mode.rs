@@ -2,6 +2,8 @@
 //! gRPC calls in gRPC's form), [`Grpc`] answers every request in gRPC's form, [`Errors`] fails
 //! the call; and the fields of an admitted response ([`Fields`]).
 
+use std::borrow::Cow;
+
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use ritmo_core::AcquireError;
 
@@ -192,15 +194,7 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
     }
 
     fn missing_key(&self, status: StatusCode, protocol: Protocol) -> Result<Response<B>, E> {
-        if protocol == Protocol::Grpc {
-            let code = grpc::code_for_status(status);
-            let body = B::from(String::new());
-            return Ok(grpc::status_response(body, code, NO_KEY));
-        }
-        let reason = status.canonical_reason().unwrap_or("Rejected");
-        let mut response = Response::new(B::from(format!("{reason}: no rate-limit key\n")));
-        *response.status_mut() = status;
-        Ok(response)
+        Ok(no_key(status, NO_KEY.into(), protocol))
     }
 
     fn missing_key_because(
@@ -209,20 +203,7 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
         why: &'static str,
         protocol: Protocol,
     ) -> Result<Response<B>, E> {
-        if protocol == Protocol::Grpc {
-            let code = grpc::code_for_status(status);
-            let message = format!("{NO_KEY}: {why}");
-            return Ok(grpc::status_response(
-                B::from(String::new()),
-                code,
-                &message,
-            ));
-        }
-        let reason = status.canonical_reason().unwrap_or("Rejected");
-        let body = format!("{reason}: {NO_KEY}: {why}\n");
-        let mut response = Response::new(B::from(body));
-        *response.status_mut() = status;
-        Ok(response)
+        Ok(no_key(status, format!("{NO_KEY}: {why}").into(), protocol))
     }
 
     fn error(&self, error: E) -> E {
@@ -241,6 +222,23 @@ impl<B: From<String>, E, R: OnReject<B>> Mode<Response<B>, E> for Http<R> {
     fn wants_fields(&self) -> bool {
         true
     }
+}
+
+/// HTTP mode's refusal of a request without a key, `message` saying so: `status` and the message
+/// in the body, or in gRPC's form.
+fn no_key<B: From<String>>(
+    status: StatusCode,
+    message: Cow<str>,
+    protocol: Protocol,
+) -> Response<B> {
+    if protocol == Protocol::Grpc {
+        let code = grpc::code_for_status(status);
+        return grpc::status_response(B::from(String::new()), code, &message);
+    }
+    let reason = status.canonical_reason().unwrap_or("Rejected");
+    let mut response = Response::new(B::from(format!("{reason}: {message}\n")));
+    *response.status_mut() = status;
+    response
 }
 
 /// Sets an admitted response's fields, in place (the response is not moved out and back): what
