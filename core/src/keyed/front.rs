@@ -165,14 +165,13 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use std::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Tier, Tiers};
-    /// # use ritmo::server::KeyedRateLimiter;
+    /// # use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
     /// # use ritmo::keyed::Keyed;
     /// let tiers = Tiers::new(
     ///     [Tier::new("free", Config::new(1, Duration::from_secs(1))?), Tier::new("paid", Config::new(9, Duration::from_secs(1))?)],
     ///     |key: &u8| ["free", "paid", "gold"][usize::from(*key)],
     /// );
-    /// let l = KeyedRateLimiter::tiered_with_clock("api", tiers, 10, ManualClock::new());
+    /// let l: KeyedLimiter<u8, _, 16, _> = KeyedLimiter::tiered_with_clock("api", tiers, ManualClock::new(), 10);
     /// assert_eq!((l.tier_index(&1), l.tier_index(&2)), (Some(1), None));
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
