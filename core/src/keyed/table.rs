@@ -43,6 +43,15 @@ pub(crate) struct Slot<K, I> {
     pub(crate) tier: I,
 }
 
+impl<K, I: SlotTier> Slot<K, I> {
+    /// A slot holding no key.
+    const EMPTY: Self = Slot {
+        key: None,
+        tat: 0,
+        tier: I::FIRST,
+    };
+}
+
 /// Where a key is, or where it would go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Probe {
@@ -130,13 +139,7 @@ impl<K, const N: usize, I> Table<K, N, I> {
 
 impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
     pub(crate) const fn new(seed: u128) -> Self {
-        let mut slots = [const {
-            Slot {
-                key: None,
-                tat: 0,
-                tier: I::FIRST,
-            }
-        }; N];
+        let mut slots = [const { Slot::EMPTY }; N];
         // Every block's bound, and the floor, as of no key: the largest state.
         let mut i = Self::SLOTS;
         while Self::SPARE && i < Self::FLOOR_AT {
@@ -437,14 +440,7 @@ impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
     pub(crate) fn reseed(&mut self, seed: u128, now: u64) {
         self.reclaim(now); // with the old seed: entries sit where it put them
         self.keys = split(seed);
-        let old = core::mem::replace(
-            &mut self.slots,
-            core::array::from_fn(|_| Slot {
-                key: None,
-                tat: 0,
-                tier: I::FIRST,
-            }),
-        );
+        let old = core::mem::replace(&mut self.slots, core::array::from_fn(|_| Slot::EMPTY));
         self.held = 0;
         for slot in old.into_iter().take(Self::SLOTS) {
             if let Some(key) = slot.key {
