@@ -170,16 +170,17 @@ pub const fn reserve(tat: u64, now: u64, increment: u64, window: u64, max_wait: 
 /// assert_eq!(available(1000, 100, 100, 1000, 10), 1);
 /// ```
 pub const fn available(tat: u64, now: u64, interval: u64, window: u64, permits: u32) -> u32 {
-    let start = if tat > now { tat } else { now };
-    if start == u64::MAX {
-        return 0; // the state is exhausted: see the module docs
-    }
-    if start == now {
+    // The state is exhausted at `u64::MAX` (see the module docs), the clock's reading too.
+    if tat <= now {
         // Nothing is owed: the whole burst, as `check` admits it, even where `n * T` saturated
-        // (the division below would then count one permit short).
-        return permits;
+        // (the division below would then count one permit short). Decided first: the usual
+        // answer of a limiter at rest.
+        return if now == u64::MAX { 0 } else { permits };
     }
-    let start = start as u128;
+    if tat == u64::MAX {
+        return 0;
+    }
+    let start = tat as u128;
     let limit = now as u128 + window as u128;
     if start >= limit || interval == 0 {
         return 0;

@@ -9,9 +9,9 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo_core::keyed::{Keyed, KeyedLimiter, KeyedReservation};
-use ritmo_core::{AcquireError, Config, ManualClock};
-use ritmo_test_support::{KeyedModel, KeyedTicket, Op, Outcome, Units, ops};
+use ritmo_core::keyed::{Keyed, KeyedLimiter};
+use ritmo_core::{Clock, Config, ManualClock};
+use ritmo_test_support::{KeyedModel, KeyedOp, Op, Outcome, Units, ops, run_keyed_with_changes};
 
 /// Slots of the table: the least that keeps spare slots.
 const SLOTS: usize = 1024;
@@ -20,21 +20,17 @@ const KEYS: u16 = 1000;
 
 type Table<'a> = KeyedLimiter<u16, &'a ManualClock, SLOTS>;
 
-fn reserved(
-    result: &Result<KeyedReservation<'_, u16, &ManualClock, SLOTS>, AcquireError>,
-) -> Outcome {
-    match result {
-        Ok(r) => Outcome::Reserved {
-            wait: r.wait_time(),
-            slot: r.slot(),
-        },
-        Err(e) => Outcome::of_error(e),
-    }
+/// The table under test, on the clock the test moves.
+struct Spare<'a> {
+    limiter: Table<'a>,
+    clock: &'a ManualClock,
 }
+
+ritmo_test_support::keyed_subject!([] Spare<'_>, u16);
 
 /// A config of whole seconds (so that keys stay live while the table fills), the advances
 /// between the keys that fill it, and the calls after.
-fn schedule() -> impl Strategy<Value = (Config, Vec<u64>, Vec<(u16, Op)>)> {
+fn schedule() -> impl Strategy<Value = (Config, Vec<u64>, Vec<KeyedOp<u16>>)> {
     (ops::config(4, Duration::from_secs(10)), 1u64..=10).prop_flat_map(|(c, secs)| {
         let c = Config::new(c.permits(), Duration::from_secs(secs))
             .expect("a valid config")
@@ -55,7 +51,8 @@ fn schedule() -> impl Strategy<Value = (Config, Vec<u64>, Vec<(u16, Op)>)> {
                 (
                     prop_oneof![0..16u16, 0..KEYS],
                     ops::op(c, Units::NANOS, Some(changes)).prop_map(crowded),
-                ),
+                )
+                    .prop_map(|(key, op)| KeyedOp { key, op }),
                 1..300,
             ),
         )
@@ -71,103 +68,37 @@ fn crowded(op: Op) -> Op {
     }
 }
 
-fn run(config: Config, seed: u128, fill: Vec<u64>, calls: Vec<(u16, Op)>) -> Result<(), String> {
+/// Fills the table to its capacity, then runs `calls` on it and on the model with the shared
+/// driver (every answer, two keys' peeks, the live keys and the keys held compared at each step).
+fn run(config: Config, seed: u128, fill: Vec<u64>, calls: Vec<KeyedOp<u16>>) -> Result<(), String> {
     let clock = ManualClock::new();
-    let table: Table<'_> = KeyedLimiter::with_clock("spare", config, &clock, seed);
+    let spare = Spare {
+        limiter: KeyedLimiter::with_clock("spare", config, &clock, seed),
+        clock: &clock,
+    };
     let units = Units::NANOS;
-    let capacity = table.capacity();
+    let capacity = spare.limiter.capacity();
     let mut model = KeyedModel::new(units, config, capacity);
-    let now = || ritmo_core::Clock::now(&&clock);
     for (key, advance) in fill.iter().take(capacity).enumerate() {
         clock.advance_ticks(*advance);
         let key = key as u16;
-        let expected = model.try_acquire(&key, now(), 1);
+        let expected = model.try_acquire(&key, clock.now(), 1);
         expected
-            .check(&Outcome::of_try(table.try_acquire(&key)), &units)
+            .check(&Outcome::of_try(spare.limiter.try_acquire(&key)), &units)
             .map_err(|e| format!("filling, key {key}: {e}"))?;
     }
-    if model.live_keys(now()).len() != capacity || table.len() != capacity {
-        return Err(format!("not full after the fill: {} live", table.len()));
+    if model.live_keys(clock.now()).len() != capacity || spare.limiter.len() != capacity {
+        return Err(format!(
+            "not full after the fill: {} live",
+            spare.limiter.len()
+        ));
     }
-    let mut open: Vec<(
-        KeyedReservation<'_, u16, &ManualClock, SLOTS>,
-        KeyedTicket<u16>,
-    )> = Vec::new();
-    for (step, (key, op)) in calls.into_iter().enumerate() {
-        let at_now = now();
-        let at = |e: String| format!("step {step} ({op:?} on key {key}) at {at_now}: {e}");
-        match op {
-            Op::Advance(d) => clock.advance_ticks(d),
-            Op::TryOne | Op::TryAcquire(_) => {
-                let k = if let Op::TryAcquire(k) = op { k } else { 1 };
-                let expected = model.try_acquire(&key, at_now, k);
-                let got = Outcome::of_try(table.try_acquire_n(&key, k));
-                expected.check(&got, &units).map_err(at)?;
-            }
-            Op::Reserve(k) | Op::ReserveWithin(k, _) => {
-                let (result, (expected, ticket)) = match op {
-                    Op::ReserveWithin(_, max_wait) => (
-                        table.reserve_n_within(&key, k, max_wait),
-                        model.reserve_within(&key, at_now, k, max_wait),
-                    ),
-                    _ => (table.reserve_n(&key, k), model.reserve(&key, at_now, k)),
-                };
-                expected.check(&reserved(&result), &units).map_err(at)?;
-                if let (Ok(r), Some(t)) = (result, ticket) {
-                    open.push((r, t));
-                }
-            }
-            Op::Cancel(i) | Op::Drop(i) | Op::Commit(i) if !open.is_empty() => {
-                let (r, ticket) = open.remove(i % open.len());
-                match op {
-                    Op::Commit(_) => r.commit(),
-                    // Cancelled rather than dropped: once the config changed, the tail rule
-                    // leaves a choice a dropped reservation would hide.
-                    _ => model.cancel(&ticket, at_now, r.cancel()).map_err(at)?,
-                }
-            }
-            #[cfg(feature = "reconfigure")]
-            Op::Reconfigure(config) => {
-                table.reconfigure(config);
-                model.reconfigure(at_now, config);
-            }
-            _ => {}
-        }
-        let now = now();
-        for key in [key, (key + 1) % KEYS] {
-            let at = |e: String| format!("after step {step}, key {key} at {now}: {e}");
-            let (available, expected) = (table.available_permits(&key), model.available(&key, now));
-            if available != expected {
-                return Err(at(format!(
-                    "available_permits {available}, the model says {expected}"
-                )));
-            }
-            let expected = model.retry_after(&key, now);
-            let got = table.retry_after(&key);
-            let got = match expected {
-                Outcome::NoRoom { .. } => Outcome::NoRoom { retry_after: got },
-                _ => Outcome::Rejected { retry_after: got },
-            };
-            expected.check(&got, &units).map_err(at)?;
-        }
-        let live = model.live_keys(now).len();
-        if table.len() != live {
-            return Err(format!(
-                "after step {step}: len() {}, the model has {live} live keys",
-                table.len()
-            ));
-        }
-        if table.keys_held() > capacity {
-            return Err(format!(
-                "after step {step}: {} keys held",
-                table.keys_held()
-            ));
-        }
-    }
-    for (r, _) in open {
-        r.commit();
-    }
-    Ok(())
+    #[cfg(feature = "reconfigure")]
+    let reconfigure: Option<ritmo_test_support::Reconfigure<'_, Spare<'_>>> =
+        Some(&|spare, config| spare.limiter.reconfigure(config));
+    #[cfg(not(feature = "reconfigure"))]
+    let reconfigure = None;
+    run_keyed_with_changes(&spare, model, KEYS, calls, reconfigure)
 }
 
 proptest! {

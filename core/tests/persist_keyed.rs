@@ -552,3 +552,55 @@ fn a_reconfigure_after_a_spent_restore_converts_the_keys_never_seen() {
         model.try_acquire(now, 1).check(&got, &units).unwrap();
     }
 }
+
+/// SPEC §24 on a clock whose ticks are not the limiter's units: a 32768 Hz clock (the limiter
+/// counts in fractions of its tick) and 3 permits per second, a permit every 10922⅔ ticks, so
+/// that the saved states fall between ticks. The record stamps the clock's own reading
+/// (`ritmo::persist`'s format: the clock reading at the save, bytes 8..16), and a table built
+/// afresh and restored from it, on the clock that kept counting, answers every peek at every
+/// tick of the next window as the model that never reset: no state slips by a tick either way
+/// (SPEC: never more than without the reset; saved after the last call, none less).
+#[test]
+fn a_restore_on_a_clock_slower_than_the_units_keeps_every_state_to_the_unit() {
+    const HZ: u64 = 32_768;
+    let units = Units::new(HZ);
+    let config = Config::new(3, Duration::from_secs(1)).unwrap();
+    let clock = ManualClock::<HZ>::with_reading(5);
+    let table: Table<HZ, 4> = KeyedLimiter::with_clock("persist", config, &clock, 1);
+    let mut model = KeyedModel::new(units, config, 4);
+    // Each key's state a different fraction of a tick past a tick.
+    for (key, k) in [(0u8, 1u32), (1, 2), (2, 3), (0, 1), (1, 1)] {
+        clock.advance_ticks(3);
+        let now = clock.now();
+        let expected = model.try_acquire(&key, now, k);
+        expected
+            .check(&Outcome::of_try(table.try_acquire_n(&key, k)), &units)
+            .unwrap();
+    }
+    let mut saved = vec![0u8; Table::<HZ, 4>::SAVED_LEN];
+    assert!(table.save_into(&mut saved));
+    let stamp = u64::from_le_bytes(saved[8..16].try_into().unwrap());
+    assert_eq!(stamp, clock.now(), "the record stamps the clock's reading");
+    // A reset: the clock kept counting.
+    clock.advance_ticks(100);
+    let restored: Table<HZ, 4> = KeyedLimiter::with_clock("persist", config, &clock, 0xfeed);
+    assert_eq!(restored.restore(&saved), Restored::Saved);
+    for _ in 0..HZ + 2 {
+        let now = clock.now();
+        for key in [0, 1, 2, NEVER] {
+            assert_eq!(
+                restored.available_permits(&key),
+                model.available(&key, now),
+                "key {key} at {now}"
+            );
+            let got = Outcome::Rejected {
+                retry_after: restored.retry_after(&key),
+            };
+            model
+                .retry_after(&key, now)
+                .check(&got, &units)
+                .unwrap_or_else(|e| panic!("key {key} at {now}: {e}"));
+        }
+        clock.advance_ticks(1);
+    }
+}

@@ -80,6 +80,8 @@ pub use gcra::{Gcra, Rate, Refund, Ticket};
 pub use keyed::{KeyedModel, KeyedTicket};
 pub use ops::{KeyedOp, Op};
 pub use outcome::Outcome;
-pub use subject::{KeyedHeld, KeyedSubject, run_keyed, run_keyed_with_changes};
+pub use subject::{
+    KeyedHeld, KeyedSubject, Reconfigure, TestKey, run_keyed, run_keyed_with_changes,
+};
 pub use tiered::{TieredModel, TieredStep, run_tiered, tiered_schedule};
 pub use units::Units;

@@ -32,11 +32,11 @@ pub enum Op {
     Peek,
 }
 
-/// A step on a keyed limiter: an [`Op`] for one key.
+/// A step on a keyed limiter: an [`Op`] for one key (`u8` unless said).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyedOp {
+pub struct KeyedOp<K = u8> {
     /// The key (tests take it modulo the keys they use).
-    pub key: u8,
+    pub key: K,
     /// What happens to it.
     pub op: Op,
 }

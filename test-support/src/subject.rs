@@ -1,6 +1,9 @@
 //! Keyed limiters under test, seen through one interface, and the run that compares one with
-//! [`KeyedModel`] (the fixed table in core and the std sharded map share it).
+//! [`KeyedModel`] (the fixed table in core and the std sharded map share it), over any key type
+//! that numbers its keys ([`TestKey`]: `u8`, `u16`).
 
+use core::fmt::Debug;
+use core::hash::Hash;
 use core::time::Duration;
 
 use ritmo_core::AcquireError;
@@ -25,7 +28,7 @@ pub trait KeyedHeld {
 }
 
 /// Every keyed store's reservation (the fixed table's and the std map's are this one type).
-impl<L: KeyedStore<u8>> KeyedHeld for KeyReservation<'_, u8, L> {
+impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyedHeld for KeyReservation<'_, K, L> {
     fn wait_time(&self) -> Duration {
         KeyReservation::wait_time(self)
     }
@@ -41,14 +44,18 @@ impl<L: KeyedStore<u8>> KeyedHeld for KeyReservation<'_, u8, L> {
 }
 
 /// Implements [`KeyedSubject`] for a test's wrapper of a keyed limiter: a struct with a field
-/// `limiter` (ritmo-core's `KeyedLimiter` or ritmo-std's `KeyedRateLimiter`, keyed by `u8`, with
-/// or without tiers) and a field `clock` (a `&ManualClock<HZ>`). The generics go in brackets:
-/// `keyed_subject!([const HZ: u64] Map<'_, HZ>);`. One permit goes through `try_acquire`, the
-/// hot path, and more through `try_acquire_n`.
+/// `limiter` (ritmo-core's `KeyedLimiter` or ritmo-std's `KeyedRateLimiter`, with or without
+/// tiers) and a field `clock` (a `&ManualClock<HZ>`). The generics go in brackets, the key type
+/// after a comma (`u8` if not given): `keyed_subject!([const HZ: u64] Map<'_, HZ>);`,
+/// `keyed_subject!([] Wide<'_>, u16);`. One permit goes through `try_acquire`, the hot path,
+/// and more through `try_acquire_n`.
 #[macro_export]
 macro_rules! keyed_subject {
     ([$($generics:tt)*] $subject:ty) => {
-        impl<$($generics)*> $crate::KeyedSubject for $subject {
+        $crate::keyed_subject!([$($generics)*] $subject, u8);
+    };
+    ([$($generics:tt)*] $subject:ty, $key:ty) => {
+        impl<$($generics)*> $crate::KeyedSubject<$key> for $subject {
             fn now(&self) -> u64 {
                 self.clock.now()
             }
@@ -57,7 +64,7 @@ macro_rules! keyed_subject {
             }
             fn try_acquire_n(
                 &self,
-                key: &u8,
+                key: &$key,
                 k: u32,
             ) -> ::core::result::Result<(), ::ritmo_core::AcquireError> {
                 if k == 1 {
@@ -70,7 +77,7 @@ macro_rules! keyed_subject {
             }
             fn reserve_n(
                 &self,
-                key: &u8,
+                key: &$key,
                 k: u32,
             ) -> ::core::result::Result<
                 ::std::boxed::Box<dyn $crate::KeyedHeld + '_>,
@@ -82,7 +89,7 @@ macro_rules! keyed_subject {
             }
             fn reserve_n_within(
                 &self,
-                key: &u8,
+                key: &$key,
                 k: u32,
                 max_wait: ::core::time::Duration,
             ) -> ::core::result::Result<
@@ -93,42 +100,75 @@ macro_rules! keyed_subject {
                     .reserve_n_within(key, k, max_wait)
                     .map(|r| ::std::boxed::Box::new(r) as ::std::boxed::Box<dyn $crate::KeyedHeld>)
             }
-            fn available_permits(&self, key: &u8) -> u32 {
+            fn available_permits(&self, key: &$key) -> u32 {
                 self.limiter.available_permits(key)
             }
-            fn retry_after(&self, key: &u8) -> ::core::time::Duration {
+            fn retry_after(&self, key: &$key) -> ::core::time::Duration {
                 self.limiter.retry_after(key)
             }
             fn live_key_count(&self) -> usize {
                 self.limiter.len()
             }
+            fn keys_held(&self) -> usize {
+                self.limiter.keys_held()
+            }
+            fn capacity(&self) -> usize {
+                self.limiter.capacity()
+            }
         }
     };
 }
 
-/// A keyed limiter under test, keyed by `u8`, on a clock the test moves.
-pub trait KeyedSubject {
+/// A key type of the tests: keys are numbered `0..keys`, and a test's key is its number modulo
+/// the keys it uses.
+pub trait TestKey: Copy + Ord + Hash + Debug + 'static {
+    /// The key numbered `i` (less than the keys a test uses, which fit the type).
+    fn nth(i: usize) -> Self;
+    /// Its number.
+    fn index(self) -> usize;
+}
+
+macro_rules! test_key {
+    ($($t:ty),*) => {$(
+        impl TestKey for $t {
+            fn nth(i: usize) -> $t {
+                <$t>::try_from(i).expect("the keys a test uses fit its key type")
+            }
+            fn index(self) -> usize {
+                usize::from(self)
+            }
+        }
+    )*};
+}
+test_key!(u8, u16);
+
+/// A keyed limiter under test, keyed by `K`, on a clock the test moves.
+pub trait KeyedSubject<K: TestKey = u8> {
     /// The clock's reading.
     fn now(&self) -> u64;
     /// Moves the clock forward by `ticks`.
     fn advance(&self, ticks: u64);
     /// `try_acquire_n(key, k)`.
-    fn try_acquire_n(&self, key: &u8, k: u32) -> Result<(), AcquireError>;
+    fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError>;
     /// `reserve_n(key, k)`.
-    fn reserve_n(&self, key: &u8, k: u32) -> Result<Box<dyn KeyedHeld + '_>, AcquireError>;
+    fn reserve_n(&self, key: &K, k: u32) -> Result<Box<dyn KeyedHeld + '_>, AcquireError>;
     /// `reserve_n_within(key, k, max_wait)`.
     fn reserve_n_within(
         &self,
-        key: &u8,
+        key: &K,
         k: u32,
         max_wait: Duration,
     ) -> Result<Box<dyn KeyedHeld + '_>, AcquireError>;
     /// `available_permits(key)`.
-    fn available_permits(&self, key: &u8) -> u32;
+    fn available_permits(&self, key: &K) -> u32;
     /// `retry_after(key)`.
-    fn retry_after(&self, key: &u8) -> Duration;
+    fn retry_after(&self, key: &K) -> Duration;
     /// `len()`: how many keys are live.
     fn live_key_count(&self) -> usize;
+    /// `keys_held()`: keys held, live or idle and not yet dropped.
+    fn keys_held(&self) -> usize;
+    /// `capacity()`: the most keys it holds at once.
+    fn capacity(&self) -> usize;
 }
 
 /// What a keyed `reserve_n` answered, as an [`Outcome`].
@@ -144,13 +184,14 @@ pub(crate) fn reserved(result: &Result<Box<dyn KeyedHeld + '_>, AcquireError>) -
 
 /// Runs `ops` (keys taken modulo `keys`) on `subject` and on `model`, comparing every answer and,
 /// after every step, the number of live keys and the `available_permits` and `retry_after` of
-/// every key (of the step's key and the next one, above 8 keys); at the end each key's window
-/// bound. `Err` says where they first differ.
-pub fn run_keyed<S: KeyedSubject>(
+/// every key (of the step's key and the next one, above 8 keys), and checking that it holds no
+/// more keys than its capacity; at the end each key's window bound. `Err` says where they first
+/// differ.
+pub fn run_keyed<K: TestKey, S: KeyedSubject<K>>(
     subject: &S,
-    model: KeyedModel<u8>,
-    keys: u8,
-    ops: Vec<KeyedOp>,
+    model: KeyedModel<K>,
+    keys: K,
+    ops: Vec<KeyedOp<K>>,
 ) -> Result<(), String> {
     run_keyed_with_changes(subject, model, keys, ops, None)
 }
@@ -164,22 +205,22 @@ pub type Reconfigure<'a, S> = &'a dyn Fn(&S, ritmo_core::Config);
 /// a change has happened a dropped reservation is cancelled instead, so that its answer is seen
 /// (the tail rule leaves a choice after a change that kept the state), and the window bounds,
 /// which hold per config, are left to the step-by-step comparison.
-pub fn run_keyed_with_changes<S: KeyedSubject>(
+pub fn run_keyed_with_changes<K: TestKey, S: KeyedSubject<K>>(
     subject: &S,
-    mut model: KeyedModel<u8>,
-    keys: u8,
-    ops: Vec<KeyedOp>,
+    mut model: KeyedModel<K>,
+    keys: K,
+    ops: Vec<KeyedOp<K>>,
     reconfigure: Option<Reconfigure<'_, S>>,
 ) -> Result<(), String> {
     let mut changed = false;
     let units: Units = model.units();
-    let keys = keys.max(1);
-    let mut open: Vec<(Box<dyn KeyedHeld + '_>, KeyedTicket<u8>)> = Vec::new();
-    let mut uses: Vec<Vec<Use>> = vec![Vec::new(); usize::from(keys)];
+    let keys = keys.index().max(1);
+    let mut open: Vec<(Box<dyn KeyedHeld + '_>, KeyedTicket<K>)> = Vec::new();
+    let mut uses: Vec<Vec<Use>> = vec![Vec::new(); keys];
     for (step, KeyedOp { key, op }) in ops.into_iter().enumerate() {
-        let key = key % keys;
+        let key = K::nth(key.index() % keys);
         let now = subject.now();
-        let at = |e: String| format!("step {step} ({op:?} on key {key}) at {now}: {e}");
+        let at = |e: String| format!("step {step} ({op:?} on key {key:?}) at {now}: {e}");
         match op {
             Op::Advance(d) => subject.advance(d),
             Op::TryOne | Op::TryAcquire(_) => {
@@ -188,7 +229,7 @@ pub fn run_keyed_with_changes<S: KeyedSubject>(
                 let got = Outcome::of_try(subject.try_acquire_n(&key, k));
                 expected.check(&got, &units).map_err(at)?;
                 if got == Outcome::Admitted {
-                    uses[usize::from(key)].push(Use::at_reading(&units, now, k));
+                    uses[key.index()].push(Use::at_reading(&units, now, k));
                 }
             }
             Op::Reserve(k) | Op::ReserveWithin(k, _) => {
@@ -215,7 +256,7 @@ pub fn run_keyed_with_changes<S: KeyedSubject>(
                     }
                     _ => {
                         r.commit();
-                        uses[usize::from(ticket.key)].push(ticket.ticket.used());
+                        uses[ticket.key.index()].push(ticket.ticket.used());
                     }
                 }
             }
@@ -230,13 +271,13 @@ pub fn run_keyed_with_changes<S: KeyedSubject>(
         }
         let now = subject.now();
         // Every key's peeks while there are few; with many, the step's key and the next one.
-        let peeked: Vec<u8> = if keys <= 8 {
-            (0..keys).collect()
+        let peeked: Vec<K> = if keys <= 8 {
+            (0..keys).map(K::nth).collect()
         } else {
-            vec![key, (key + 1) % keys]
+            vec![key, K::nth((key.index() + 1) % keys)]
         };
         for key in peeked {
-            let at = |e: String| format!("after step {step}, key {key} at {now}: {e}");
+            let at = |e: String| format!("after step {step}, key {key:?} at {now}: {e}");
             let (available, expected) =
                 (subject.available_permits(&key), model.available(&key, now));
             if available != expected {
@@ -259,10 +300,17 @@ pub fn run_keyed_with_changes<S: KeyedSubject>(
                 subject.live_key_count()
             ));
         }
+        if subject.keys_held() > subject.capacity() {
+            return Err(format!(
+                "after step {step} at {now}: {} keys held, room for {}",
+                subject.keys_held(),
+                subject.capacity()
+            ));
+        }
     }
     for (r, ticket) in open {
         r.commit();
-        uses[usize::from(ticket.key)].push(ticket.ticket.used());
+        uses[ticket.key.index()].push(ticket.ticket.used());
     }
     if changed {
         return Ok(());

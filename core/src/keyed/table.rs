@@ -43,6 +43,15 @@ pub(crate) struct Slot<K, I> {
     pub(crate) tier: I,
 }
 
+impl<K, I: SlotTier> Slot<K, I> {
+    /// A slot holding no key.
+    const EMPTY: Self = Slot {
+        key: None,
+        tat: 0,
+        tier: I::FIRST,
+    };
+}
+
 /// Where a key is, or where it would go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Probe {
@@ -55,12 +64,13 @@ pub(crate) enum Probe {
     Full { soonest: u64 },
 }
 
+// In this order (`repr(C)`): the slots, then the words every call reads. Left to the compiler,
+// `seen` sat 256 bytes into an 8-key limiter, past the reach of Cortex-M0's load and add
+// immediates: +16 bytes of flash for keyed save/restore (scripts/footprint).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Table<K, const N: usize, I> {
     pub(crate) slots: [Slot<K, I>; N],
-    /// Keys held (live or not yet found idle).
-    pub(crate) held: usize,
-    keys: (u64, u64),
     /// The latest clock reading seen: a reading taken before the lock and delayed is raised to it,
     /// so that no call decides with a time earlier than one an idle key was dropped at.
     seen: u64,
@@ -68,6 +78,9 @@ pub(crate) struct Table<K, const N: usize, I> {
     /// keys not held included; 0: none. A key not held then starts from
     /// [`fresh`](Self::fresh) instead of a full burst (see `keyed/persist.rs`).
     pub(crate) spent: u64,
+    /// Keys held (live or not yet found idle).
+    pub(crate) held: usize,
+    keys: (u64, u64),
     /// Slots and bounds looked at while finding the soonest key (tests only).
     #[cfg(test)]
     pub(crate) looked: usize,
@@ -126,13 +139,7 @@ impl<K, const N: usize, I> Table<K, N, I> {
 
 impl<K, const N: usize, I: SlotTier> Table<K, N, I> {
     pub(crate) const fn new(seed: u128) -> Self {
-        let mut slots = [const {
-            Slot {
-                key: None,
-                tat: 0,
-                tier: I::FIRST,
-            }
-        }; N];
+        let mut slots = [const { Slot::EMPTY }; N];
         // Every block's bound, and the floor, as of no key: the largest state.
         let mut i = Self::SLOTS;
         while Self::SPARE && i < Self::FLOOR_AT {
@@ -401,7 +408,11 @@ impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
                 hole < home || home <= j
             };
             if !stays {
-                self.slots.swap(hole, j);
+                // Moved field by field, not swapped: `<[_]>::swap` may overlap, and on Cortex-M0
+                // it calls `memmove`, which links 778 bytes of flash into a firmware.
+                self.slots[hole].key = self.slots[j].key.take();
+                self.slots[hole].tat = self.slots[j].tat;
+                self.slots[hole].tier = self.slots[j].tier;
                 self.lowered(hole);
                 hole = j;
             }
@@ -429,14 +440,7 @@ impl<K: Hash + Eq, const N: usize, I: SlotTier> Table<K, N, I> {
     pub(crate) fn reseed(&mut self, seed: u128, now: u64) {
         self.reclaim(now); // with the old seed: entries sit where it put them
         self.keys = split(seed);
-        let old = core::mem::replace(
-            &mut self.slots,
-            core::array::from_fn(|_| Slot {
-                key: None,
-                tat: 0,
-                tier: I::FIRST,
-            }),
-        );
+        let old = core::mem::replace(&mut self.slots, core::array::from_fn(|_| Slot::EMPTY));
         self.held = 0;
         for slot in old.into_iter().take(Self::SLOTS) {
             if let Some(key) = slot.key {
