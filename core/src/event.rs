@@ -8,6 +8,7 @@
 //! built, so nothing allocates and nothing is looked up.
 
 use crate::error::{RateLimitExceeded, Reason};
+use crate::rate::Rate;
 
 /// Something a limiter reports to its listener.
 ///
@@ -174,5 +175,26 @@ impl<L: Listener + ?Sized> Listener for &L {
 
     fn wants_waiting(&self) -> bool {
         (**self).wants_waiting()
+    }
+}
+
+impl Rate {
+    /// A call of the limiter `id` refused for want of permits, `wait` units before they would
+    /// arrive: its error, told to `listener` if there is one (out of line). The one way a single
+    /// limiter and bands publish a refusal; a keyed limiter, which also counts it and tells its
+    /// key's listener, builds the error with [`refusal`](Self::refusal).
+    #[inline(always)]
+    pub(crate) fn rejected(
+        &self,
+        id: &'static str,
+        wait: u64,
+        listener: Option<&'static dyn Listener>,
+    ) -> RateLimitExceeded {
+        // Built where each use needs it: a caller that drops the error builds it only for the
+        // listener (on a Cortex-M0 that keeps the refusal's registers free: 8 bytes of flash).
+        if let Some(listener) = listener {
+            publish_rejected(listener, self.refusal(id, Reason::NoPermitInTime, wait));
+        }
+        self.refusal(id, Reason::NoPermitInTime, wait)
     }
 }

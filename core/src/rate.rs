@@ -5,8 +5,6 @@ use core::time::Duration;
 
 use crate::clock::TickRate;
 use crate::config::Config;
-use crate::error::{RateLimitExceeded, Reason, wait_duration};
-use crate::event::{Listener, publish_rejected};
 #[cfg(feature = "reconfigure")]
 use crate::sync::U64Cell;
 
@@ -102,37 +100,6 @@ impl Rate {
             permits,
             shift: base.shift,
         }
-    }
-
-    /// The error of a call of the limiter `id` refused for `reason`, `wait` units before its
-    /// permits would arrive (a keyed limiter's too: its rules keep one `Rate`).
-    #[inline(always)]
-    pub(crate) const fn refusal(
-        &self,
-        id: &'static str,
-        reason: Reason,
-        wait: u64,
-    ) -> RateLimitExceeded {
-        RateLimitExceeded::new(id, reason, wait, self.unit_hz, self.shift)
-    }
-
-    /// A call of the limiter `id` refused for want of permits, `wait` units before they would
-    /// arrive: its error, told to `listener` if there is one (out of line). The one way a single
-    /// limiter and bands publish a refusal; a keyed limiter, which also counts it and tells its
-    /// key's listener, builds the error with [`refusal`](Self::refusal).
-    #[inline(always)]
-    pub(crate) fn rejected(
-        &self,
-        id: &'static str,
-        wait: u64,
-        listener: Option<&'static dyn Listener>,
-    ) -> RateLimitExceeded {
-        // Built where each use needs it: a caller that drops the error builds it only for the
-        // listener (on a Cortex-M0 that keeps the refusal's registers free: 8 bytes of flash).
-        if let Some(listener) = listener {
-            publish_rejected(listener, self.refusal(id, Reason::NoPermitInTime, wait));
-        }
-        self.refusal(id, Reason::NoPermitInTime, wait)
     }
 
     /// Whether the limiter limits at all.
@@ -316,6 +283,15 @@ const fn saturate(x: u128) -> u64 {
     } else {
         x as u64
     }
+}
+
+/// `wait` units (`unit_hz` per second, `2^shift` per clock tick) as a duration: rounded up to a
+/// whole tick, then to the nanosecond. A waiter that starts at a reading (always a whole tick)
+/// and waits this long finds the clock at or past the instant `wait` units later.
+pub(crate) const fn wait_duration(wait: u64, unit_hz: u64, shift: u32) -> Duration {
+    let mask = (1u64 << shift) - 1;
+    let ticks = (wait >> shift) + if wait & mask != 0 { 1 } else { 0 };
+    TickRate::from_hz(unit_hz >> shift).duration_ceil(ticks)
 }
 
 #[cfg(test)]

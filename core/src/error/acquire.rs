@@ -4,7 +4,7 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::clock::TickRate;
+use crate::rate::{Rate, wait_duration};
 
 /// Why a call did not get its permit.
 ///
@@ -433,11 +433,16 @@ impl core::error::Error for AcquireError {
     }
 }
 
-/// `wait` units (`unit_hz` per second, `2^shift` per clock tick) as a duration: rounded up to a
-/// whole tick, then to the nanosecond. A waiter that starts at a reading (always a whole tick)
-/// and waits this long finds the clock at or past the instant `wait` units later.
-pub(crate) const fn wait_duration(wait: u64, unit_hz: u64, shift: u32) -> Duration {
-    let mask = (1u64 << shift) - 1;
-    let ticks = (wait >> shift) + if wait & mask != 0 { 1 } else { 0 };
-    TickRate::from_hz(unit_hz >> shift).duration_ceil(ticks)
+impl Rate {
+    /// The error of a call of the limiter `id` refused for `reason`, `wait` units before its
+    /// permits would arrive (a keyed limiter's too: its rules keep one `Rate`).
+    #[inline(always)]
+    pub(crate) const fn refusal(
+        &self,
+        id: &'static str,
+        reason: Reason,
+        wait: u64,
+    ) -> RateLimitExceeded {
+        RateLimitExceeded::new(id, reason, wait, self.unit_hz, self.shift)
+    }
 }

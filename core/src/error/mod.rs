@@ -18,7 +18,6 @@ mod settings;
 mod text;
 mod tier;
 
-pub(crate) use acquire::wait_duration;
 pub use acquire::{AcquireError, HumanDuration, InvalidPermits, RateLimitExceeded, Reason};
 pub use code::ErrorCode;
 pub use config::ConfigError;

@@ -9,7 +9,8 @@ use core::hash::Hash;
 use core::time::Duration;
 
 use super::reservation::KeyReservation;
-pub use super::store::{KeyedStore, Peek, Peeked, Taken};
+pub use super::rules::Taken;
+pub use super::store::{KeyedStore, Peek, Peeked};
 use super::tiers::TierSet;
 use super::{KeyedSnapshot, rules::TierRules};
 use crate::clock::ManualTime;

@@ -7,9 +7,8 @@ use core::fmt;
 
 use super::KeyListener;
 use super::rate::{KeyRate, Settled};
-use super::rules::TierRules;
+use super::rules::{Taken, TierRules};
 use super::state::KeyCell;
-use super::store::Taken;
 use super::tiers::{OneTier, TierSet, Tiers};
 use crate::clock::{Clock, FixedRateClock};
 use crate::config::Config;

@@ -102,9 +102,9 @@ pub use front::{Keyed, KeyedStore, Peek, Peeked};
 pub use key_rules::KeyRules;
 pub use rate::{KeyRate, Settled};
 pub use reservation::{KeyCharge, KeyReservation};
+pub use rules::Taken;
 pub use rules::{Decision, TierRules};
 pub use state::KeyCell;
-pub use store::Taken;
 pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
 use core::fmt;

@@ -4,7 +4,8 @@
 use core::hash::Hash;
 use core::time::Duration;
 
-use super::store::{KeyedStore, Taken};
+use super::rules::Taken;
+use super::store::KeyedStore;
 use super::tiers::sealed::Sealed;
 use crate::error::{RateLimitExceeded, Reason};
 use crate::event::Event;

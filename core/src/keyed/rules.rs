@@ -1,7 +1,7 @@
 //! One tier's numbers and what a call does to a key under them: the decision every keyed store
 //! makes, below both the limiter's rules ([`KeyRate`](super::KeyRate)) and the tiers.
 
-use crate::error::InvalidPermits;
+use crate::error::{InvalidPermits, Reason};
 use crate::gcra;
 use crate::rate::{Rate, carry_over};
 
@@ -97,6 +97,48 @@ impl TierRules {
             tat
         } else {
             carry_over(tat, now, &self.0, &to.0)
+        }
+    }
+}
+
+/// What a call did to its key: the state it wrote, when its permits arrive, and how long that is.
+#[derive(Debug, Clone, Copy)]
+pub struct Taken {
+    /// The key's state after the call.
+    pub written: u64,
+    /// When its permits are there, in units.
+    pub slot: u64,
+    /// How long until then, in units.
+    pub wait: u64,
+}
+
+impl Taken {
+    /// A call that passes uncounted (a disabled limiter) at `now`.
+    #[inline]
+    pub const fn uncounted(now: u64) -> Taken {
+        Taken {
+            written: 0,
+            slot: now,
+            wait: 0,
+        }
+    }
+
+    /// What `decision`, made at `now`, took; `Err` if it was a refusal, with the wait it would
+    /// have had.
+    #[inline]
+    pub const fn of(decision: Decision, now: u64) -> Result<Taken, (Reason, u64)> {
+        match decision {
+            Decision::Now { new_tat } => Ok(Taken {
+                written: new_tat,
+                slot: now,
+                wait: 0,
+            }),
+            Decision::Wait { new_tat, wait } => Ok(Taken {
+                written: new_tat,
+                slot: now.saturating_add(wait),
+                wait,
+            }),
+            Decision::Reject { wait } => Err((Reason::NoPermitInTime, wait)),
         }
     }
 }

@@ -1,11 +1,11 @@
 //! [`KeyedStore`]: where a keyed limiter's key states live (ritmo-core's fixed table, ritmo-std's
-//! sharded map), and what a store answers: [`Taken`] for a call, [`Peek`] for a read.
+//! sharded map), and what a store answers: [`Taken`](super::Taken) for a call, [`Peek`] for a read.
 
 use super::key_rules::KeyRules;
-use super::rules::{Decision, TierRules};
+use super::rules::{Taken, TierRules};
 use super::tiers::TierSet;
 use crate::clock::Clock;
-use crate::error::{RateLimitExceeded, Reason};
+use crate::error::RateLimitExceeded;
 
 /// Where a keyed limiter's key states live, under the verbs every keyed limiter shares
 /// ([`Keyed`](super::Keyed), implemented for every store). Implemented by ritmo-core's fixed
@@ -85,46 +85,4 @@ pub enum Peeked {
     Absent,
     /// Not held, and no room for it for this many units.
     NoRoom(u64),
-}
-
-/// What a call did to its key: the state it wrote, when its permits arrive, and how long that is.
-#[derive(Debug, Clone, Copy)]
-pub struct Taken {
-    /// The key's state after the call.
-    pub written: u64,
-    /// When its permits are there, in units.
-    pub slot: u64,
-    /// How long until then, in units.
-    pub wait: u64,
-}
-
-impl Taken {
-    /// A call that passes uncounted (a disabled limiter) at `now`.
-    #[inline]
-    pub const fn uncounted(now: u64) -> Taken {
-        Taken {
-            written: 0,
-            slot: now,
-            wait: 0,
-        }
-    }
-
-    /// What `decision`, made at `now`, took; `Err` if it was a refusal, with the wait it would
-    /// have had.
-    #[inline]
-    pub const fn of(decision: Decision, now: u64) -> Result<Taken, (Reason, u64)> {
-        match decision {
-            Decision::Now { new_tat } => Ok(Taken {
-                written: new_tat,
-                slot: now,
-                wait: 0,
-            }),
-            Decision::Wait { new_tat, wait } => Ok(Taken {
-                written: new_tat,
-                slot: now.saturating_add(wait),
-                wait,
-            }),
-            Decision::Reject { wait } => Err((Reason::NoPermitInTime, wait)),
-        }
-    }
 }
