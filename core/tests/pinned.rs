@@ -521,3 +521,13 @@ fn keyed_refusals_are_counted_by_reason() {
     assert_eq!(limiter.rejected_count(Reason::UnknownTier), 0);
     assert_eq!(limiter.admitted_count(), 2);
 }
+
+/// A limiter's `Debug` names it, with its config.
+#[test]
+fn a_limiters_debug_names_it_and_its_config() {
+    let l = RateLimiter::new("uart", per_second(3), ManualClock::new());
+    let text = format!("{l:?}");
+    assert!(text.starts_with("RateLimiter"), "{text}");
+    assert!(text.contains("\"uart\""), "{text}");
+    assert!(text.contains(&format!("{:?}", per_second(3))), "{text}");
+}

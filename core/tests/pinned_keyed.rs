@@ -188,3 +188,19 @@ fn key_rules_debug_names_the_limiter_and_its_key_listener() {
     assert!(text.contains("\"peers\""), "{text}");
     assert!(text.contains("has_key_listener: false"), "{text}");
 }
+
+/// A store reads the key listener its rules were given, to tell it about its own events.
+#[test]
+fn key_rules_hand_out_the_key_listener_they_were_given() {
+    use ritmo_core::keyed::KeyedStore;
+    struct Quiet;
+    impl KeyListener<u8> for Quiet {
+        fn on_event(&self, _: &u8, _: &Event) {}
+    }
+    static QUIET: Quiet = Quiet;
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("peers", per_second(1), ManualClock::new(), 0);
+    assert!(l.key_rules().key_listener().is_none());
+    let l = l.with_key_listener(&QUIET);
+    assert!(l.key_rules().key_listener().is_some());
+}
