@@ -531,3 +531,12 @@ fn a_limiters_debug_names_it_and_its_config() {
     assert!(text.contains("\"uart\""), "{text}");
     assert!(text.contains(&format!("{:?}", per_second(3))), "{text}");
 }
+
+/// The window arithmetic saturates rather than wraps: a cap over a window too long to express
+/// as a period is an error, and the most a config admits in the longest window is `u64::MAX`.
+#[test]
+fn window_arithmetic_saturates_instead_of_wrapping() {
+    assert!(Config::at_most(u32::MAX, Duration::MAX, u32::MAX - 1).is_err());
+    let fastest = Config::new(1, Duration::from_nanos(1)).unwrap();
+    assert_eq!(fastest.max_in_window(Duration::MAX), u64::MAX);
+}
