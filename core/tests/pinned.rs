@@ -540,3 +540,24 @@ fn window_arithmetic_saturates_instead_of_wrapping() {
     let fastest = Config::new(1, Duration::from_nanos(1)).unwrap();
     assert_eq!(fastest.max_in_window(Duration::MAX), u64::MAX);
 }
+
+/// Bands waited on take their permits at the slot every band allows: the fake clock advanced
+/// to it (2 per 10 s binds the third call: 5 s after the first).
+#[test]
+fn bands_waited_on_take_their_permits_at_the_slot_every_band_allows() {
+    let clock = ManualClock::new();
+    let long = Config::new(2, Duration::from_secs(10))
+        .unwrap()
+        .with_max_wait(Duration::from_secs(10));
+    let b = Bands::new(
+        "radio",
+        [per_second(1).with_max_wait(Duration::from_secs(1)), long],
+        &clock,
+    );
+    b.acquire_advancing().unwrap();
+    b.acquire_advancing().unwrap();
+    assert_eq!(clock.now(), 1_000_000_000);
+    b.acquire_with(&mut AdvanceClock).unwrap();
+    assert_eq!(clock.now(), 5_000_000_000);
+    assert!(b.try_acquire().is_err());
+}
