@@ -561,3 +561,19 @@ fn bands_waited_on_take_their_permits_at_the_slot_every_band_allows() {
     assert_eq!(clock.now(), 5_000_000_000);
     assert!(b.try_acquire().is_err());
 }
+
+/// Bands reconfigured keep `min(available, new permits)` in each band, and every later call
+/// reads the states the reconfigure converted, over two reconfigures in a row.
+#[test]
+fn bands_reconfigured_twice_read_the_converted_states() {
+    let clock = ManualClock::new();
+    let b = Bands::new("radio", [per_second(3)], &clock);
+    b.try_acquire().unwrap();
+    assert_eq!(b.available_permits(), 2);
+    b.reconfigure([per_second(1)]);
+    assert_eq!(b.available_permits(), 1);
+    b.try_acquire().unwrap();
+    b.reconfigure([per_second(3)]);
+    assert_eq!(b.available_permits(), 0);
+    assert!(b.try_acquire().is_err());
+}
