@@ -356,36 +356,39 @@ fn disabling_and_enabling_live() {
 }
 
 /// Real threads take permits while another thread reconfigures back and forth between two
-/// configs, on a clock that never moves: in total they never get more than the first burst plus
-/// what each change handed out (never more than available at the change: here none beyond the
-/// burst, since nothing refills).
+/// configs of one burst and different periods (a permit is 20 ms in one, 40 ms in the other, so
+/// every change moves the state), on a clock that never moves: in total they never get more than
+/// the burst. A decision with one config's numbers on a state written in the other's would (a
+/// state spent under 50 per second reads as 25 left under 50 per 2 seconds). Configs of two
+/// bursts would not bound it: a change from 50 to 5 of a limiter with 5 or more left leaves it
+/// full, idle, and the change back starts it afresh (SPEC §14).
 #[test]
 fn threads_racing_reconfigures_never_exceed_the_burst() {
+    use ritmo_test_support::rounds_between_changes;
     let clock = ManualClock::starting_at(1_000_000_000);
-    let small = Config::new(5, Duration::from_secs(1)).unwrap();
-    let large = Config::new(50, Duration::from_secs(1)).unwrap();
-    let l = RateLimiter::new("race", large, &clock);
+    let fast = Config::new(50, Duration::from_secs(1)).unwrap();
+    let slow = Config::new(50, Duration::from_secs(2)).unwrap();
+    let l = RateLimiter::new("race", fast, &clock);
     let admitted = AtomicU64::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..3 {
-            s.spawn(|| {
-                for _ in 0..2_000 {
-                    if l.try_acquire().is_ok() {
-                        admitted.fetch_add(1, Ordering::Relaxed);
-                    }
-                    if let Ok(r) = l.reserve_n(1)
-                        && r.wait_time().is_zero()
-                    {
-                        admitted.fetch_add(1, Ordering::Relaxed);
-                        r.commit();
-                    }
+    let configs = [slow, fast];
+    rounds_between_changes(
+        3,
+        100,
+        |_| {
+            for _ in 0..5 {
+                if l.try_acquire().is_ok() {
+                    admitted.fetch_add(1, Ordering::Relaxed);
                 }
-            });
-        }
-        for i in 0..2_000 {
-            l.reconfigure(if i % 2 == 0 { small } else { large });
-        }
-    });
+                if let Ok(r) = l.reserve_n(1)
+                    && r.wait_time().is_zero()
+                {
+                    admitted.fetch_add(1, Ordering::Relaxed);
+                    r.commit();
+                }
+            }
+        },
+        |i| l.reconfigure(configs[i as usize % 2]),
+    );
     // The time never moves: 50 permits at most, whatever the configs did, counting those still
     // available at the end.
     let admitted = admitted.load(Ordering::Relaxed);

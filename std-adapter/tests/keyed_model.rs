@@ -11,7 +11,9 @@ use ritmo_core::keyed::Keyed;
 use proptest::prelude::*;
 use ritmo_core::{AcquireError, Clock, Config, ManualClock};
 use ritmo_std::{KeyedRateLimiter, KeyedReservation};
-use ritmo_test_support::{KeyedModel, KeyedOp, Outcome, Units, ops, run_keyed};
+use ritmo_test_support::{
+    KeyedModel, KeyedOp, Outcome, Units, ops, rounds_between_changes, run_keyed,
+};
 
 /// The map and the clock it reads.
 struct Map<'a, const HZ: u64> {
@@ -316,39 +318,64 @@ fn std_map_reconfigure_applies_the_single_limiters_rule_to_every_key() {
     }
 }
 
+/// SPEC §14 to the letter, one thread: a key left with 4 of 8 holds `min(4, 4)` under a 4 per
+/// second config, which is that config's full burst, so the key is idle there; changed back to 8
+/// per second it starts afresh with all 8 (idle is new). A round trip through a smaller config
+/// refills such a key: why the race below changes the period, not the burst.
+#[test]
+fn std_map_round_trip_through_a_smaller_burst_starts_an_idle_key_afresh() {
+    let clock = ManualClock::new();
+    let small = Config::new(4, Duration::from_secs(1)).unwrap();
+    let large = Config::new(8, Duration::from_secs(1)).unwrap();
+    let map = KeyedRateLimiter::with_clock("trip", large, 100, &clock);
+    map.try_acquire_n(&1u8, 4).unwrap();
+    map.try_acquire_n(&2u8, 5).unwrap();
+    map.reconfigure(small);
+    assert_eq!(
+        (map.available_permits(&1), map.available_permits(&2)),
+        (4, 3)
+    );
+    map.reconfigure(large);
+    // Key 1 was full under the small config: afresh. Key 2 was not: min(3, 8).
+    assert_eq!(
+        (map.available_permits(&1), map.available_permits(&2)),
+        (8, 3)
+    );
+}
+
 /// Threads taking permits from many keys while another thread reconfigures the map back and
-/// forth: no key ever passes more than the larger config's burst under a frozen clock, and
-/// nothing deadlocks (a reconfigure converts keys while calls insert new ones).
+/// forth between two configs with the same burst and different periods: under a frozen clock no
+/// key passes more than that burst, and nothing deadlocks (a reconfigure converts keys while
+/// calls insert new ones). Each change moves every state (a permit is 250 ms in one config,
+/// 500 ms in the other), so a call that decided with one config's numbers on a state written in
+/// the other's would admit more than 4 (a state with 2 left under 4 per second reads as 3 left
+/// under 4 per 2 seconds).
 #[test]
 fn std_map_reconfigure_races_calls_without_handing_out_a_burst() {
     use std::sync::atomic::{AtomicU32, Ordering};
     let clock = ManualClock::new();
-    let small = Config::new(4, Duration::from_secs(1)).unwrap();
-    let large = Config::new(8, Duration::from_secs(1)).unwrap();
-    let map = KeyedRateLimiter::with_clock("race", small, 1_000, &clock);
+    let fast = Config::new(4, Duration::from_secs(1)).unwrap();
+    let slow = Config::new(4, Duration::from_secs(2)).unwrap();
+    let map = KeyedRateLimiter::with_clock("race", fast, 1_000, &clock);
     let admitted: Vec<AtomicU32> = (0..64).map(|_| AtomicU32::new(0)).collect();
-    std::thread::scope(|s| {
-        for t in 0..3u32 {
-            let (map, admitted) = (&map, &admitted);
-            s.spawn(move || {
-                for i in 0..4_000u32 {
-                    let key = ((i * 7 + t) % 64) as u8;
-                    if map.try_acquire(&key).is_ok() {
-                        admitted[usize::from(key)].fetch_add(1, Ordering::Relaxed);
-                    }
+    let configs = [slow, fast];
+    rounds_between_changes(
+        3,
+        40,
+        |t| {
+            for i in 0..64u32 {
+                let key = ((i * 7 + t) % 64) as u8;
+                if map.try_acquire(&key).is_ok() {
+                    admitted[usize::from(key)].fetch_add(1, Ordering::Relaxed);
                 }
-            });
-        }
-        s.spawn(|| {
-            for i in 0..200 {
-                map.reconfigure(if i % 2 == 0 { large } else { small });
             }
-        });
-    });
-    // The clock never moves: a change keeps min(available, new permits), so no key passes more
-    // than the larger burst in all.
+        },
+        |i| map.reconfigure(configs[i as usize % 2]),
+    );
+    // The clock never moves: a change keeps min(available, 4) and an idle key's fresh burst is
+    // the same 4, so no key passes more than 4 in all.
     for (key, n) in admitted.iter().enumerate() {
-        assert!(n.load(Ordering::Relaxed) <= 8, "key {key}: {n:?}");
+        assert!(n.load(Ordering::Relaxed) <= 4, "key {key}: {n:?}");
     }
 }
 

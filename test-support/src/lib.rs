@@ -15,6 +15,7 @@
 //! | [`window_bound`], [`bound_after_change`] | the bounds on any record of permits used |
 //! | [`KeyedSubject`], [`run_keyed`] | a keyed limiter under test behind one interface, run against [`KeyedModel`] |
 //! | [`TieredModel`], [`run_tiered`] | per-key tiers (§18): each key on its tier's config, a change of tier a reconfigure of that key |
+//! | [`rounds_between_changes`] | calls on real threads racing changes of config, meeting states of every config |
 //! | [`ops`] | proptest strategies: configs and schedules of [`Op`]s (single, bands, keyed, with reconfigures) |
 //!
 //! # The rules, as the model applies them
@@ -70,6 +71,7 @@ mod gcra;
 mod keyed;
 pub mod ops;
 mod outcome;
+mod race;
 mod subject;
 mod tiered;
 mod units;
@@ -80,6 +82,7 @@ pub use gcra::{Gcra, Rate, Refund, Ticket};
 pub use keyed::{KeyedModel, KeyedTicket};
 pub use ops::{KeyedOp, Op};
 pub use outcome::Outcome;
+pub use race::rounds_between_changes;
 pub use subject::{
     KeyedHeld, KeyedSubject, Reconfigure, TestKey, run_keyed, run_keyed_with_changes,
 };
