@@ -204,3 +204,32 @@ fn key_rules_hand_out_the_key_listener_they_were_given() {
     let l = l.with_key_listener(&QUIET);
     assert!(l.key_rules().key_listener().is_some());
 }
+
+/// A record restored into a table that already holds live keys, with no room for the record's
+/// keys: they raise the mark every key not held starts from, and a key the table holds keeps
+/// its own state. Its available permits say what a call then gets (before, no test restored into
+/// a table holding keys below the mark, and a peek that put every held key under the mark went
+/// unseen).
+#[test]
+fn a_held_key_below_a_restored_mark_peeks_what_a_call_gets() {
+    use ritmo_core::persist::Restored;
+    let clock = ManualClock::new();
+    let config = Config::new(10, Duration::from_secs(10)).unwrap();
+    let saver: KeyedLimiter<u32, _, 2> = KeyedLimiter::with_clock("peers", config, &clock, 1);
+    saver.try_acquire_n(&3, 10).unwrap();
+    saver.try_acquire_n(&4, 10).unwrap();
+    let mut saved = [0u8; KeyedLimiter::<u32, &ManualClock, 2>::SAVED_LEN];
+    assert!(saver.save_into(&mut saved));
+    let table: KeyedLimiter<u32, _, 2> = KeyedLimiter::with_clock("peers", config, &clock, 2);
+    table.try_acquire(&1).unwrap();
+    table.try_acquire_n(&2, 2).unwrap();
+    assert_eq!(table.restore(&saved), Restored::Saved);
+    // Keys 3 and 4 did not fit: a key not held now starts spent (none fits here either).
+    assert!(table.try_acquire(&5).is_err());
+    assert_eq!(
+        (table.available_permits(&1), table.available_permits(&2)),
+        (9, 8)
+    );
+    table.try_acquire_n(&1, 9).unwrap();
+    assert!(table.try_acquire(&1).is_err());
+}
