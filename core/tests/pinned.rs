@@ -287,6 +287,37 @@ mod reconfigured {
         assert_eq!(bands.available_permits_per_band(), [3, 2]);
     }
 
+    /// A burst spent to the last permit (nothing owed beyond it) and changed to a slower rate:
+    /// none available now, and the progress towards the next permit carries over, capped at the
+    /// new interval (SPEC §14; test-support's model, which says so, agrees). 10 per second spent
+    /// at 0, changed to 2 per second: the next permit at 100 ms, not at 500 ms, for a single
+    /// limiter and for a key alike (the boundary where the state is exactly a window ahead).
+    #[test]
+    fn a_burst_spent_to_the_last_permit_carries_its_progress_into_a_slower_rate() {
+        use ritmo_test_support::{Gcra, Units};
+        let clock = ManualClock::new();
+        let limiter = RateLimiter::new("one", per_second(10), &clock);
+        let keyed: KeyedLimiter<u8, _, 4> =
+            KeyedLimiter::with_clock("keyed", per_second(10), &clock, 7);
+        let mut model = Gcra::new(Units::NANOS, per_second(10));
+        limiter.try_acquire_n(10).unwrap();
+        keyed.try_acquire_n(&1, 10).unwrap();
+        let _ = model.try_acquire(0, 10);
+        limiter.reconfigure(per_second(2));
+        keyed.reconfigure(per_second(2));
+        let _ = model.reconfigure(0, per_second(2));
+        assert_eq!(
+            (limiter.available_permits(), keyed.available_permits(&1)),
+            (0, 0)
+        );
+        clock.advance(Duration::from_millis(100));
+        assert_eq!(model.available(100_000_000), 1);
+        assert_eq!(
+            (limiter.available_permits(), keyed.available_permits(&1)),
+            (1, 1)
+        );
+    }
+
     #[test]
     fn permits_and_the_reconfigured_flag_follow_the_change() {
         let limiter = RateLimiter::new("api", per_second(5), ManualClock::new());
