@@ -233,3 +233,39 @@ fn a_held_key_below_a_restored_mark_peeks_what_a_call_gets() {
     table.try_acquire_n(&1, 9).unwrap();
     assert!(table.try_acquire(&1).is_err());
 }
+
+/// `KeyRate`, the numbers a keyed store decides with, answers in its units (nanoseconds on a
+/// 1 GHz clock) what a limiter of its config promises: 4 per second is 250 ms a permit, the full
+/// burst for a state at or before now (idle), the wait for the permits a spent state owes, and
+/// the numbers of a change once it is made. Only the std map's paths called these, and no test
+/// asked them directly.
+#[test]
+fn a_key_rate_answers_its_configs_numbers_in_units() {
+    use ritmo_core::keyed::KeyRate;
+    let config = per_second(4).with_max_wait(Duration::from_secs(2));
+    let rate = KeyRate::with_clock("api", config, ManualClock::new());
+    assert!(rate.enabled());
+    assert!(rate.check_permits(0).is_err());
+    assert!(rate.check_permits(4).is_ok());
+    assert!(rate.check_permits(5).is_err());
+    assert_eq!(rate.max_wait(), 2_000_000_000);
+    assert_eq!(
+        (rate.increment(1), rate.increment(3)),
+        (250_000_000, 750_000_000)
+    );
+    assert!(rate.is_idle(5, 5) && !rate.is_idle(6, 5));
+    assert_eq!(rate.available(0, 0), 4);
+    assert_eq!(rate.available(500_000_000, 0), 2);
+    assert_eq!(rate.available(1_000_000_000, 0), 0);
+    assert_eq!(rate.wait(1_000_000_000, 0, 1), 250_000_000);
+    assert_eq!(rate.wait(1_000_000_000, 0, 2), 500_000_000);
+    let off = KeyRate::with_clock("off", config.with_enabled(false), ManualClock::new());
+    assert!(!off.enabled());
+    #[cfg(feature = "reconfigure")]
+    {
+        rate.change(per_second(8), 0, |_| {});
+        assert_eq!((rate.increment(1), rate.available(0, 0)), (125_000_000, 8));
+        assert_eq!(rate.max_wait(), 0);
+        assert!(rate.check_permits(8).is_ok());
+    }
+}
