@@ -611,3 +611,24 @@ fn bands_reconfigured_twice_read_the_converted_states() {
     assert_eq!(b.available_permits(), 0);
     assert!(b.try_acquire().is_err());
 }
+
+/// A reservation held by a handle on its own limiter (an `Arc` of it) is owned and cancels back
+/// into it; a handle on another limiter is refused and the reservation comes back unchanged.
+/// Only a doctest and ritmo-std's owned permits called `with_handle` before.
+#[test]
+fn a_reservation_is_held_only_by_a_handle_on_its_own_limiter() {
+    use std::sync::Arc;
+    let clock = ManualClock::new();
+    let l = Arc::new(RateLimiter::new("one", per_second(1), &clock));
+    let other = Arc::new(RateLimiter::new("other", per_second(1), &clock));
+    let refused = l.reserve().unwrap().with_handle(Arc::clone(&other));
+    let Err(back) = refused else {
+        panic!("a handle on another limiter is refused");
+    };
+    assert_eq!(l.available_permits(), 0);
+    let Ok(owned) = back.with_handle(Arc::clone(&l)) else {
+        panic!("a handle on its own limiter holds it");
+    };
+    assert!(owned.cancel());
+    assert_eq!((l.available_permits(), other.available_permits()), (1, 1));
+}
