@@ -25,6 +25,9 @@ pub fn rounds_between_changes(
         for caller in 0..callers {
             let (call, running, changes) = (&call, &running, &changes);
             s.spawn(move || {
+                // Counts this caller out even when `call` panics, so the changer stops and the
+                // scope re-raises the panic instead of changing configs for ever.
+                let _out = CountOut(running);
                 for _ in 0..rounds {
                     let seen = changes.load(Ordering::Acquire);
                     call(caller);
@@ -32,11 +35,12 @@ pub fn rounds_between_changes(
                         std::thread::yield_now();
                     }
                 }
-                running.fetch_sub(1, Ordering::Release);
             });
         }
         s.spawn(|| {
             let mut i = 0;
+            // A caller waits for a change after each round, so the changer runs until the last
+            // caller is out; a caller that panicked is out too.
             while running.load(Ordering::Acquire) > 0 {
                 change(i);
                 changes.fetch_add(1, Ordering::Release);
@@ -44,4 +48,50 @@ pub fn rounds_between_changes(
             }
         });
     });
+}
+
+/// Takes one caller off the count of those running when dropped, on return or on panic.
+struct CountOut<'a>(&'a AtomicU32);
+
+impl Drop for CountOut<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rounds_between_changes;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[test]
+    fn every_round_waits_for_a_change() {
+        let (calls, changes) = (AtomicU32::new(0), AtomicU32::new(0));
+        rounds_between_changes(
+            3,
+            5,
+            |_| {
+                calls.fetch_add(1, Ordering::Relaxed);
+            },
+            |_| {
+                changes.fetch_add(1, Ordering::Relaxed);
+            },
+        );
+        assert_eq!(calls.into_inner(), 15);
+        // Each caller's 5 rounds each waited for one more change.
+        assert!(changes.into_inner() >= 5);
+    }
+
+    #[test]
+    fn a_call_that_panics_fails_the_run_rather_than_hanging_it() {
+        let run = std::panic::catch_unwind(|| {
+            rounds_between_changes(
+                2,
+                3,
+                |caller| assert!(caller != 1, "caller 1 fails"),
+                |_| std::thread::yield_now(),
+            )
+        });
+        assert!(run.is_err());
+    }
 }
