@@ -251,14 +251,10 @@ pub(crate) struct Counter(U64Cell);
 
 #[cfg(feature = "counters")]
 impl Counter {
-    #[cfg(not(all(test, loom)))]
-    pub(crate) const fn new() -> Self {
-        Counter(U64Cell::new(0))
-    }
-
-    #[cfg(all(test, loom))]
-    pub(crate) fn new() -> Self {
-        Counter(U64Cell::new(0))
+    const_fn! {
+        pub(crate) fn new() -> Self {
+            Counter(U64Cell::new(0))
+        }
     }
 
     #[inline(always)]

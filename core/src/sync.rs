@@ -22,16 +22,23 @@ macro_rules! const_fn {
     };
 }
 
-#[cfg(all(not(all(test, loom)), target_has_atomic = "64"))]
+/// The atomic `U64Cell`: `portable_atomic`'s on targets with native 64-bit atomics, loom's in
+/// this crate's loom tests; one body for both.
+#[cfg(any(all(test, loom), target_has_atomic = "64"))]
 mod imp {
+    #[cfg(all(test, loom))]
+    use loom::sync::atomic::{AtomicU64, Ordering};
+    #[cfg(not(all(test, loom)))]
     use portable_atomic::{AtomicU64, Ordering};
 
     #[derive(Debug)]
     pub(crate) struct U64Cell(AtomicU64);
 
     impl U64Cell {
-        pub(crate) const fn new(value: u64) -> Self {
-            Self(AtomicU64::new(value))
+        const_fn! {
+            pub(crate) fn new(value: u64) -> Self {
+                Self(AtomicU64::new(value))
+            }
         }
         #[inline(always)]
         pub(crate) fn load(&self) -> u64 {
@@ -59,12 +66,18 @@ mod imp {
         }
         /// Adds `value` (wrapping) with a plain load and store, not a locked read-modify-write:
         /// a statistic, for which the hot path does not pay a second atomic operation. Two
-        /// cores adding at the same instant may lose one of the additions.
+        /// cores adding at the same instant may lose one of the additions. Under loom a
+        /// `fetch_add`, so the models' counts are exact.
         #[cfg(feature = "counters")]
         #[inline(always)]
         pub(crate) fn add(&self, value: u64) {
-            let v = self.0.load(Ordering::Relaxed);
-            self.0.store(v.wrapping_add(value), Ordering::Relaxed);
+            #[cfg(not(all(test, loom)))]
+            {
+                let v = self.0.load(Ordering::Relaxed);
+                self.0.store(v.wrapping_add(value), Ordering::Relaxed);
+            }
+            #[cfg(all(test, loom))]
+            self.0.fetch_add(value, Ordering::Relaxed);
         }
         /// The value, for a count nobody orders other memory by.
         #[cfg(feature = "counters")]
@@ -148,45 +161,6 @@ mod imp {
     }
 }
 
-#[cfg(all(test, loom))]
-mod imp {
-    use loom::sync::atomic::{AtomicU64, Ordering};
-
-    #[derive(Debug)]
-    pub(crate) struct U64Cell(AtomicU64);
-
-    impl U64Cell {
-        pub(crate) fn new(value: u64) -> Self {
-            Self(AtomicU64::new(value))
-        }
-        pub(crate) fn load(&self) -> u64 {
-            self.0.load(Ordering::Acquire)
-        }
-        pub(crate) fn store(&self, value: u64) {
-            self.0.store(value, Ordering::Release)
-        }
-        pub(crate) fn compare_exchange(&self, current: u64, new: u64) -> Result<u64, u64> {
-            self.0
-                .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
-        }
-        pub(crate) fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
-            self.0
-                .compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Acquire)
-        }
-        pub(crate) fn fetch_max(&self, value: u64) -> u64 {
-            self.0.fetch_max(value, Ordering::AcqRel)
-        }
-        #[cfg(feature = "counters")]
-        pub(crate) fn add(&self, value: u64) {
-            self.0.fetch_add(value, Ordering::Relaxed);
-        }
-        #[cfg(feature = "counters")]
-        pub(crate) fn load_relaxed(&self) -> u64 {
-            self.0.load(Ordering::Relaxed)
-        }
-    }
-}
-
 pub(crate) use imp::U64Cell;
 
 /// A statistic (feature `counters`): a [`U64Cell`] counted with a plain load and store. Under
@@ -237,52 +211,36 @@ impl Flag {
     }
 }
 
-/// A sequence number for a seqlock: loads and stores only (native everywhere), one writer at a
-/// time (the writers hold a critical section).
+#[cfg(all(feature = "reconfigure", all(test, loom)))]
+use loom::sync::atomic::{AtomicU32, Ordering, fence};
 #[cfg(all(feature = "reconfigure", not(all(test, loom))))]
-#[derive(Debug)]
-pub(crate) struct Seq(portable_atomic::AtomicU32);
+use portable_atomic::{AtomicU32, Ordering, fence};
 
-#[cfg(all(feature = "reconfigure", not(all(test, loom))))]
+/// A sequence number for a seqlock: loads and stores only (native everywhere), one writer at a
+/// time (the writers hold a critical section). Loom's under loom.
+#[cfg(feature = "reconfigure")]
+#[derive(Debug)]
+pub(crate) struct Seq(AtomicU32);
+
+#[cfg(feature = "reconfigure")]
 impl Seq {
-    pub(crate) const fn new() -> Self {
-        Self(portable_atomic::AtomicU32::new(0))
+    const_fn! {
+        pub(crate) fn new() -> Self {
+            Self(AtomicU32::new(0))
+        }
     }
     #[inline(always)]
     pub(crate) fn load(&self) -> u32 {
-        self.0.load(portable_atomic::Ordering::Acquire)
+        self.0.load(Ordering::Acquire)
     }
     pub(crate) fn load_relaxed(&self) -> u32 {
-        self.0.load(portable_atomic::Ordering::Relaxed)
+        self.0.load(Ordering::Relaxed)
     }
     pub(crate) fn store_relaxed(&self, value: u32) {
-        self.0.store(value, portable_atomic::Ordering::Relaxed)
+        self.0.store(value, Ordering::Relaxed)
     }
     pub(crate) fn store(&self, value: u32) {
-        self.0.store(value, portable_atomic::Ordering::Release)
-    }
-}
-
-#[cfg(all(feature = "reconfigure", test, loom))]
-#[derive(Debug)]
-pub(crate) struct Seq(loom::sync::atomic::AtomicU32);
-
-#[cfg(all(feature = "reconfigure", test, loom))]
-impl Seq {
-    pub(crate) fn new() -> Self {
-        Self(loom::sync::atomic::AtomicU32::new(0))
-    }
-    pub(crate) fn load(&self) -> u32 {
-        self.0.load(loom::sync::atomic::Ordering::Acquire)
-    }
-    pub(crate) fn load_relaxed(&self) -> u32 {
-        self.0.load(loom::sync::atomic::Ordering::Relaxed)
-    }
-    pub(crate) fn store_relaxed(&self, value: u32) {
-        self.0.store(value, loom::sync::atomic::Ordering::Relaxed)
-    }
-    pub(crate) fn store(&self, value: u32) {
-        self.0.store(value, loom::sync::atomic::Ordering::Release)
+        self.0.store(value, Ordering::Release)
     }
 }
 
@@ -290,20 +248,14 @@ impl Seq {
 #[cfg(feature = "reconfigure")]
 #[inline]
 pub(crate) fn fence_acquire() {
-    #[cfg(not(all(test, loom)))]
-    portable_atomic::fence(portable_atomic::Ordering::Acquire);
-    #[cfg(all(test, loom))]
-    loom::sync::atomic::fence(loom::sync::atomic::Ordering::Acquire);
+    fence(Ordering::Acquire);
 }
 
 /// A release fence: stores after it are not reordered before stores that precede it.
 #[cfg(feature = "reconfigure")]
 #[inline]
 pub(crate) fn fence_release() {
-    #[cfg(not(all(test, loom)))]
-    portable_atomic::fence(portable_atomic::Ordering::Release);
-    #[cfg(all(test, loom))]
-    loom::sync::atomic::fence(loom::sync::atomic::Ordering::Release);
+    fence(Ordering::Release);
 }
 
 /// A value only one thread (or interrupt handler) at a time may touch: the keyed table.

@@ -29,16 +29,11 @@ impl Default for KeyCell {
 }
 
 impl KeyCell {
-    /// The state of a key never seen: its full burst.
-    #[cfg(not(all(test, loom)))]
-    pub const fn new() -> Self {
-        KeyCell(U64Cell::new(0))
-    }
-
-    /// The state of a key never seen: its full burst.
-    #[cfg(all(test, loom))]
-    pub fn new() -> Self {
-        KeyCell(U64Cell::new(0))
+    const_fn! {
+        /// The state of a key never seen: its full burst.
+        pub fn new() -> Self {
+            KeyCell(U64Cell::new(0))
+        }
     }
 
     /// The instant (in its limiter's units) at which the key's next permit arrives; the key is
