@@ -418,6 +418,58 @@ fn a_limiter_racing_a_reconfigure_never_decides_on_replaced_numbers() {
     assert!(runs > 1);
 }
 
+/// A limiter reconfigured once already, its burst of 4 full: one thread takes 3 at once while
+/// another changes it to 2 per second, a change that leaves an idle state's word as it was
+/// (idle is new). The call lands before the change (3 taken, and the change keeps `min(1, 2)`)
+/// or after it (3 is above the new burst: refused, the burst of 2 whole), never decided on the
+/// old numbers and written after the change: each change moves the state to the other of two
+/// words, so a compare-and-swap that expects the old word's value fails.
+#[cfg(feature = "reconfigure")]
+#[test]
+fn a_call_decided_before_a_change_that_kept_the_state_decides_again() {
+    let runs = explore(|| {
+        let l = limiter(4, Duration::ZERO);
+        l.reconfigure(Config::new(4, T).unwrap());
+        let taker = {
+            let l = l.clone();
+            thread::spawn(move || l.try_acquire_n(3))
+        };
+        l.reconfigure(Config::new(2, T).unwrap());
+        match taker.join().unwrap() {
+            Ok(()) => assert_eq!(l.available_permits(), 1),
+            Err(e) => {
+                assert!(matches!(e, crate::AcquireError::InvalidPermits(_)), "{e:?}");
+                assert_eq!(l.available_permits(), 2);
+            }
+        }
+    });
+    assert!(runs > 1);
+}
+
+/// A reader of a limiter (reconfigured once already, 1 of 4 left) racing two more changes (8
+/// per second, then 16 per two seconds: 1 left under each) sees 1: it never reads a state with
+/// numbers of another generation, nor numbers a change is half way through writing.
+#[cfg(feature = "reconfigure")]
+#[test]
+fn a_reader_of_a_limiter_reconfigured_twice_sees_one_config() {
+    let runs = explore(|| {
+        let l = limiter(4, Duration::ZERO);
+        l.reconfigure(Config::new(4, T).unwrap());
+        l.try_acquire_n(3).unwrap();
+        assert_eq!(l.available_permits(), 1);
+        let reader = {
+            let l = l.clone();
+            thread::spawn(move || l.available_permits())
+        };
+        l.reconfigure(Config::new(8, T).unwrap());
+        l.reconfigure(Config::new(16, 2 * T).unwrap());
+        assert_eq!(l.available_permits(), 1);
+        let seen = reader.join().unwrap();
+        assert_eq!(seen, 1);
+    });
+    assert!(runs > 1);
+}
+
 /// Bands of 3 and 10 per second, one permit spent; one thread takes 2 at once while another
 /// reconfigures the first band to 1 per second. In every interleaving the call decides on the
 /// numbers in force where it lands, never on numbers a change already replaced: admitted before
