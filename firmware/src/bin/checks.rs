@@ -1,7 +1,9 @@
 //! ritmo on a bare microcontroller, under QEMU: exits 0 when every check passes, 1 otherwise.
 //!
 //! 1. A `static` limiter on a fake clock runs the design page's scenario.
-//! 2. (feature `registry`) the same scenario on a limiter from a `static` registry.
+//! 2. (feature `registry`) the same scenario on a limiter from a `static` registry; and on a
+//!    limiter with a listener, which hears each refusal (a listened limiter refuses on a path of
+//!    its own, out of line on targets without 64-bit atomics).
 //! 3. A `static` limiter on a real clock (SysTick on Cortex-M, the machine timer on RISC-V)
 //!    blocks with an `embedded-hal` `DelayNs`.
 //! 4. The timer interrupt handler (SysTick, or the RISC-V machine timer) and the main loop take
@@ -24,7 +26,7 @@ use core::time::Duration;
 
 #[cfg(target_arch = "arm")]
 use panic_semihosting as _;
-use ritmo_core::{const_config, Clock, ManualClock, RateLimiter, Reason};
+use ritmo_core::{const_config, Clock, Event, Listener, ManualClock, RateLimiter, Reason};
 use ritmo_firmware::{
     check, exit, log, Board, CycleDelay, DelayWait, MachineClock, BOARD, CLOCK_SPAN, TIMER_HZ,
 };
@@ -68,6 +70,35 @@ fn scenario(limiter: &RateLimiter<&ManualClock>, clock: &ManualClock, id: &str) 
         "more than one permit came back"
     );
     check!(limiter.available_permits() == 0);
+}
+
+// ---- 1b. the same, heard by a listener ----
+
+/// Counts the refusals it hears.
+struct Refusals(AtomicU32);
+
+impl Listener for Refusals {
+    fn on_event(&self, event: &Event) {
+        if let Event::Rejected(_) = event {
+            bump(&self.0);
+        }
+    }
+}
+
+static HEARD: Refusals = Refusals(AtomicU32::new(0));
+static LISTENED_CLOCK: ManualClock = ManualClock::new();
+static LISTENED: RateLimiter<&ManualClock> = RateLimiter::new(
+    "listened",
+    const_config!(10, Duration::from_secs(1)),
+    &LISTENED_CLOCK,
+)
+.with_listener(&HEARD);
+
+/// The scenario refuses three calls; the listener hears each, and each is an error.
+fn listened() {
+    scenario(&LISTENED, &LISTENED_CLOCK, "listened");
+    let heard = HEARD.0.load(Ordering::Relaxed);
+    check!(heard == 3, "the listener heard {} refusals of 3", heard);
 }
 
 // ---- 2. the same, in a static registry ----
@@ -719,6 +750,8 @@ fn main() -> ! {
 
     scenario(&RADIO, &FAKE, "radio");
     log!("static limiter: burst of 10, 11th rejected, one more after 100 ms");
+    listened();
+    log!("a listened limiter: the same, and the listener heard each of the 3 refusals");
 
     #[cfg(feature = "registry")]
     registry::run();
