@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 use ritmo_core::keyed::{KeyListener, Keyed, KeyedLimiter, Tier, Tiers};
-use ritmo_core::{Config, Event, Listener, ManualClock, Reason};
+use ritmo_core::{AcquireError, AdvanceClock, Clock, Config, Event, Listener, ManualClock, Reason};
 
 fn per_second(n: u32) -> Config {
     Config::new(n, Duration::from_secs(1)).unwrap()
@@ -268,4 +268,82 @@ fn a_key_rate_answers_its_configs_numbers_in_units() {
         assert_eq!(rate.max_wait(), 0);
         assert!(rate.check_permits(8).is_ok());
     }
+}
+
+/// The trait's own answers on core's table: its id, emptiness, and the tier a key is on, by
+/// position in the tiers given (`None` for a plan no tier has).
+#[test]
+fn the_keyed_face_answers_its_id_emptiness_and_tier_positions() {
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("uploads", per_second(1), ManualClock::new(), 0);
+    assert_eq!(l.id(), "uploads");
+    assert!(l.is_empty());
+    l.try_acquire(&1).unwrap();
+    assert!(!l.is_empty());
+    assert_eq!(l.tier_index(&1), Some(0), "one config is tier 0");
+
+    let tiers = Tiers::new(
+        [
+            Tier::new("free", per_second(1)),
+            Tier::new("team", per_second(4)),
+            Tier::new("paid", per_second(9)),
+        ],
+        |key: &u8| ["free", "team", "paid", "gold"][usize::from(*key)],
+    );
+    let t: KeyedLimiter<u8, _, 4, _> =
+        KeyedLimiter::tiered_with_clock("plans", tiers, ManualClock::new(), 0);
+    let positions: Vec<_> = (0..4).map(|key| t.tier_index(&key)).collect();
+    assert_eq!(positions, [Some(0), Some(1), Some(2), None]);
+}
+
+/// The waiting verbs take their permits at their slot (the fake clock moves there), one or `k`
+/// at once, and a call whose permits would come after `max_wait` is refused, taking nothing
+/// and leaving the clock where it was.
+#[test]
+fn keyed_waits_take_their_slot_or_refuse_beyond_max_wait() {
+    let clock = ManualClock::new();
+    let c = per_second(2).with_max_wait(ms(500));
+    let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("waits", c, &clock, 0);
+    l.acquire_advancing(&1).unwrap();
+    l.acquire_with(&1, &mut AdvanceClock).unwrap();
+    assert_eq!(clock.now(), 0, "the burst of 2 needs no wait");
+    l.acquire_advancing(&1).unwrap();
+    assert_eq!(clock.now(), 500_000_000, "the third permit's slot");
+    // Two more would arrive at 1.5 s, 1 s away: beyond max_wait.
+    let refused = l.acquire_n_advancing(&1, 2).unwrap_err();
+    assert!(
+        matches!(refused, AcquireError::RateLimited(_)),
+        "{refused:?}"
+    );
+    let refused = l.acquire_n_with(&1, 2, &mut AdvanceClock).unwrap_err();
+    assert!(
+        matches!(refused, AcquireError::RateLimited(_)),
+        "{refused:?}"
+    );
+    assert_eq!(clock.now(), 500_000_000);
+    l.acquire_n_with(&1, 1, &mut AdvanceClock).unwrap();
+    assert_eq!(clock.now(), 1_000_000_000);
+    l.acquire_n_advancing(&1, 1).unwrap();
+    assert_eq!(clock.now(), 1_500_000_000);
+
+    // Without a wait allowed, a spent key is refused by every waiting verb.
+    let now: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("now", per_second(1), &clock, 0);
+    now.try_acquire(&1).unwrap();
+    let refused = now.acquire_advancing(&1).unwrap_err();
+    assert_eq!(refused.reason(), Reason::NoPermitInTime);
+    assert!(now.acquire_with(&1, &mut AdvanceClock).is_err());
+    assert_eq!(clock.now(), 1_500_000_000);
+}
+
+/// Calls admitted after a wait are counted apart from those admitted at once.
+#[cfg(feature = "counters")]
+#[test]
+fn keyed_counts_waited_calls_apart() {
+    let clock = ManualClock::new();
+    let c = per_second(1).with_max_wait(Duration::from_secs(2));
+    let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("counts", c, &clock, 0);
+    l.acquire_advancing(&1).unwrap();
+    l.acquire_advancing(&1).unwrap();
+    l.acquire_advancing(&1).unwrap();
+    assert_eq!((l.admitted_count(), l.waited_count()), (1, 2));
 }
