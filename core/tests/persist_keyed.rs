@@ -522,6 +522,41 @@ fn a_tiered_table_restores_each_key_on_its_tier() {
     assert_eq!(table.available_permits(&107), 3);
 }
 
+/// Three tiers: each key restored comes back on the tier it was saved on, the first and the
+/// last included, with what it had left there.
+#[test]
+fn each_key_restores_onto_its_own_tier_of_three() {
+    fn plan(key: &u16) -> &'static str {
+        ["quick", "slow", "wide"][usize::from(*key % 3)]
+    }
+    let tiers = || {
+        Tiers::new(
+            [
+                Tier::new("quick", Config::new(4, Duration::from_secs(1)).unwrap()),
+                Tier::new("slow", Config::new(1, Duration::from_secs(10)).unwrap()),
+                Tier::new("wide", Config::new(8, Duration::from_secs(1)).unwrap()),
+            ],
+            plan as fn(&u16) -> &'static str,
+        )
+    };
+    type Tiered<'a> = KeyedLimiter<u16, &'a ManualClock, 4, Tiers<u16, 3>>;
+    let clock = ManualClock::new();
+    let table: Tiered = KeyedLimiter::tiered_with_clock("t", tiers(), &clock, 1);
+    table.try_acquire_n(&3, 2).unwrap(); // quick: 2 of 4 left
+    table.try_acquire_n(&5, 3).unwrap(); // wide: 5 of 8 left
+    let mut saved = [0u8; Tiered::SAVED_LEN];
+    assert!(table.save_into(&mut saved));
+    let table: Tiered = KeyedLimiter::tiered_with_clock("t", tiers(), &clock, 2);
+    assert_eq!(table.restore(&saved), Restored::Saved);
+    assert_eq!(table.available_permits(&3), 2);
+    assert_eq!(table.available_permits(&5), 5);
+    assert_eq!(
+        table.available_permits(&4),
+        1,
+        "a key never seen: its own tier's burst"
+    );
+}
+
 /// A reconfigure after a restore as spent treats the keys never seen as the keys held: SPEC §14's
 /// rule on a limiter that took its full burst at the restore.
 #[cfg(feature = "reconfigure")]
