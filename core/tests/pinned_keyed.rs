@@ -347,3 +347,36 @@ fn keyed_counts_waited_calls_apart() {
     l.acquire_advancing(&1).unwrap();
     assert_eq!((l.admitted_count(), l.waited_count()), (1, 2));
 }
+
+/// A full table of 1024 slots (one that keeps bounds to find its soonest key) on two tiers:
+/// after one tier's config changes so that its key frees up first, a new key's `KeyCapacity`
+/// refusal names that key's time (SPEC §13: `retry_after` is when the soonest live key frees
+/// up), and waiting it out finds room.
+#[cfg(feature = "reconfigure")]
+#[test]
+fn a_full_large_table_names_the_soonest_key_after_a_tier_change() {
+    let clock = ManualClock::new();
+    let tiers = Tiers::new(
+        [
+            Tier::new("mid", Config::new(1, Duration::from_secs(5)).unwrap()),
+            Tier::new("slow", Config::new(1, Duration::from_secs(10)).unwrap()),
+        ],
+        |key: &u16| if *key == 0 { "slow" } else { "mid" },
+    );
+    let l: KeyedLimiter<u16, _, 1024, _> = KeyedLimiter::tiered_with_clock("big", tiers, &clock, 7);
+    let cap = u16::try_from(l.capacity()).unwrap();
+    for key in 0..cap {
+        l.try_acquire(&key).unwrap();
+    }
+    let full = l.try_acquire(&cap).unwrap_err();
+    assert_eq!(full.reason(), Reason::KeyCapacity);
+    assert_eq!(full.retry_after(), Duration::from_secs(5));
+    // Key 0 owes its next permit 1 s from now under 1 per second (progress capped at the new
+    // interval): every other key frees up at 5 s.
+    l.set_tier_config("slow", per_second(1)).unwrap();
+    let full = l.try_acquire(&cap).unwrap_err();
+    assert_eq!(full.reason(), Reason::KeyCapacity);
+    assert_eq!(full.retry_after(), Duration::from_secs(1));
+    clock.advance(Duration::from_secs(1));
+    l.try_acquire(&cap).unwrap();
+}
