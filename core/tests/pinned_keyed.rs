@@ -350,7 +350,7 @@ fn keyed_counts_waited_calls_apart() {
 
 /// A full table of 1024 slots (one that keeps bounds to find its soonest key) on two tiers:
 /// after one tier's config changes so that its key frees up first, a new key's `KeyCapacity`
-/// refusal names that key's time (SPEC §13: `retry_after` is when the soonest live key frees
+/// refusal names that key's time (SPEC §10: `retry_after` is when the soonest live key frees
 /// up), and waiting it out finds room.
 #[cfg(feature = "reconfigure")]
 #[test]
