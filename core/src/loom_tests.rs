@@ -402,20 +402,30 @@ fn a_limiter_racing_a_reconfigure_never_decides_on_replaced_numbers() {
     let runs = explore(|| {
         let l = limiter(3, Duration::ZERO);
         l.try_acquire().unwrap();
-        let taker = {
-            let l = l.clone();
-            thread::spawn(move || l.try_acquire_n(2))
-        };
-        l.reconfigure(Config::new(1, T).unwrap());
-        match taker.join().unwrap() {
-            Ok(()) => assert_eq!(l.available_permits(), 0),
-            Err(e) => {
-                assert!(matches!(e, crate::AcquireError::InvalidPermits(_)), "{e:?}");
-                assert_eq!(l.available_permits(), 1);
-            }
-        }
+        let (took, left) = take_racing_a_change(l, 2, Config::new(1, T).unwrap());
+        assert_eq!(left, if took { 0 } else { 1 });
     });
     assert!(runs > 1);
+}
+
+/// Takes `k` permits at once on one thread while this one changes the limiter to `to`: whether
+/// the call was admitted (else it was refused as above the new burst, the only refusal these
+/// models allow), and what the limiter has available afterwards.
+#[cfg(feature = "reconfigure")]
+fn take_racing_a_change(l: Arc<RateLimiter<ManualClock>>, k: u32, to: Config) -> (bool, u32) {
+    let taker = {
+        let l = l.clone();
+        thread::spawn(move || l.try_acquire_n(k))
+    };
+    l.reconfigure(to);
+    let took = match taker.join().unwrap() {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(matches!(e, crate::AcquireError::InvalidPermits(_)), "{e:?}");
+            false
+        }
+    };
+    (took, l.available_permits())
 }
 
 /// A limiter reconfigured once already, its burst of 4 full: one thread takes 3 at once while
@@ -430,18 +440,8 @@ fn a_call_decided_before_a_change_that_kept_the_state_decides_again() {
     let runs = explore(|| {
         let l = limiter(4, Duration::ZERO);
         l.reconfigure(Config::new(4, T).unwrap());
-        let taker = {
-            let l = l.clone();
-            thread::spawn(move || l.try_acquire_n(3))
-        };
-        l.reconfigure(Config::new(2, T).unwrap());
-        match taker.join().unwrap() {
-            Ok(()) => assert_eq!(l.available_permits(), 1),
-            Err(e) => {
-                assert!(matches!(e, crate::AcquireError::InvalidPermits(_)), "{e:?}");
-                assert_eq!(l.available_permits(), 2);
-            }
-        }
+        let (took, left) = take_racing_a_change(l, 3, Config::new(2, T).unwrap());
+        assert_eq!(left, if took { 1 } else { 2 });
     });
     assert!(runs > 1);
 }
