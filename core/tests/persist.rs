@@ -304,3 +304,51 @@ fn untrusted_records_restore_fully_spent_with_their_reason() {
     assert_eq!(fresh.restore(&saved), Restored::Saved);
     assert_eq!(fresh.available_permits(), 10); // 5 s later: the 3 are back, capped at 10
 }
+
+/// Each key type's bytes read back as the same key (the `KeyBytes` contract), and bytes that
+/// encode no key of the type read as none.
+#[test]
+fn key_bytes_read_back_what_they_wrote() {
+    use core::net::{Ipv4Addr, Ipv6Addr};
+    use ritmo_core::persist::KeyBytes;
+    fn round_trip<K: KeyBytes + PartialEq + core::fmt::Debug>(key: K) {
+        let mut out = vec![0u8; K::LEN];
+        key.write(&mut out);
+        assert_eq!(K::read(&out), Some(key));
+    }
+    round_trip([7u8, 0, 255]);
+    round_trip(true);
+    round_trip(false);
+    round_trip('é');
+    round_trip(Ipv4Addr::new(192, 0, 2, 7));
+    round_trip(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 7));
+    assert_eq!(bool::read(&[2]), None);
+    assert_eq!(
+        char::read(&0xD800u32.to_le_bytes()),
+        None,
+        "a surrogate is no char"
+    );
+    assert_eq!(<[u8; 4]>::read(&[1, 2, 3]), None, "three bytes are no four");
+}
+
+/// Bands reconfigured since they were built save a record no bands trust (as a reconfigured
+/// limiter does), overwriting a valid one in the same place: restored, the bands are fully
+/// spent, never given the older record's permits back.
+#[cfg(feature = "reconfigure")]
+#[test]
+fn reconfigured_bands_overwrite_a_saved_record_with_one_never_trusted() {
+    let configs = [
+        Config::new(4, Duration::from_secs(1)).unwrap(),
+        Config::new(10, Duration::from_secs(60)).unwrap(),
+    ];
+    let clock = ManualClock::new();
+    let bands = Bands::new("radio", configs, &clock);
+    let mut saved = [0u8; Bands::<&ManualClock, 2>::SAVED_LEN];
+    assert!(bands.save_into(&mut saved)); // a valid record of fresh bands
+    bands.reconfigure([Config::new(8, Duration::from_secs(2)).unwrap(), configs[1]]);
+    bands.try_acquire_n(4).unwrap();
+    assert!(bands.save_into(&mut saved));
+    let after_reset = Bands::new("radio", configs, &clock);
+    assert!(matches!(after_reset.restore(&saved), Restored::Spent(_)));
+    assert_eq!(after_reset.available_permits(), 0);
+}
