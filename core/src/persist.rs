@@ -305,11 +305,12 @@ fn check(saved: &[u8], count: usize, rates: &[Rate], now: u64) -> Restored {
 /// Whether `saved` is a trusted record `len` bytes long, of `count` states (or tiers) counted in
 /// the numbers whose fingerprint is `print`, saved no later than reading `now`: its length,
 /// version, zero bytes and checksum (else [`Untrusted::Corrupt`]), its count and fingerprint
-/// (else [`Untrusted::ForeignConfig`]), its reading (else [`Untrusted::ClockBehind`]).
+/// (else [`Untrusted::ForeignConfig`]), its reading (else [`Untrusted::ClockBehind`]). `len` holds
+/// a head and a checksum at least (every record's does), so a record of that length is indexed
+/// safely.
 pub(crate) fn check_head(saved: &[u8], len: usize, count: usize, print: u32, now: u64) -> Restored {
     let untrusted = |why| Restored::Spent(why);
-    if saved.len() != len || len < HEAD + 4 || saved[0] != VERSION || saved[2] != 0 || saved[3] != 0
-    {
+    if saved.len() != len || saved[0] != VERSION || saved[2] != 0 || saved[3] != 0 {
         return untrusted(Untrusted::Corrupt);
     }
     let end = saved.len() - 4;

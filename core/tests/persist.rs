@@ -352,3 +352,76 @@ fn reconfigured_bands_overwrite_a_saved_record_with_one_never_trusted() {
     assert!(matches!(after_reset.restore(&saved), Restored::Spent(_)));
     assert_eq!(after_reset.available_permits(), 0);
 }
+
+/// CRC-32 (IEEE 802.3, reflected), as the persist module's docs name it: written here from the
+/// standard, so that a test can seal a record it changed.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A record whose checksum is right but whose head is not (another version, a byte that must be
+/// zero set) is corrupt, each fault alone; a record too short to hold a head is corrupt too,
+/// and none of them panics.
+#[test]
+fn a_sealed_record_with_a_bad_head_is_corrupt() {
+    let config = Config::new(10, Duration::from_secs(10)).unwrap();
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::new("a", config, &clock);
+    limiter.try_acquire_n(3).unwrap();
+    let saved = limiter.save();
+    let end = saved.len() - 4;
+    assert_eq!(
+        saved[end..],
+        crc32(&saved[..end]).to_le_bytes(),
+        "the docs' checksum"
+    );
+    for (at, value) in [(0, saved[0].wrapping_add(1)), (2, 1), (3, 1)] {
+        let mut bad = saved;
+        bad[at] = value;
+        let crc = crc32(&bad[..end]);
+        bad[end..].copy_from_slice(&crc.to_le_bytes());
+        let fresh = RateLimiter::new("a", config, &clock);
+        assert_eq!(
+            fresh.restore(&bad),
+            Restored::Spent(Untrusted::Corrupt),
+            "byte {at} set to {value}"
+        );
+    }
+    for short in [&saved[..1], &saved[..3], &saved[..4]] {
+        let fresh = RateLimiter::new("a", config, &clock);
+        assert_eq!(fresh.restore(short), Restored::Spent(Untrusted::Corrupt));
+    }
+}
+
+/// `save_into` writes only into a place of exactly `SAVED_LEN` bytes (else `false`, nothing
+/// written), and bands as many as a record counts (255) save and restore.
+#[test]
+fn bands_save_only_into_their_length_and_up_to_255_of_them() {
+    let config = Config::new(4, Duration::from_secs(1)).unwrap();
+    let clock = ManualClock::new();
+    let bands = Bands::new("radio", [config; 2], &clock);
+    bands.try_acquire_n(3).unwrap();
+    let mut wrong = [7u8; Bands::<&ManualClock, 2>::SAVED_LEN + 1];
+    assert!(!bands.save_into(&mut wrong));
+    assert!(!bands.save_into(&mut wrong[..10]));
+    assert!(wrong.iter().all(|&b| b == 7), "nothing written");
+
+    let many = Bands::new("many", [config; 255], &clock);
+    many.try_acquire_n(3).unwrap();
+    let mut saved = vec![0u8; Bands::<&ManualClock, 255>::SAVED_LEN];
+    assert!(many.save_into(&mut saved));
+    let restored = Bands::new("many", [config; 255], &clock);
+    assert_eq!(restored.restore(&saved), Restored::Saved);
+    assert_eq!(restored.available_permits(), 1);
+}
