@@ -13,6 +13,7 @@ use core::time::Duration;
 use proptest::prelude::*;
 use ritmo_core::persist::{Restored, Untrusted};
 use ritmo_core::{Bands, Clock, Config, ManualClock, RateLimiter};
+use ritmo_test_support::record::{crc32, seal};
 use ritmo_test_support::{BandsModel, Gcra, Op, Outcome, Units, ops};
 
 /// A step: let time pass, then ask for `k` permits.
@@ -351,23 +352,6 @@ fn reconfigured_bands_overwrite_a_saved_record_with_one_never_trusted() {
     let after_reset = Bands::new("radio", configs, &clock);
     assert!(matches!(after_reset.restore(&saved), Restored::Spent(_)));
     assert_eq!(after_reset.available_permits(), 0);
-}
-
-/// CRC-32 (IEEE 802.3, reflected), as the persist module's docs name it: written here from the
-/// standard, so that a test can seal a record it changed.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &byte in bytes {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 /// A record whose checksum is right but whose head is not (another version, a byte that must be

@@ -17,6 +17,7 @@ use proptest::prelude::*;
 use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};
 use ritmo_core::persist::{Restored, Untrusted, keyed_saved_len};
 use ritmo_core::{Clock, Config, ManualClock};
+use ritmo_test_support::record::seal;
 use ritmo_test_support::{Gcra, KeyedModel, KeyedOp, Op, Outcome, Units, ops};
 
 /// Keys the schedules use.
@@ -638,4 +639,103 @@ fn a_restore_on_a_clock_slower_than_the_units_keeps_every_state_to_the_unit() {
         }
         clock.advance_ticks(1);
     }
+}
+
+/// A keyed table's record takes `32 + capacity * (key_len + 9)` bytes, as documented: a head,
+/// the spent mark and the count, then per key its bytes, its state and its tier, then the
+/// checksum.
+#[test]
+fn a_keyed_record_takes_the_documented_length() {
+    for (capacity, key_len) in [(0, 1), (1, 16), (8, 4), (300, 2)] {
+        assert_eq!(
+            keyed_saved_len(capacity, key_len),
+            32 + capacity * (key_len + 9)
+        );
+    }
+    assert_eq!(KeyedLimiter::<u32, ManualClock, 8>::SAVED_LEN, 136);
+}
+
+/// A sealed record with one bad entry is corrupt, whichever entry it is: a key whose bytes
+/// encode no key, or a tier byte past the tiers. Nothing of it is restored, and nothing panics.
+#[test]
+fn a_sealed_keyed_record_with_one_bad_entry_is_corrupt() {
+    // bool keys: one byte each, 0 or 1 (an entry: the key, its state, its tier).
+    let clock = ManualClock::new();
+    let table: KeyedLimiter<bool, _, 2> = KeyedLimiter::with_clock("b", per_second(4), &clock, 1);
+    table.try_acquire(&true).unwrap();
+    let mut saved = [0u8; KeyedLimiter::<bool, &ManualClock, 2>::SAVED_LEN];
+    assert!(table.save_into(&mut saved));
+    let entry = 28; // after the head, the spent mark and the count
+    assert_eq!(saved[entry], 1, "the key true");
+    saved[entry] = 2;
+    seal(&mut saved);
+    let fresh: KeyedLimiter<bool, _, 2> = KeyedLimiter::with_clock("b", per_second(4), &clock, 2);
+    assert_eq!(fresh.restore(&saved), Restored::Spent(Untrusted::Corrupt));
+
+    // Two tiers; the second entry's tier byte names a third.
+    let tiers = || {
+        Tiers::new(
+            [Tier::new("a", per_second(4)), Tier::new("b", per_second(8))],
+            |key: &u16| if *key < 100 { "a" } else { "b" },
+        )
+    };
+    let table = KeyedLimiter::<u16, _, 4, _>::tiered_with_clock("t", tiers(), &clock, 1);
+    table.try_acquire(&1).unwrap();
+    table.try_acquire(&100).unwrap();
+    let mut saved = vec![0u8; keyed_saved_len(4, 2)];
+    assert!(table.save_into(&mut saved));
+    let second_tier = entry + (2 + 9) + 2 + 8;
+    assert!(saved[second_tier] < 2);
+    saved[second_tier] = 2;
+    seal(&mut saved);
+    let fresh = KeyedLimiter::<u16, _, 4, _>::tiered_with_clock("t", tiers(), &clock, 2);
+    assert_eq!(fresh.restore(&saved), Restored::Spent(Untrusted::Corrupt));
+}
+
+/// A key saved on one tier and held on another when restored (its plan changed in between) is
+/// raised to the saved state carried over to the tier it holds now, as a key that changed tier
+/// without a reset would be: 0 left of the slow tier's 1 becomes 0 of the fast tier's 10, the
+/// next permit one fast interval away.
+#[test]
+fn a_key_restored_onto_another_tier_carries_its_saved_state_over() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static FAST: AtomicBool = AtomicBool::new(false);
+    let tiers = || {
+        Tiers::new(
+            [
+                Tier::new("slow", Config::new(1, Duration::from_secs(10)).unwrap()),
+                Tier::new("fast", per_second(10)),
+            ],
+            |_: &u8| {
+                if FAST.load(Ordering::Relaxed) {
+                    "fast"
+                } else {
+                    "slow"
+                }
+            },
+        )
+    };
+    let clock = ManualClock::new();
+    let table = KeyedLimiter::<u8, _, 4, _>::tiered_with_clock("t", tiers(), &clock, 1);
+    table.try_acquire(&1).unwrap();
+    let mut saved = [0u8; keyed_saved_len(4, 1)];
+    assert!(table.save_into(&mut saved));
+
+    FAST.store(true, Ordering::Relaxed);
+    let table = KeyedLimiter::<u8, _, 4, _>::tiered_with_clock("t", tiers(), &clock, 2);
+    table.try_acquire(&1).unwrap(); // held on the fast tier: 9 of 10 left
+    assert_eq!(table.restore(&saved), Restored::Saved);
+    assert_eq!(table.available_permits(&1), 0);
+    clock.advance(ms(100));
+    assert_eq!(table.available_permits(&1), 1);
+    clock.advance(ms(100));
+    assert_eq!(table.available_permits(&1), 2);
+}
+
+fn per_second(n: u32) -> Config {
+    Config::new(n, Duration::from_secs(1)).unwrap()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
 }

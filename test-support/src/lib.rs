@@ -72,6 +72,7 @@ mod keyed;
 pub mod ops;
 mod outcome;
 mod race;
+pub mod record;
 mod subject;
 mod tiered;
 mod units;
