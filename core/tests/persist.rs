@@ -373,8 +373,7 @@ fn a_sealed_record_with_a_bad_head_is_corrupt() {
     for (at, value) in [(0, saved[0].wrapping_add(1)), (2, 1), (3, 1)] {
         let mut bad = saved;
         bad[at] = value;
-        let crc = crc32(&bad[..end]);
-        bad[end..].copy_from_slice(&crc.to_le_bytes());
+        seal(&mut bad);
         let fresh = RateLimiter::new("a", config, &clock);
         assert_eq!(
             fresh.restore(&bad),
