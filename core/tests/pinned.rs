@@ -632,3 +632,13 @@ fn a_reservation_is_held_only_by_a_handle_on_its_own_limiter() {
     assert!(owned.cancel());
     assert_eq!((l.available_permits(), other.available_permits()), (1, 1));
 }
+
+/// A `Duration` given where a duration value is read (`DurationValue`) is that duration.
+#[test]
+fn a_duration_read_as_a_duration_value_is_itself() {
+    use ritmo_core::DurationValue;
+    assert_eq!(
+        Duration::from_millis(1500).to_duration(),
+        Ok(Duration::from_millis(1500))
+    );
+}
