@@ -35,7 +35,12 @@ fn sum(text: &str, name: &str) -> Option<f64> {
     total
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// One thread runs the server and the clients: the limiter's own counts are statistics kept
+// with a plain load and store, exact while one core at a time admits and documented to undercount
+// (never overcount) when two cores admit at the same instant, which a runtime of two workers
+// made happen (44 counted of 45 requests, about once in a few CI runs). Each name's sum is
+// checked exactly where it is exact; the layer's own counts are atomic and exact anywhere.
+#[tokio::test(flavor = "current_thread")]
 async fn after_a_flood_each_metric_name_sums_to_what_the_clients_saw() {
     // A clock that never moves: each client IP has 4 permits for the whole test.
     let clock: &'static ManualClock = Box::leak(Box::new(ManualClock::new()));
