@@ -211,7 +211,7 @@ impl Flag {
     }
 }
 
-#[cfg(all(feature = "reconfigure", all(test, loom)))]
+#[cfg(all(feature = "reconfigure", test, loom))]
 use loom::sync::atomic::{AtomicU32, Ordering, fence};
 #[cfg(all(feature = "reconfigure", not(all(test, loom))))]
 use portable_atomic::{AtomicU32, Ordering, fence};

@@ -1,9 +1,9 @@
 //! ritmo on a bare microcontroller, under QEMU: exits 0 when every check passes, 1 otherwise.
 //!
-//! 1. A `static` limiter on a fake clock runs the design page's scenario.
-//! 2. (feature `registry`) the same scenario on a limiter from a `static` registry; and on a
-//!    limiter with a listener, which hears each refusal (a listened limiter refuses on a path of
-//!    its own, out of line on targets without 64-bit atomics).
+//! 1. A `static` limiter on a fake clock runs the design page's scenario; then a limiter with a
+//!    listener runs it, which hears each refusal (a listened limiter refuses on a path of its
+//!    own, out of line on targets without 64-bit atomics).
+//! 2. (feature `registry`) the same scenario on a limiter from a `static` registry.
 //! 3. A `static` limiter on a real clock (SysTick on Cortex-M, the machine timer on RISC-V)
 //!    blocks with an `embedded-hal` `DelayNs`.
 //! 4. The timer interrupt handler (SysTick, or the RISC-V machine timer) and the main loop take
