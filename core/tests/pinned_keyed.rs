@@ -380,3 +380,40 @@ fn a_full_large_table_names_the_soonest_key_after_a_tier_change() {
     clock.advance(Duration::from_secs(1));
     l.try_acquire(&cap).unwrap();
 }
+
+/// A store's one-permit fast path decides with the numbers it read before the call
+/// (`unchanged_rules`). Once a change of config has begun, `take_unchanged` with those numbers
+/// must do nothing and answer `None`, so that the store decides again with the numbers in force:
+/// a permit taken with the old numbers on a state the change converted would be taken under
+/// neither config. Only the std map's hot path calls these, and only a change landing between
+/// its two reads of the generation showed the difference there.
+#[cfg(feature = "reconfigure")]
+#[test]
+fn the_fast_path_takes_nothing_with_numbers_read_before_a_change() {
+    use ritmo_core::keyed::{KeyCell, KeyRules};
+    let rules: KeyRules<u8, _> = KeyRules::with_clock("api", per_second(1), ManualClock::new());
+    let cell = KeyCell::new();
+    let before = rules.unchanged_rules(()).expect("never changed");
+    rules.reconfigure(per_second(4), 0, |convert| convert(&cell));
+    let converted = cell.tat();
+    assert!(rules.unchanged_rules(()).is_none(), "changed: no fast path");
+    assert_eq!(rules.take_unchanged(&cell, &before, 0), None);
+    assert_eq!(cell.tat(), converted, "nothing taken with the old numbers");
+}
+
+/// `still` answers whether the numbers a store settled on are in force: not once a change has
+/// begun (inside the change, while it converts the keys), nor after it.
+#[cfg(feature = "reconfigure")]
+#[test]
+fn settled_numbers_are_not_still_in_force_during_or_after_a_change() {
+    use ritmo_core::keyed::KeyRate;
+    let rate = KeyRate::with_clock("api", per_second(1), ManualClock::new());
+    let settled = rate.settled();
+    assert!(rate.still(&settled));
+    let mut during = None;
+    rate.change(per_second(2), 0, |_| during = Some(rate.still(&settled)));
+    assert_eq!(during, Some(false), "a change in progress");
+    assert!(!rate.still(&settled), "a change made");
+    let again = rate.settled();
+    assert!(rate.still(&again), "the new numbers, settled");
+}
