@@ -134,21 +134,21 @@ impl<P: Permit> Held<P> {
         }
     }
 
-    /// What a future's drop does with the permit it still holds: kept if the request started,
+    /// What a future's drop does with the permit it still held: kept if the request started,
     /// else given back.
     #[cold]
     #[inline(never)]
-    pub(super) fn settle(&mut self, listener: Option<&Listener>) {
-        if self.started {
-            self.commit();
-        } else {
-            self.refund(RefundCause::Dropped, listener);
-        }
-    }
-
-    pub(super) fn commit(&mut self) {
-        if let Some(permit) = self.permit.take() {
+    fn settle(permit: P, started: bool, listener: Option<&Listener>) {
+        if started {
             permit.commit();
+        } else {
+            let returned = permit.refund();
+            if let Some(listener) = listener {
+                listener(&LayerEvent::Refunded {
+                    cause: RefundCause::Dropped,
+                    returned,
+                });
+            }
         }
     }
 }
@@ -211,9 +211,10 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             // Most requests hold nothing here (taken for good, or already committed): the rest
-            // is out of line, so that their drop stays a check.
-            if this.held.permit.is_some() {
-                this.held.settle(this.shared.listener.as_ref());
+            // is out of line, so that their drop stays a check. The permit is taken, not
+            // borrowed, so that the field's own drop after this one has nothing left to test.
+            if let Some(permit) = this.held.permit.take() {
+                Held::settle(permit, this.held.started, this.shared.listener.as_ref());
             }
         }
     }
