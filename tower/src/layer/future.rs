@@ -127,10 +127,16 @@ impl<P: Permit> Held<P> {
 
     pub(super) fn refund(&mut self, cause: RefundCause, listener: Option<&Listener>) {
         if let Some(permit) = self.permit.take() {
-            let returned = permit.refund();
-            if let Some(listener) = listener {
-                listener(&LayerEvent::Refunded { cause, returned });
-            }
+            Self::give_back(permit, cause, listener);
+        }
+    }
+
+    /// Gives `permit` back, and tells the listener whether it went back.
+    #[inline(always)]
+    fn give_back(permit: P, cause: RefundCause, listener: Option<&Listener>) {
+        let returned = permit.refund();
+        if let Some(listener) = listener {
+            listener(&LayerEvent::Refunded { cause, returned });
         }
     }
 
@@ -142,13 +148,7 @@ impl<P: Permit> Held<P> {
         if started {
             permit.commit();
         } else {
-            let returned = permit.refund();
-            if let Some(listener) = listener {
-                listener(&LayerEvent::Refunded {
-                    cause: RefundCause::Dropped,
-                    returned,
-                });
-            }
+            Self::give_back(permit, RefundCause::Dropped, listener);
         }
     }
 }
