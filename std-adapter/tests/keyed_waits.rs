@@ -1,10 +1,10 @@
 //! The std keyed limiter's waits (blocking, interrupted, tokio) and its IP keys.
 
-use ritmo_core::keyed::Keyed;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use ritmo_core::{Config, Reason};
+use ritmo_std::prelude::*;
 use ritmo_std::{Interrupt, IpKey, KeyedRateLimiter};
 
 fn config(permits: u32, period_ms: u64, max_wait_ms: u64) -> Config {

@@ -1,7 +1,6 @@
 //! The layer on limiters shared by `Arc`, as on `&'static` ones: the same decisions, waits,
 //! refunds by outcome (tail rule) and the permit of a request dropped while waiting given back.
 
-use ritmo_core::keyed::Keyed;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
