@@ -30,8 +30,8 @@ use crate::keyed::KeyListener;
 /// # Ok::<(), ritmo::ConfigError>(())
 /// ```
 pub struct Keyed<K: 'static, S: KeyedStore<K>> {
-    pub(super) rules: KeyRules<K, S::Clock, S::Tiers>,
     pub(super) store: S,
+    pub(super) rules: KeyRules<K, S::Clock, S::Tiers>,
 }
 
 impl<K: 'static, S: KeyedStore<K> + fmt::Debug> fmt::Debug for Keyed<K, S> {

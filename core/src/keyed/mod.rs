@@ -121,7 +121,7 @@ use table::Table;
 
 /// Receives a keyed limiter's events together with the key they are about. Opt-in
 /// ([`KeyedLimiter::with_key_listener`]): keys are often personal data, so a plain
-/// [`Listener`] only ever hears the limiter's id.
+/// [`Listener`](crate::Listener) only ever hears the limiter's id.
 ///
 /// ```
 /// use core::time::Duration;
