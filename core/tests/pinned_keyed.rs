@@ -188,6 +188,18 @@ fn key_rules_debug_names_the_limiter_and_its_key_listener() {
     assert!(text.contains("has_key_listener: false"), "{text}");
 }
 
+/// The one keyed type prints its name, id and config, and its store (the table's capacity).
+#[test]
+fn keyed_debug_names_the_limiter_and_its_store() {
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("peers", per_second(1), ManualClock::new(), 0);
+    let text = format!("{l:?}");
+    assert!(text.starts_with("Keyed {"), "{text}");
+    assert!(text.contains("id: \"peers\""), "{text}");
+    assert!(text.contains("config: Config"), "{text}");
+    assert!(text.contains("store: FixedTable { capacity: 4"), "{text}");
+}
+
 /// A store reads the key listener its rules were given, to tell it about its own events.
 #[test]
 fn key_rules_hand_out_the_key_listener_they_were_given() {
