@@ -17,7 +17,6 @@
 //! cargo bench --bench keyed -- --test     # smoke: each function runs once
 //! ```
 
-use ritmo::keyed::Keyed;
 use std::alloc::System;
 use std::hint::black_box;
 use std::num::NonZeroU32;

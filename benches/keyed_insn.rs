@@ -16,7 +16,6 @@
 //! `tiered_table_fake`: the same with two tiers), a rejected hot key (`*_rej`; `ritmo_rej_fake` on
 //! a fake clock), a new key each call (`*_new`).
 
-use ritmo::keyed::Keyed;
 use std::hint::black_box;
 use std::num::NonZeroU32;
 

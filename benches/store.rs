@@ -18,7 +18,6 @@
 //! cargo bench --bench store -- --table-only # the fixed table's full-store rows only
 //! ```
 
-use ritmo::keyed::Keyed;
 use std::alloc::System;
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -11,7 +11,6 @@
 //!
 //! Run: `cargo run --example keyed`
 
-use ritmo::keyed::Keyed;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;

@@ -5,7 +5,6 @@
 //! counts every thread, so nothing else may run while a path is measured. The counting allocator
 //! is `stats_alloc`'s, since ritmo forbids `unsafe` and a `GlobalAlloc` implementation needs it.
 
-use ritmo::keyed::Keyed;
 use std::alloc::System;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

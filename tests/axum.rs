@@ -5,7 +5,6 @@
 //!   `RateLimit-Policy` names, and an upgrade mid-way hands out no fresh burst;
 //! - `/metrics`: the counts a scrape reads are the statuses the clients saw.
 
-use ritmo::keyed::Keyed;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::LazyLock;
 use std::time::Duration;

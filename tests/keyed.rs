@@ -374,7 +374,6 @@ proptest! {
 
 // Guarantees one at a time.
 
-use ritmo::keyed::Keyed as _;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use ritmo::{Event, KeyListener, Listener, const_config};

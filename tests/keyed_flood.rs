@@ -7,7 +7,6 @@
 //! unkeyed limiter, checked throughout); no flood key is admitted beyond its bound; nothing
 //! panics. Idle flood keys go idle one at a time all through the run, so the map keeps reclaiming.
 
-use ritmo::keyed::Keyed;
 use std::alloc::System;
 use std::time::Duration;
 

@@ -20,7 +20,7 @@ use loom::thread;
 use std::eprintln;
 use std::vec::Vec;
 
-use crate::keyed::{Keyed, KeyedLimiter};
+use crate::keyed::KeyedLimiter;
 use crate::{Config, ManualClock, Reason};
 
 const T: Duration = Duration::from_secs(1);

@@ -6,7 +6,6 @@
 #![cfg(feature = "reconfigure")]
 
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::keyed::KeyedLimiter;

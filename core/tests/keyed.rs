@@ -5,7 +5,6 @@
 //! §17's `max_wait` rule with issue 20's numbers.
 
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::keyed::{KeyedLimiter, KeyedReservation};

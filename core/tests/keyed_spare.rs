@@ -9,7 +9,7 @@
 use core::time::Duration;
 
 use proptest::prelude::*;
-use ritmo_core::keyed::{Keyed, KeyedLimiter};
+use ritmo_core::keyed::KeyedLimiter;
 use ritmo_core::{Clock, Config, ManualClock};
 use ritmo_test_support::{KeyedModel, KeyedOp, Op, Outcome, Units, ops, run_keyed_with_changes};
 

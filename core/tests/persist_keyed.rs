@@ -11,7 +11,6 @@
 //!   at the instant of the restore (SPEC: "restores as fully spent, never as fresh").
 
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};

@@ -2,7 +2,6 @@
 //! change to the rule that every other test let through). One test per behaviour, named for it.
 
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::vec::Vec;

@@ -7,7 +7,7 @@ use core::time::Duration;
 use std::sync::Mutex;
 use std::vec::Vec;
 
-use ritmo_core::keyed::{KeyListener, Keyed, KeyedLimiter, Tier, Tiers};
+use ritmo_core::keyed::{KeyListener, KeyedLimiter, Tier, Tiers};
 use ritmo_core::{AcquireError, AdvanceClock, Clock, Config, Event, Listener, ManualClock, Reason};
 
 fn per_second(n: u32) -> Config {
@@ -180,7 +180,6 @@ fn a_reservation_gives_nothing_back_after_its_key_moved_tier() {
 /// The rules of a keyed limiter print its name and whether a key listener hears it.
 #[test]
 fn key_rules_debug_names_the_limiter_and_its_key_listener() {
-    use ritmo_core::keyed::KeyedStore;
     let l: KeyedLimiter<u8, _, 4> =
         KeyedLimiter::with_clock("peers", per_second(1), ManualClock::new(), 0);
     let text = format!("{:?}", l.key_rules());
@@ -189,10 +188,21 @@ fn key_rules_debug_names_the_limiter_and_its_key_listener() {
     assert!(text.contains("has_key_listener: false"), "{text}");
 }
 
+/// The one keyed type prints its name, id and config, and its store (the table's capacity).
+#[test]
+fn keyed_debug_names_the_limiter_and_its_store() {
+    let l: KeyedLimiter<u8, _, 4> =
+        KeyedLimiter::with_clock("peers", per_second(1), ManualClock::new(), 0);
+    let text = format!("{l:?}");
+    assert!(text.starts_with("Keyed {"), "{text}");
+    assert!(text.contains("id: \"peers\""), "{text}");
+    assert!(text.contains("config: Config"), "{text}");
+    assert!(text.contains("store: FixedTable { capacity: 4"), "{text}");
+}
+
 /// A store reads the key listener its rules were given, to tell it about its own events.
 #[test]
 fn key_rules_hand_out_the_key_listener_they_were_given() {
-    use ritmo_core::keyed::KeyedStore;
     struct Quiet;
     impl KeyListener<u8> for Quiet {
         fn on_event(&self, _: &u8, _: &Event) {}
@@ -394,7 +404,9 @@ fn the_fast_path_takes_nothing_with_numbers_read_before_a_change() {
     let rules: KeyRules<u8, _> = KeyRules::with_clock("api", per_second(1), ManualClock::new());
     let cell = KeyCell::new();
     let before = rules.unchanged_rules(()).expect("never changed");
-    rules.reconfigure(per_second(4), 0, |convert| convert(&cell));
+    rules
+        .key_rate()
+        .change(per_second(4), 0, |convert| cell.convert(convert));
     let converted = cell.tat();
     assert!(rules.unchanged_rules(()).is_none(), "changed: no fast path");
     assert_eq!(rules.take_unchanged(&cell, &before, 0), None);

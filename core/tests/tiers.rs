@@ -6,7 +6,6 @@
 
 use core::cell::RefCell;
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::keyed::{KeyedLimiter, Tier, Tiers};

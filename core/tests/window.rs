@@ -11,7 +11,6 @@
 //! without losing any.
 
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::keyed::KeyedLimiter;

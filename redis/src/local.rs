@@ -3,7 +3,6 @@
 //! map's exact eviction (a key whose burst is full again is dropped when room is needed; a key
 //! still being limited never is).
 
-use ritmo_core::keyed::Keyed;
 use std::time::Duration;
 
 use ritmo_core::{AcquireError, Config, RateLimitExceeded, Reason};

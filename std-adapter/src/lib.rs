@@ -75,7 +75,9 @@ pub use annotated::{DEFAULT_REGISTRY_CAPACITY, default_registry};
 pub use blocking::BlockingExt;
 pub use clock::{InstantClock, StdClock};
 pub use coarse::{CoarseClock, UpkeepError};
-pub use keyed::{IpKey, KeyedRateLimiter, KeyedReservation};
+#[cfg(feature = "tokio")]
+pub use keyed::KeyedAsyncExt;
+pub use keyed::{IpKey, KeyedBlockingExt, KeyedRateLimiter, KeyedReservation, ShardedMap};
 pub use owned::{Limit, OwnedBandsReservation, OwnedKeyedReservation, OwnedReservation};
 #[cfg(feature = "tokio")]
 pub use tokio::{AsyncExt, TokioClock};

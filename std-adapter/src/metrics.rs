@@ -27,7 +27,7 @@
 //! | [`RateLimiter`] | `ritmo_admitted_total`, `ritmo_available_permits`, `ritmo_permits` |
 //! | [`Bands`] | per band (label `band`: `0`, `1`, ...): `ritmo_admitted_total` (the same for every band: a call passes all of them or none), `ritmo_available_permits`, `ritmo_permits` |
 //! | [`Registry`] | what [`RateLimiter`] writes, for each of its limiters |
-//! | [`KeyedLimiter`] (ritmo-core) and [`KeyedRateLimiter`] | `ritmo_admitted_total`, `ritmo_waited_total`, `ritmo_rejected_total` (`reason`: `no_permit_in_time`, `key_capacity`, and `unknown_tier` for a tiered one), `ritmo_keys`, `ritmo_permits` (per key) |
+//! | [`KeyedLimiter`](crate::ritmo::KeyedLimiter) (ritmo-core) and [`KeyedRateLimiter`](crate::KeyedRateLimiter) | `ritmo_admitted_total`, `ritmo_waited_total`, `ritmo_rejected_total` (`reason`: `no_permit_in_time`, `key_capacity`, and `unknown_tier` for a tiered one), `ritmo_keys`, `ritmo_permits` (per key) |
 //! | ritmo-redis's limiters (its feature `metrics`) | see `ritmo::redis::metrics` |
 //!
 //! A keyed limiter keeps its own counts of rejections (every key together), so it needs no
@@ -69,10 +69,8 @@
 
 use std::hash::Hash;
 
-use ritmo_core::keyed::{Keyed, TierSet};
-use ritmo_core::{Bands, Clock, Event, KeyedLimiter, Listener, RateLimiter, Reason, Registry};
-
-use crate::KeyedRateLimiter;
+use ritmo_core::keyed::{Keyed, KeyedStore, TierSet};
+use ritmo_core::{Bands, Clock, Event, Listener, RateLimiter, Reason, Registry};
 
 /// Calls admitted at once, per limiter (counter).
 pub const ADMITTED: &str = "ritmo_admitted_total";
@@ -168,8 +166,8 @@ impl Listener for MetricsListener {
 }
 
 /// A limiter of any kind whose series can be recorded before a scrape: every kind of ritmo's
-/// implements it ([`RateLimiter`], [`Bands`], [`Registry`], ritmo-core's [`KeyedLimiter`],
-/// [`KeyedRateLimiter`], and ritmo-redis's limiters with its feature `metrics`), and so do
+/// implements it ([`RateLimiter`], [`Bands`], [`Registry`], ritmo-core's [`KeyedLimiter`](crate::ritmo::KeyedLimiter),
+/// [`KeyedRateLimiter`](crate::KeyedRateLimiter), and ritmo-redis's limiters with its feature `metrics`), and so do
 /// references, `Box`es and `Arc`s of them. See the [module docs](self) for the series of each.
 ///
 /// ```
@@ -177,7 +175,6 @@ impl Listener for MetricsListener {
 /// use ritmo::{Bands, Config, ManualClock, RateLimiter};
 /// use ritmo::server::KeyedRateLimiter;
 /// use ritmo::server::metrics;
-/// use ritmo::keyed::Keyed;
 ///
 /// let clock = ManualClock::new();
 /// let global = RateLimiter::new("global", Config::new(100, Duration::from_secs(1))?, &clock);
@@ -263,24 +260,16 @@ impl<C: Clock, const B: usize> Recordable for Bands<C, B> {
     }
 }
 
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> Recordable
-    for KeyedLimiter<K, C, N, P>
-{
+/// The series of a keyed limiter, whatever its store: its counts (every key together) and its
+/// live keys. The `unknown_tier` refusals only of a tiered limiter (one whose keys keep a tier:
+/// an untiered one never has any).
+impl<K: Hash + Eq + Clone, S: KeyedStore<K>> Recordable for Keyed<K, S> {
     fn record(&self) {
         record_keyed(self);
     }
 }
 
-impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> Recordable for KeyedRateLimiter<K, C, P> {
-    fn record(&self) {
-        record_keyed(self);
-    }
-}
-
-/// The series of a keyed limiter: its counts (every key together) and its live keys. The
-/// `unknown_tier` refusals only of a tiered limiter (one whose keys keep a tier: an untiered one
-/// never has any).
-fn record_keyed<K: Hash + Eq + Clone + 'static, S: Keyed<K>>(limiter: &S) {
+fn record_keyed<K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(limiter: &Keyed<K, S>) {
     let (rate, snapshot) = (limiter.key_rules().key_rate(), limiter.snapshot());
     let tiered = core::mem::size_of::<<S::Tiers as TierSet<K>>::Index>() != 0;
     let id = rate.id();

@@ -4,17 +4,16 @@
 //! holds one across `.await`, or moves it into a task, without a lock or an allocation.
 
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 use std::hash::Hash;
 use std::sync::Arc;
 
-use ritmo_core::keyed::{KeyCharge, OneTier, TierSet};
+use ritmo_core::keyed::{KeyCharge, KeyReservation, Keyed, KeyedStore, OneTier};
 use ritmo_core::{
     AcquireError, Bands, BandsCharge, BandsReservation, Clock, Held, Holder, LimiterCharge,
     RateLimiter, Reservation,
 };
 
-use crate::{KeyedRateLimiter, KeyedReservation};
+use crate::KeyedRateLimiter;
 
 /// A [`RateLimiter`]'s reservation that owns the limiter through an `Arc`.
 pub type OwnedReservation<C> = Held<Arc<RateLimiter<C>>, LimiterCharge>;
@@ -129,11 +128,12 @@ impl<C: Clock + Send + Sync + 'static, const B: usize> Limit for Bands<C, B> {
     }
 }
 
-impl<K, C, P> Limit for KeyedRateLimiter<K, C, P>
+/// Every keyed limiter, whatever its store (the std map, the fixed table).
+impl<K, S> Limit for Keyed<K, S>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    C: Clock + Send + Sync + 'static,
-    P: TierSet<K> + Send + Sync + 'static,
+    S: KeyedStore<K> + 'static,
+    Keyed<K, S>: Send + Sync,
 {
     type Key = K;
     type Charge = KeyCharge<K>;
@@ -143,7 +143,7 @@ where
         key: &K,
         permits: u32,
         max_wait: Option<Duration>,
-    ) -> Result<KeyedReservation<'_, K, C, P>, AcquireError> {
+    ) -> Result<KeyReservation<'_, K, Keyed<K, S>>, AcquireError> {
         match max_wait {
             None => self.reserve_n(key, permits),
             Some(max_wait) => self.reserve_n_within(key, permits, max_wait),

@@ -2,8 +2,9 @@
 //! `use ritmo::server::prelude::*;`.
 //!
 //! [`BlockingExt`] gives a limiter `acquire()`, `acquire_n(k)`, `call(..)`, `call_n(..)` and
-//! `try_call(..)`; with the `tokio` feature, [`tokio::AsyncExt`](crate::tokio::AsyncExt) gives
-//! the same names with an `_async` suffix. The async trait is imported anonymously (`as _`):
+//! `try_call(..)`, [`KeyedBlockingExt`] a keyed limiter the same for a key; with the `tokio`
+//! feature, [`tokio::AsyncExt`](crate::tokio::AsyncExt) and `KeyedAsyncExt` give the same names
+//! with an `_async` suffix. The async trait is imported anonymously (`as _`):
 //! its methods are in scope, and its name never clashes with another crate's `AsyncExt`.
 //! [`Limit`](crate::Limit) is imported so too: `reserve_owned` on an `Arc` of any kind.
 //!
@@ -20,6 +21,9 @@
 pub use ritmo_core::prelude::*;
 
 pub use crate::blocking::BlockingExt;
+#[cfg(feature = "tokio")]
+pub use crate::keyed::KeyedAsyncExt as _;
+pub use crate::keyed::KeyedBlockingExt;
 #[cfg(feature = "tokio")]
 pub use crate::tokio::AsyncExt as _;
 pub use crate::{Interrupt, Limit as _, StdRateLimiter};

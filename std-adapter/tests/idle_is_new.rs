@@ -3,7 +3,6 @@
 //! on whether the map kept or dropped an idle key (`reclaim_idle` between, or not).
 
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::{Clock, Config, ManualClock};

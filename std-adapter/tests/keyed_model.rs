@@ -6,7 +6,6 @@
 //! clocks, and a `KeyCapacity` `retry_after` that must never be early.
 
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 
 use proptest::prelude::*;
 use ritmo_core::{AcquireError, Clock, Config, ManualClock};

@@ -1,10 +1,10 @@
 //! The std keyed limiter's waits (blocking, interrupted, tokio) and its IP keys.
 
-use ritmo_core::keyed::Keyed;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use ritmo_core::{Config, Reason};
+use ritmo_std::prelude::*;
 use ritmo_std::{Interrupt, IpKey, KeyedRateLimiter};
 
 fn config(permits: u32, period_ms: u64, max_wait_ms: u64) -> Config {
@@ -23,6 +23,21 @@ fn blocking_acquire_parks_until_the_keys_slot_and_other_keys_do_not_wait() {
     assert!(limiter.try_acquire(&"a").is_err());
     assert_eq!(limiter.call(&"c", || 7), Ok(7));
     assert!(limiter.acquire_n(&"a", 2).is_err()); // more than the burst
+}
+
+/// The waits are written once for the one keyed type: the heap-free table on a std clock parks
+/// as the map does.
+#[test]
+fn the_fixed_table_parks_as_the_map_does() {
+    use ritmo_core::keyed::KeyedLimiter;
+    let table: KeyedLimiter<&str, ritmo_std::StdClock, 4> =
+        KeyedLimiter::with_clock("table", config(1, 30, 100), ritmo_std::StdClock::new(), 0);
+    table.acquire(&"a").unwrap();
+    assert!(table.retry_after(&"a") > Duration::ZERO);
+    table.acquire(&"a").unwrap(); // parks until its slot
+    assert!(table.try_acquire(&"a").is_err());
+    assert_eq!(table.call(&"b", || 7), Ok(7));
+    assert!(table.acquire_n(&"a", 2).is_err()); // more than the burst
 }
 
 #[test]

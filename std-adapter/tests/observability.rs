@@ -2,7 +2,6 @@
 //! fake clock. Metrics are read back from a real Prometheus recorder's rendered text.
 #![cfg(all(feature = "metrics", feature = "tracing"))]
 
-use ritmo_core::keyed::Keyed;
 use std::sync::Mutex;
 use std::time::Duration;
 

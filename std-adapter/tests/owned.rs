@@ -4,7 +4,6 @@
 //! another thread). Expected numbers come from the rule: with 1 permit per second and a burst of
 //! 1, the first call passes at once and each next one is 1 s later.
 
-use ritmo_core::keyed::Keyed;
 use std::sync::Arc;
 use std::time::Duration;
 

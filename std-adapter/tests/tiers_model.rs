@@ -5,7 +5,6 @@
 
 use core::cell::RefCell;
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;

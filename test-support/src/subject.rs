@@ -7,7 +7,7 @@ use core::hash::Hash;
 use core::time::Duration;
 
 use ritmo_core::AcquireError;
-use ritmo_core::keyed::{KeyReservation, KeyedStore};
+use ritmo_core::keyed::{KeyReservation, Keyed, KeyedStore};
 
 use crate::keyed::{KeyedModel, KeyedTicket};
 use crate::ops::{KeyedOp, Op};
@@ -28,7 +28,9 @@ pub trait KeyedHeld {
 }
 
 /// Every keyed store's reservation (the fixed table's and the std map's are this one type).
-impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyedHeld for KeyReservation<'_, K, L> {
+impl<K: Hash + Eq + Clone + 'static, S: KeyedStore<K>> KeyedHeld
+    for KeyReservation<'_, K, Keyed<K, S>>
+{
     fn wait_time(&self) -> Duration {
         KeyReservation::wait_time(self)
     }

@@ -20,7 +20,6 @@
 //! Workers: `LOAD_WORKERS` (default 1), so that the load generator keeps a core of its own on a
 //! two-core machine.
 
-use ritmo_core::keyed::Keyed;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;

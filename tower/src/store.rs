@@ -7,20 +7,16 @@
 use core::fmt;
 use core::future::{Future, Pending};
 use core::time::Duration;
-use ritmo_core::keyed::Keyed;
 
 use core::hash::Hash;
 use core::ops::Deref;
 use std::sync::Arc;
 
-use ritmo_core::keyed::TierSet;
+use ritmo_core::keyed::{KeyCharge, KeyReservation, Keyed, KeyedStore};
 use ritmo_core::{
     AcquireError, Bands, BandsReservation, Clock, Config, Held, Holder, RateLimiter, Reservation,
 };
-use ritmo_std::{
-    KeyedRateLimiter, KeyedReservation, Limit, OwnedBandsReservation, OwnedKeyedReservation,
-    OwnedReservation,
-};
+use ritmo_std::{Limit, OwnedBandsReservation, OwnedReservation};
 
 /// A quota policy, as the `RateLimit-Policy` field states it: `quota` permits per `window`.
 ///
@@ -219,8 +215,8 @@ pub trait Permit: Send + 'static {
 ///
 /// Implement it for a cheap, clonable handle (`&'static` or `Arc`): the layer clones it into every
 /// service and every response future. Implemented, `&'static` and `Arc`, for every in-process
-/// kind: `RateLimiter<C>` and `Bands<C, B>` (one global quota, key `()`), `KeyedRateLimiter<K, C,
-/// P>` (one quota per key, tiered or not); for the Redis limiters (ritmo-redis, feature `tower`);
+/// kind: `RateLimiter<C>` and `Bands<C, B>` (one global quota, key `()`), `Keyed<K, S>` (one
+/// quota per key, tiered or not, whatever its store: `KeyedRateLimiter`, `KeyedLimiter`); for the Redis limiters (ritmo-redis, feature `tower`);
 /// and for `Arc<S>` of any store. An in-process kind's permit is its reservation, borrowed from a
 /// `&'static` limiter or owning the `Arc` (no lock and no allocation per request).
 #[diagnostic::on_unimplemented(
@@ -454,25 +450,29 @@ impl<C: Clock + Send + Sync + 'static, const B: usize> Store for Arc<Bands<C, B>
     kind_store!((), OwnedBandsReservation<C, B>, Limit::reserve_owned);
 }
 
-/// One quota per key on a `&'static` keyed limiter; with tiers, each key its tier's, reported
-/// under the tier's name (one policy per tier).
-impl<K, C, P> Store for &'static KeyedRateLimiter<K, C, P>
+/// One quota per key on a `&'static` keyed limiter, whatever its store (the std map, the fixed
+/// table); with tiers, each key its tier's, reported under the tier's name (one policy per tier).
+impl<K, S> Store for &'static Keyed<K, S>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    C: Clock + Send + Sync + 'static,
-    P: TierSet<K> + Send + Sync + 'static,
+    S: KeyedStore<K> + 'static,
+    Keyed<K, S>: Send + Sync,
 {
-    kind_store!(K, KeyedReservation<'static, K, C, P>, borrowed);
+    kind_store!(K, KeyReservation<'static, K, Keyed<K, S>>, borrowed);
 }
 
 /// One quota per key (with tiers, each key its tier's) on a keyed limiter shared by `Arc`.
-impl<K, C, P> Store for Arc<KeyedRateLimiter<K, C, P>>
+impl<K, S> Store for Arc<Keyed<K, S>>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    C: Clock + Send + Sync + 'static,
-    P: TierSet<K> + Send + Sync + 'static,
+    S: KeyedStore<K> + 'static,
+    Keyed<K, S>: Send + Sync,
 {
-    kind_store!(K, OwnedKeyedReservation<K, C, P>, Limit::reserve_owned);
+    kind_store!(
+        K,
+        Held<Arc<Keyed<K, S>>, KeyCharge<K>>,
+        Limit::reserve_owned
+    );
 }
 
 impl<C: Clock + Send + Sync + 'static> Kind for RateLimiter<C> {
@@ -524,16 +524,15 @@ impl<C: Clock + Send + Sync + 'static, const B: usize> Kind for Bands<C, B> {
     }
 }
 
-impl<K, C, P> Kind for KeyedRateLimiter<K, C, P>
+impl<K, S> Kind for Keyed<K, S>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    C: Clock + Send + Sync + 'static,
-    P: TierSet<K> + Send + Sync + 'static,
+    S: KeyedStore<K> + 'static,
+    Keyed<K, S>: Send + Sync,
 {
     /// One policy per tier, named by the tier (for one config, the limiter's id).
     fn kind_policies(&self) -> Vec<Policy> {
-        let tiers = self.tier_configs().into_iter();
-        tiers
+        self.tier_configs()
             .map(|(name, config)| Policy::new(name, config.permits(), config.period()))
             .collect()
     }
@@ -544,8 +543,8 @@ where
 
     /// Any tier's.
     fn kind_may_wait(&self) -> bool {
-        let tiers = self.tier_configs();
-        tiers.iter().any(|(_, config)| !config.max_wait().is_zero())
+        let mut tiers = self.tier_configs();
+        tiers.any(|(_, config)| !config.max_wait().is_zero())
     }
 
     fn available(&self, key: &K) -> (u32, Option<u32>) {

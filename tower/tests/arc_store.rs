@@ -1,7 +1,6 @@
 //! The layer on limiters shared by `Arc`, as on `&'static` ones: the same decisions, waits,
 //! refunds by outcome (tail rule) and the permit of a request dropped while waiting given back.
 
-use ritmo_core::keyed::Keyed;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -145,4 +144,42 @@ async fn an_arc_keyed_limiter_keeps_one_quota_per_client() {
         200
     );
     assert_eq!(keyed.len(), 2);
+}
+
+/// The one keyed type behind the layer whatever its store: the heap-free table, a `static` built
+/// in a `const` context, keeps one quota per client and refunds by outcome as the map does.
+#[tokio::test]
+async fn a_static_fixed_table_keeps_one_quota_per_client() {
+    use ritmo_core::const_config;
+    use ritmo_core::keyed::KeyedLimiter;
+    static CLOCK: ManualClock = ManualClock::new();
+    static TABLE: KeyedLimiter<IpKey, &ManualClock, 8> = KeyedLimiter::new(
+        "table-per-ip",
+        const_config!(1, Duration::from_secs(10)),
+        &CLOCK,
+        7,
+    );
+    let svc = RateLimitLayer::new(&TABLE, PeerIp::new())
+        .charge(not_304_or_5xx())
+        .layer(service_fn(handler));
+    let status = |ip: [u8; 4], path: &str| {
+        let mut request = get(path);
+        request
+            .extensions_mut()
+            .insert(SocketAddr::from((ip, 5555)));
+        let svc = svc.clone();
+        async move { svc.oneshot(request).await.unwrap() }
+    };
+    assert_eq!(status([1, 1, 1, 1], "/500").await.status(), 500);
+    let one = IpKey::from(std::net::Ipv4Addr::new(1, 1, 1, 1));
+    assert_eq!(
+        TABLE.available_permits(&one),
+        1,
+        "a 500 gives its permit back"
+    );
+    assert_eq!(status([1, 1, 1, 1], "/").await.status(), 200);
+    let refused = status([1, 1, 1, 1], "/").await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "10");
+    assert_eq!(status([2, 2, 2, 2], "/").await.status(), 200);
 }

@@ -4,7 +4,6 @@
 //! hyper 1 server with the address inserted per connection. The limiters run on `ManualClock`s,
 //! so every expected value comes from the reference model at a known instant.
 
-use ritmo_core::keyed::Keyed;
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
-use ritmo_core::keyed::Keyed;
 use ritmo_core::{Config, ManualClock, RateLimitExceeded, Reason};
 use ritmo_std::TokioClock;
 use ritmo_tower::charge::not_304_or_5xx;

@@ -3,7 +3,6 @@
 
 mod support;
 
-use ritmo_core::keyed::Keyed;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

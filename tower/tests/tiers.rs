@@ -5,7 +5,6 @@
 
 mod support;
 
-use ritmo_core::keyed::Keyed;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};

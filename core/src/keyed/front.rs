@@ -1,57 +1,41 @@
-//! [`Keyed`]: the verbs of every keyed limiter, written once over a [`KeyedStore`] (ritmo-core's
-//! fixed table, ritmo-std's sharded map): a call's tier picked, its permits checked, a disabled
-//! limiter passed, a reservation made, a refusal counted and published. A store supplies only
-//! where its keys live: [`take`](KeyedStore::take) (find or insert a key and update its state,
-//! one decision of the rules), [`refund_key`](KeyedStore::refund_key) and
-//! [`peek`](KeyedStore::peek).
+//! The verbs of [`Keyed`], written once over any [`KeyedStore`] (ritmo-core's fixed table,
+//! ritmo-std's sharded map): a call's tier picked, its permits checked, a disabled limiter
+//! passed, a reservation made, a refusal counted and published, the numbers changed live. A store
+//! supplies only where its keys live: [`take`](KeyedStore::take) (find or insert a key and update
+//! its state, one decision of the rules), [`refund_key`](KeyedStore::refund_key),
+//! [`peek`](KeyedStore::peek) and [`change`](KeyedStore::change).
 
 use core::hash::Hash;
 use core::time::Duration;
 
+use super::KeyedSnapshot;
+use super::key_rules::KeyRules;
+use super::limiter::Keyed;
 use super::reservation::KeyReservation;
-pub use super::rules::Taken;
-pub use super::store::{KeyedStore, Peek, Peeked};
-use super::tiers::TierSet;
-use super::{KeyedSnapshot, rules::TierRules};
+use super::rules::{Taken, TierRules};
+use super::store::{ClockedStore, KeyedStore, NewStore, Peeked};
+use super::tiers::{Tier, TierSet, Tiers};
 use crate::clock::ManualTime;
 use crate::config::Config;
+#[cfg(feature = "reconfigure")]
+use crate::error::TierError;
 use crate::error::{AcquireError, InvalidPermits, RateLimitExceeded};
 use crate::wait::{AdvanceClock, Wait};
 
-/// The verbs of a keyed limiter, the same for every store: ritmo-core's fixed
-/// [`KeyedLimiter`](super::KeyedLimiter) and ritmo-std's sharded `KeyedRateLimiter`. Implemented
-/// for every [`KeyedStore`]; bring it into scope with `use ritmo::prelude::*` (or
-/// `use ritmo::keyed::Keyed`).
-///
-/// ```
-/// use core::time::Duration;
-/// use ritmo::{Config, ManualClock};
-/// use ritmo::keyed::{Keyed, KeyedLimiter};
-///
-/// // Written once for every keyed limiter, whatever holds its keys.
-/// fn admit<L: Keyed<u32>>(limiter: &L, peer: u32) -> bool {
-///     limiter.try_acquire(&peer).is_ok()
-/// }
-/// let peers: KeyedLimiter<u32, _, 8> =
-///     KeyedLimiter::with_clock("peers", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
-/// assert!(admit(&peers, 7));
-/// assert!(!admit(&peers, 7));
-/// # Ok::<(), ritmo::ConfigError>(())
-/// ```
-pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
+/// # The verbs, the same for every store
+impl<K: Hash + Eq + Clone + 'static, S: KeyedStore<K>> Keyed<K, S> {
     /// The limiter's id.
     ///
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
-    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(l.id(), "x");
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn id(&self) -> &'static str {
-        self.key_rules().key_rate().id()
+    pub fn id(&self) -> &'static str {
+        self.rules.key_rate().id()
     }
 
     /// The config every key gets: the one it was built with, or the last one given to
@@ -61,14 +45,13 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
-    /// # use ritmo::keyed::Keyed;
     /// let c = Config::new(1, Duration::from_secs(1))?;
     /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// assert_eq!(l.config(), c);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn config(&self) -> Config {
-        self.key_rules().key_rate().config()
+    pub fn config(&self) -> Config {
+        self.rules.key_rate().config()
     }
 
     /// The clock it reads.
@@ -77,13 +60,12 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # use core::time::Duration;
     /// # use ritmo::{Clock, Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
-    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 2> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::starting_at(5), 0);
     /// assert_eq!(l.clock().now(), 5);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn clock(&self) -> &Self::Clock {
-        self.key_rules().key_rate().clock()
+    pub fn clock(&self) -> &S::Clock {
+        self.rules.key_rate().clock()
     }
 
     /// Calls admitted at once since it was built, every key together (feature `counters`).
@@ -94,7 +76,6 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
-    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 4> =
     ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
@@ -105,8 +86,8 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
-    fn admitted_count(&self) -> u64 {
-        self.key_rules().key_rate().admitted_count()
+    pub fn admitted_count(&self) -> u64 {
+        self.rules.key_rate().admitted_count()
     }
 
     /// Calls that reserved a later slot for their key, to wait for it (feature `counters`).
@@ -115,7 +96,6 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
-    /// # use ritmo::keyed::Keyed;
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
@@ -126,8 +106,8 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
-    fn waited_count(&self) -> u64 {
-        self.key_rules().key_rate().waited_count()
+    pub fn waited_count(&self) -> u64 {
+        self.rules.key_rate().waited_count()
     }
 
     /// Calls refused for `reason` (feature `counters`): [`Reason::NoPermitInTime`] (the key's
@@ -139,7 +119,6 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock, Reason};
     /// # use ritmo::keyed::KeyedLimiter;
-    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 1> =
     ///     KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
@@ -155,8 +134,8 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// [`Reason::UnknownTier`]: crate::Reason::UnknownTier
     #[cfg(feature = "counters")]
     #[cfg_attr(docsrs, doc(cfg(feature = "counters")))]
-    fn rejected_count(&self, reason: crate::Reason) -> u64 {
-        self.key_rules().key_rate().rejected_count(reason)
+    pub fn rejected_count(&self, reason: crate::Reason) -> u64 {
+        self.rules.key_rate().rejected_count(reason)
     }
 
     /// The position of the tier `key` is on now in the tiers given (0 for a limiter of one
@@ -167,7 +146,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # use std::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::{Tier, Tiers};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let tiers = Tiers::new(
     ///     [Tier::new("free", Config::new(1, Duration::from_secs(1))?), Tier::new("paid", Config::new(9, Duration::from_secs(1))?)],
     ///     |key: &u8| ["free", "paid", "gold"][usize::from(*key)],
@@ -176,20 +155,20 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert_eq!((l.tier_index(&1), l.tier_index(&2)), (Some(1), None));
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn tier_index(&self, key: &K) -> Option<usize> {
-        self.key_rules()
+    pub fn tier_index(&self, key: &K) -> Option<usize> {
+        self.rules
             .tiers()
             .pick(key)
-            .map(|tier| usize::from(<Self::Tiers as TierSet<K>>::position(tier)))
+            .map(|tier| usize::from(<S::Tiers as TierSet<K>>::position(tier)))
     }
 
     /// The config of the tier `key` is on now (for one config, [`config`](Self::config));
     /// `None` if its tier function answers a plan no tier has.
-    fn config_of(&self, key: &K) -> Option<Config> {
-        let position = <Self::Tiers as TierSet<K>>::position(self.key_rules().tiers().pick(key)?);
-        Some(match self.key_rules().tiers().tier(usize::from(position)) {
+    pub fn config_of(&self, key: &K) -> Option<Config> {
+        let position = <S::Tiers as TierSet<K>>::position(self.rules.tiers().pick(key)?);
+        Some(match self.rules.tiers().tier(usize::from(position)) {
             Some((_, config)) => config,
-            None => self.key_rules().key_rate().config(),
+            None => self.rules.key_rate().config(),
         })
     }
 
@@ -200,7 +179,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<&str, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert!(l.try_acquire(&"a").is_ok());
     /// assert!(l.try_acquire(&"a").is_err());
@@ -208,9 +187,9 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
     #[inline]
-    fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
-        let tier = self.key_rules().pick(key)?;
-        self.take_one(key, tier)
+    pub fn try_acquire(&self, key: &K) -> Result<(), RateLimitExceeded> {
+        let tier = self.rules.pick(key)?;
+        self.store.take_one(&self.rules, key, tier)
     }
 
     /// Takes `k` permits for `key` as one unit if they are all there now. `k = 0` and
@@ -219,21 +198,21 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{AcquireError, Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert!(l.try_acquire_n(&1, 3).is_ok());
     /// assert!(matches!(l.try_acquire_n(&1, 2), Err(AcquireError::RateLimited(_))));
     /// assert!(matches!(l.try_acquire_n(&1, 5), Err(AcquireError::InvalidPermits(_))));
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
-        let tier = self.key_rules().pick(key)?;
-        let rules = self.key_rules().rules(tier);
-        rules.check_permits(self.key_rules().key_rate().id(), k)?;
+    pub fn try_acquire_n(&self, key: &K, k: u32) -> Result<(), AcquireError> {
+        let tier = self.rules.pick(key)?;
+        let rules = self.rules.rules(tier);
+        rules.check_permits(self.rules.key_rate().id(), k)?;
         if !rules.enabled() {
             return Ok(());
         }
-        self.take(key, tier, k, 0)?;
+        self.store.take(&self.rules, key, tier, k, 0)?;
         Ok(())
     }
 
@@ -245,7 +224,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_millis(500));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 2).unwrap();
@@ -255,9 +234,9 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert!(r.cancel()); // the permit goes back
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn reserve(&self, key: &K) -> Result<KeyReservation<'_, K, Self>, RateLimitExceeded> {
-        let tier = self.key_rules().pick(key)?;
-        reserve_valid(self, key, tier, 1, self.key_rules().rules(tier).max_wait())
+    pub fn reserve(&self, key: &K) -> Result<KeyReservation<'_, K, Self>, RateLimitExceeded> {
+        let tier = self.rules.pick(key)?;
+        reserve_valid(self, key, tier, 1, self.rules.rules(tier).max_wait())
     }
 
     /// Like [`reserve`](Self::reserve), for `k` permits taken as one unit.
@@ -265,14 +244,14 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 4).unwrap();
     /// assert_eq!(l.reserve_n(&1, 2).unwrap().wait_time(), Duration::from_millis(500));
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn reserve_n(&self, key: &K, k: u32) -> Result<KeyReservation<'_, K, Self>, AcquireError> {
+    pub fn reserve_n(&self, key: &K, k: u32) -> Result<KeyReservation<'_, K, Self>, AcquireError> {
         reserve_checked(self, key, k, None)
     }
 
@@ -281,14 +260,14 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
     /// assert!(l.reserve_n_within(&1, 1, Duration::from_millis(999)).is_err());
     /// assert!(l.reserve_n_within(&1, 1, Duration::from_secs(1)).is_ok());
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn reserve_n_within(
+    pub fn reserve_n_within(
         &self,
         key: &K,
         k: u32,
@@ -304,7 +283,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
@@ -313,7 +292,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert_eq!(clock.now(), 1_000_000_000);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn acquire_with<W: Wait<Self::Clock> + ?Sized>(
+    pub fn acquire_with<W: Wait<S::Clock> + ?Sized>(
         &self,
         key: &K,
         waiter: &mut W,
@@ -327,7 +306,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{AdvanceClock, Clock, Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
@@ -336,7 +315,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert_eq!(clock.now(), 500_000_000);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn acquire_n_with<W: Wait<Self::Clock> + ?Sized>(
+    pub fn acquire_n_with<W: Wait<S::Clock> + ?Sized>(
         &self,
         key: &K,
         k: u32,
@@ -351,7 +330,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Clock, Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(2, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
@@ -359,9 +338,9 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert_eq!(clock.now(), 500_000_000);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded>
+    pub fn acquire_advancing(&self, key: &K) -> Result<(), RateLimitExceeded>
     where
-        Self::Clock: ManualTime,
+        S::Clock: ManualTime,
     {
         self.acquire_with(key, &mut AdvanceClock)
     }
@@ -371,7 +350,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Clock, Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let c = Config::new(4, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(1));
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, &clock, 0);
@@ -380,9 +359,9 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert_eq!(clock.now(), 1_000_000_000);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError>
+    pub fn acquire_n_advancing(&self, key: &K, k: u32) -> Result<(), AcquireError>
     where
-        Self::Clock: ManualTime,
+        S::Clock: ManualTime,
     {
         self.acquire_n_with(key, k, &mut AdvanceClock)
     }
@@ -395,21 +374,21 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 3).unwrap();
     /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (1, 4));
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn available_permits(&self, key: &K) -> u32 {
-        let Some(tier) = self.key_rules().tiers().pick(key) else {
+    pub fn available_permits(&self, key: &K) -> u32 {
+        let Some(tier) = self.rules.tiers().pick(key) else {
             return 0;
         };
-        let rules = self.key_rules().rules(tier);
+        let rules = self.rules.rules(tier);
         if !rules.enabled() {
             return rules.permits();
         }
-        let peek = self.peek(key, tier);
+        let peek = self.store.peek(&self.rules, key, tier);
         match peek.key {
             Peeked::State(tat) => peek.rules.available(tat, peek.now),
             Peeked::Absent => peek.rules.permits(),
@@ -423,14 +402,14 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 4).unwrap();
     /// assert_eq!(l.retry_after(&1), Duration::from_millis(250));
     /// assert_eq!(l.retry_after(&2), Duration::ZERO);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn retry_after(&self, key: &K) -> Duration {
+    pub fn retry_after(&self, key: &K) -> Duration {
         self.retry_after_n(key, 1).unwrap_or(Duration::ZERO)
     }
 
@@ -440,24 +419,24 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 4).unwrap();
     /// assert_eq!(l.retry_after_n(&1, 2).unwrap(), Duration::from_millis(500));
     /// assert!(l.retry_after_n(&1, 5).is_err());
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, InvalidPermits> {
-        let rate = self.key_rules().key_rate();
-        let Some(tier) = self.key_rules().tiers().pick(key) else {
+    pub fn retry_after_n(&self, key: &K, k: u32) -> Result<Duration, InvalidPermits> {
+        let rate = self.rules.key_rate();
+        let Some(tier) = self.rules.tiers().pick(key) else {
             return Ok(rate.duration(u64::MAX));
         };
-        let rules = self.key_rules().rules(tier);
+        let rules = self.rules.rules(tier);
         rules.check_permits(rate.id(), k)?;
         if !rules.enabled() {
             return Ok(Duration::ZERO);
         }
-        let peek = self.peek(key, tier);
+        let peek = self.store.peek(&self.rules, key, tier);
         let fresh = peek.rules.wait(0, peek.now, k);
         let wait = match peek.key {
             Peeked::State(tat) => peek.rules.wait(tat, peek.now, k),
@@ -473,7 +452,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, &clock, 0);
     /// l.try_acquire(&1).unwrap();
@@ -483,8 +462,8 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert_eq!(l.len(), 0);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn len(&self) -> usize {
-        self.live_count()
+    pub fn len(&self) -> usize {
+        self.store.live_count(&self.rules)
     }
 
     /// How many keys it holds, live or idle but not yet reclaimed: at most
@@ -493,7 +472,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, &clock, 0);
     /// l.try_acquire(&1).unwrap();
@@ -501,8 +480,8 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert_eq!((l.len(), l.keys_held()), (0, 1)); // idle, reclaimed when a probe passes it
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn keys_held(&self) -> usize {
-        self.held_count()
+    pub fn keys_held(&self) -> usize {
+        self.store.held_count()
     }
 
     /// The most keys it holds at once: `max_keys` of a map; `N` of a fixed table of `N` slots, or
@@ -511,13 +490,13 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 64> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(l.capacity(), 64);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn capacity(&self) -> usize {
-        self.key_capacity()
+    pub fn capacity(&self) -> usize {
+        self.store.key_capacity()
     }
 
     /// Drops every idle key now, and returns how many keys are left (all of them live). Never
@@ -526,7 +505,7 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let clock = ManualClock::new();
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, &clock, 0);
     /// l.try_acquire(&1).unwrap();
@@ -535,8 +514,8 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// assert_eq!(l.keys_held(), 0);
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn reclaim_idle(&self) -> usize {
-        self.drop_idle()
+    pub fn reclaim_idle(&self) -> usize {
+        self.store.drop_idle(&self.rules)
     }
 
     /// Whether no key is being limited right now.
@@ -544,14 +523,14 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert!(l.is_empty());
     /// l.try_acquire(&1).unwrap();
     /// assert!(!l.is_empty());
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -561,15 +540,15 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     /// ```
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::keyed::{Keyed, KeyedLimiter};
+    /// # use ritmo::keyed::KeyedLimiter;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(4, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire(&1).unwrap();
     /// let s = l.snapshot();
     /// assert_eq!((s.live_keys, s.keys_held, s.capacity, s.permits), (1, 1, 8, 4));
     /// # Ok::<(), ritmo::ConfigError>(())
     /// ```
-    fn snapshot(&self) -> KeyedSnapshot {
-        let rate = self.key_rules().key_rate();
+    pub fn snapshot(&self) -> KeyedSnapshot {
+        let rate = self.rules.key_rate();
         KeyedSnapshot::new(
             rate.id(),
             self.len(),
@@ -580,21 +559,229 @@ pub trait Keyed<K: Hash + Eq + Clone + 'static>: KeyedStore<K> + Sized {
     }
 }
 
-impl<K: Hash + Eq + Clone + 'static, S: KeyedStore<K>> Keyed<K> for S {}
-
 /// `reserve_n` and `reserve_n_within` (`max_wait` `None`: the config's, the tier's): `k`
 /// permits for `key` as one unit.
+/// # Built by the store's own constructor (ritmo-std's map)
+impl<K: 'static, S> Keyed<K, S>
+where
+    S: KeyedStore<K, Tiers = super::OneTier>
+        + NewStore<Config, DefaultClock = <S as KeyedStore<K>>::Clock>,
+{
+    /// A keyed limiter named `id` applying `config` to each key, in a store built from `args`,
+    /// on the store's default clock (ritmo-std's map: `args` is its most keys, the clock a
+    /// `StdClock`).
+    pub fn new(id: &'static str, config: Config, args: <S as NewStore<Config>>::Args) -> Self {
+        Keyed::from_parts(
+            KeyRules::with_clock(id, config, S::default_clock()),
+            <S as NewStore<Config>>::new_store(args),
+        )
+    }
+}
+
+impl<K: 'static, S: KeyedStore<K, Tiers = super::OneTier> + ClockedStore<Config>> Keyed<K, S> {
+    /// A keyed limiter on `clock`, in a store built from `args` (a
+    /// [`ManualClock`](crate::ManualClock) in tests).
+    pub fn with_clock(
+        id: &'static str,
+        config: Config,
+        args: <S as ClockedStore<Config>>::Args,
+        clock: S::Clock,
+    ) -> Self {
+        Keyed::from_parts(
+            KeyRules::with_clock(id, config, clock),
+            <S as ClockedStore<Config>>::new_store(args),
+        )
+    }
+}
+
+impl<K: 'static, S, const T: usize, P, F> Keyed<K, S>
+where
+    S: KeyedStore<K, Tiers = Tiers<K, T, P, F>>
+        + NewStore<Tiers<K, T, P, F>, DefaultClock = <S as KeyedStore<K>>::Clock>,
+{
+    /// A keyed limiter whose keys each follow their tier's config (see [`Tiers`]), in a store
+    /// built from `args`, on the store's default clock.
+    pub fn tiered(
+        id: &'static str,
+        tiers: Tiers<K, T, P, F>,
+        args: <S as NewStore<Tiers<K, T, P, F>>>::Args,
+    ) -> Self {
+        Keyed::from_parts(
+            KeyRules::tiered_with_clock(id, tiers, S::default_clock()),
+            <S as NewStore<Tiers<K, T, P, F>>>::new_store(args),
+        )
+    }
+}
+
+impl<K: 'static, S, const T: usize, P, F> Keyed<K, S>
+where
+    S: KeyedStore<K, Tiers = Tiers<K, T, P, F>> + ClockedStore<Tiers<K, T, P, F>>,
+{
+    /// A tiered keyed limiter on `clock`, in a store built from `args`.
+    pub fn tiered_with_clock(
+        id: &'static str,
+        tiers: Tiers<K, T, P, F>,
+        args: <S as ClockedStore<Tiers<K, T, P, F>>>::Args,
+        clock: S::Clock,
+    ) -> Self {
+        Keyed::from_parts(
+            KeyRules::tiered_with_clock(id, tiers, clock),
+            <S as ClockedStore<Tiers<K, T, P, F>>>::new_store(args),
+        )
+    }
+}
+
+/// # The keys held, and the numbers changed live
+impl<K: Hash + Eq + Clone + 'static, S: KeyedStore<K>> Keyed<K, S> {
+    /// The keys being limited right now (not idle), each with the permits it would pass now, in
+    /// no particular order: for a dashboard or a debug endpoint. The fixed table gives a
+    /// `heapless::Vec` of at most its capacity, ritmo-std's map a `Vec`.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::KeyedLimiter;
+    /// let l: KeyedLimiter<u8, _, 4> = KeyedLimiter::with_clock("x", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
+    /// l.try_acquire(&7).unwrap();
+    /// let live = l.live_keys();
+    /// assert_eq!((live.len(), live[0].key, live[0].available_permits), (1, 7, 1));
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    pub fn live_keys(&self) -> S::LiveKeys {
+        self.store.live_keys(&self.rules)
+    }
+
+    /// The name and config of every tier, in order (one, named for the limiter's id, for a
+    /// limiter of one config): what the HTTP layer's `RateLimit-Policy` lists.
+    pub fn tier_configs(&self) -> impl Iterator<Item = (&'static str, Config)> + '_ {
+        (0..self.rules.tiers().count()).map(|i| match self.rules.tiers().tier(i) {
+            Some(tier) => tier,
+            None => (self.rules.key_rate().id(), self.rules.key_rate().config()),
+        })
+    }
+}
+
+#[cfg(feature = "reconfigure")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
+impl<K: Hash + Eq + Clone + 'static, S: KeyedStore<K, Tiers = super::OneTier>> Keyed<K, S> {
+    /// Applies `config` to every key from now on, each with the single limiter's rule
+    /// ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): a key's available permits
+    /// become `min(available, new permits)`, permits owed stay owed, and a key never seen (or
+    /// idle, or any key when a disabled config is enabled) gets the new config's full burst.
+    /// Reconfiguring to the config in force changes nothing. The store holds every key still
+    /// while it converts them and publishes the new numbers.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo::{Config, ManualClock};
+    /// use ritmo::keyed::KeyedLimiter;
+    /// let clock = ManualClock::new();
+    /// let l: KeyedLimiter<u8, _, 4> =
+    ///     KeyedLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, &clock, 0);
+    /// l.try_acquire_n(&1, 4).unwrap(); // key 1: 6 left
+    /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
+    /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (5, 5));
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, config: Config) {
+        self.store.change(&self.rules, &mut |now, keys| {
+            self.rules
+                .key_rate()
+                .change(config, now, |convert| keys(None, convert));
+        });
+    }
+}
+
+impl<K, S, const T: usize, P: PartialEq, F: Fn(&K) -> P> Keyed<K, S>
+where
+    K: Hash + Eq + Clone + 'static,
+    S: KeyedStore<K, Tiers = Tiers<K, T, P, F>>,
+{
+    /// The tier `key` is on now, as the tier function answers; `None` if it answers a plan no
+    /// tier has (calls for the key are then refused with [`Reason::UnknownTier`](crate::Reason::UnknownTier)).
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// # use ritmo::{Config, ManualClock};
+    /// # use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// let tiers = Tiers::new([Tier::of(0, "all", Config::new(1, Duration::from_secs(1))?)], |k: &u8| *k);
+    /// let l: KeyedLimiter<u8, _, 8, _> = KeyedLimiter::tiered_with_clock("x", tiers, ManualClock::new(), 0);
+    /// assert_eq!(l.tier(&0).map(|t| t.name()), Some("all"));
+    /// assert!(l.tier(&1).is_none());
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    pub fn tier<'a>(&'a self, key: &K) -> Option<&'a Tier<P>>
+    where
+        Tiers<K, T, P, F>: 'a,
+    {
+        self.rules.tiers().tier_of(key)
+    }
+
+    /// The tiers it picks from.
+    pub const fn tiers(&self) -> &Tiers<K, T, P, F> {
+        &self.rules.tiers
+    }
+
+    /// Gives the tier named `name` `config` from now on, live: each of its keys follows the
+    /// single limiter's rule ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)):
+    /// a key still being limited keeps `min(available, new permits)` and the permits it owes,
+    /// while a key idle now (or any key, when the tier was disabled) starts afresh with the new
+    /// config's full burst, as a key never seen does. Keys of other tiers are untouched; a
+    /// reservation made before the change gives nothing back after it. The config in force
+    /// changes nothing. One critical section converts the tier's keys and publishes the numbers.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use ritmo::{Config, ErrorCode, ManualClock};
+    /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
+    /// let clock = ManualClock::new();
+    /// let tiers = Tiers::new(
+    ///     [
+    ///         Tier::new("free", Config::new(4, Duration::from_secs(1))?),
+    ///         Tier::new("paid", Config::new(100, Duration::from_secs(1))?),
+    ///     ],
+    ///     |key: &u32| if *key < 1000 { "free" } else { "paid" },
+    /// );
+    /// let api: KeyedLimiter<u32, _, 8, _> = KeyedLimiter::tiered_with_clock("api", tiers, &clock, 1);
+    /// api.try_acquire_n(&1, 4).unwrap(); // key 1 spends its burst
+    /// api.try_acquire(&2).unwrap();
+    /// clock.advance(Duration::from_millis(500)); // key 1: 2 back; key 2: idle
+    /// api.set_tier_config("free", Config::new(8, Duration::from_secs(1))?).unwrap();
+    /// let available = |key| api.available_permits(&key);
+    /// assert_eq!((available(1), available(2), available(3)), (2, 8, 8));
+    /// let err = api.set_tier_config("gold", Config::new(9, Duration::from_secs(1))?).unwrap_err();
+    /// assert_eq!((err.code(), err.name()), (ErrorCode::UnknownTier, "gold"));
+    /// assert_eq!(err.to_string(), "RITMO-REG-011: unknown tier name: \"gold\" (limiter \"api\")");
+    /// # Ok::<(), ritmo::ConfigError>(())
+    /// ```
+    #[cfg(feature = "reconfigure")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
+    pub fn set_tier_config(&self, name: &str, config: Config) -> Result<(), TierError> {
+        let mut changed = Ok(());
+        self.store.change(&self.rules, &mut |now, keys| {
+            changed = self.rules.tiers().change(
+                self.rules.key_rate(),
+                name,
+                config,
+                now,
+                |tier, convert| keys(Some(tier), convert),
+            );
+        });
+        changed
+    }
+}
+
 fn reserve_checked<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
-    store: &'a S,
+    store: &'a Keyed<K, S>,
     key: &K,
     k: u32,
     max_wait: Option<Duration>,
-) -> Result<KeyReservation<'a, K, S>, AcquireError> {
-    let tier = store.key_rules().pick(key)?;
-    let rules: TierRules = store.key_rules().rules(tier);
-    rules.check_permits(store.key_rules().key_rate().id(), k)?;
+) -> Result<KeyReservation<'a, K, Keyed<K, S>>, AcquireError> {
+    let tier = store.rules.pick(key)?;
+    let rules: TierRules = store.rules.rules(tier);
+    rules.check_permits(store.rules.key_rate().id(), k)?;
     let max_wait = match max_wait {
-        Some(max_wait) => store.key_rules().key_rate().units(max_wait),
+        Some(max_wait) => store.rules.key_rate().units(max_wait),
         None => rules.max_wait(),
     };
     Ok(reserve_valid(store, key, tier, k, max_wait)?)
@@ -602,14 +789,14 @@ fn reserve_checked<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
 
 /// A reservation of `k` permits (already checked) for `key` on `tier` within `max_wait` units.
 fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
-    store: &'a S,
+    store: &'a Keyed<K, S>,
     key: &K,
     tier: <S::Tiers as TierSet<K>>::Index,
     k: u32,
     max_wait: u64,
-) -> Result<KeyReservation<'a, K, S>, RateLimitExceeded> {
-    if !store.key_rules().rules(tier).enabled() {
-        let now = store.key_rules().key_rate().now();
+) -> Result<KeyReservation<'a, K, Keyed<K, S>>, RateLimitExceeded> {
+    if !store.rules.rules(tier).enabled() {
+        let now = store.rules.key_rate().now();
         return Ok(KeyReservation::of(
             store,
             key.clone(),
@@ -621,14 +808,14 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
         ));
     }
     // Read before the decision: a change after it makes the refund return nothing.
-    let generation = store.key_rules().key_rate().generation();
-    let taken = store.take(key, tier, k, max_wait)?;
+    let generation = store.rules.key_rate().generation();
+    let taken = store.store.take(&store.rules, key, tier, k, max_wait)?;
     // The numbers the call was decided with (a reconfigure may have come since the check).
     Ok(KeyReservation::of(
         store,
         key.clone(),
         taken,
-        store.key_rules().rules(tier).increment(k),
+        store.rules.rules(tier).increment(k),
         k,
         <S::Tiers as TierSet<K>>::position(tier),
         generation,

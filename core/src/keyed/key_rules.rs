@@ -237,22 +237,6 @@ impl<K, C: Clock, P: TierSet<K>> KeyRules<K, C, P> {
         }
     }
 
-    /// Applies `config` to every key from `now`: `convert_all` gets the conversion of one cell
-    /// and applies it to every cell the store holds, under the store's own locks. The store runs
-    /// one change at a time.
-    #[cfg(feature = "reconfigure")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
-    pub fn reconfigure(
-        &self,
-        config: Config,
-        now: u64,
-        convert_all: impl FnOnce(&dyn Fn(&KeyCell)),
-    ) {
-        self.rate.change(config, now, |convert| {
-            convert_all(&|cell| cell.convert(convert));
-        });
-    }
-
     /// The numbers of `tier` now (for one tier, the config in force), once no change of them is
     /// being written.
     #[inline(always)]
@@ -356,26 +340,5 @@ impl<K, C: Clock, P: TierSet<K>> KeyRules<K, C, P> {
         if let Some(listener) = self.key_listener {
             listener.on_event(key, event);
         }
-    }
-}
-
-#[cfg(feature = "reconfigure")]
-impl<K, C, const T: usize, P, F> KeyRules<K, C, Tiers<K, T, P, F>> {
-    /// Changes the config of the tier named `name` to `config` from `now`, as one change of the
-    /// numbers in force: `convert` gets the tier's position and the conversion of one cell, and
-    /// applies it to every cell the store holds on that tier, under the store's own locks. The
-    /// store runs one change at a time.
-    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
-    pub fn change_tier(
-        &self,
-        name: &str,
-        config: Config,
-        now: u64,
-        convert: impl FnOnce(u8, &dyn Fn(&KeyCell)),
-    ) -> Result<(), crate::error::TierError> {
-        self.tiers
-            .change(&self.rate, name, config, now, |tier, conv| {
-                convert(tier, &|cell| cell.convert(conv));
-            })
     }
 }

@@ -38,7 +38,6 @@
 //! use core::time::Duration;
 //! use ritmo::{const_config, ManualClock, Reason};
 //! use ritmo::keyed::KeyedLimiter;
-//! use ritmo::keyed::Keyed;
 //!
 //! static CLOCK: ManualClock = ManualClock::new();
 //! // 2 requests per second per peer, for up to 4 peers limited at once.
@@ -85,9 +84,9 @@
 mod acquire;
 mod front;
 mod key_rules;
+mod limiter;
 #[cfg(feature = "reconfigure")]
 mod live;
-mod peek;
 pub(crate) mod persist;
 mod rate;
 mod reservation;
@@ -98,34 +97,37 @@ mod table;
 mod tiered;
 mod tiers;
 
-pub use front::{Keyed, KeyedStore, Peek, Peeked};
 pub use key_rules::KeyRules;
+pub use limiter::Keyed;
 pub use rate::{KeyRate, Settled};
 pub use reservation::{KeyCharge, KeyReservation};
 pub use rules::Taken;
 pub use rules::{Decision, TierRules};
 pub use state::KeyCell;
+pub use store::{
+    ClockedStore, ConvertKeys, KeyedStore, KeysChange, NewStore, Peek, Peeked, StoreRules,
+};
 pub use tiers::{OneTier, Tier, TierSet, Tiers};
 
 use core::fmt;
 use core::hash::Hash;
+use core::marker::PhantomData;
 
 use crate::clock::{Clock, FixedRateClock};
 use crate::config::Config;
-use crate::event::{Event, Listener};
+use crate::event::Event;
 use crate::sync::Lock;
 use table::Table;
 
 /// Receives a keyed limiter's events together with the key they are about. Opt-in
 /// ([`KeyedLimiter::with_key_listener`]): keys are often personal data, so a plain
-/// [`Listener`] only ever hears the limiter's id.
+/// [`Listener`](crate::Listener) only ever hears the limiter's id.
 ///
 /// ```
 /// use core::time::Duration;
 /// use portable_atomic::{AtomicU32, Ordering};
 /// use ritmo::{const_config, Event, ManualClock};
 /// use ritmo::keyed::{KeyListener, KeyedLimiter};
-/// use ritmo::keyed::Keyed;
 ///
 /// struct LastRejected(AtomicU32);
 /// impl KeyListener<u32> for LastRejected {
@@ -156,7 +158,6 @@ pub trait KeyListener<K: ?Sized>: Sync {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock};
 /// use ritmo::keyed::{KeySnapshot, KeyedLimiter};
-/// use ritmo::keyed::Keyed;
 /// let peers: KeyedLimiter<u8, _, 4> =
 ///     KeyedLimiter::with_clock("peers", Config::new(3, Duration::from_secs(1))?, ManualClock::new(), 9);
 /// peers.try_acquire(&1).unwrap();
@@ -195,7 +196,6 @@ impl<K> KeySnapshot<K> {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock};
 /// use ritmo::keyed::{KeyedLimiter, KeyedSnapshot};
-/// use ritmo::keyed::Keyed;
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("peers", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
 /// l.try_acquire(&1).unwrap();
 /// assert_eq!(l.snapshot(), KeyedSnapshot::new("peers", 1, 1, 8, 2));
@@ -244,8 +244,8 @@ impl KeyedSnapshot {
 }
 
 /// A limiter that applies one config to each key separately, in a fixed table of `N` slots with no
-/// heap: see the [module docs](self) for how idle keys are reclaimed and what happens when the
-/// table is full.
+/// heap: [`Keyed`] over a [`FixedTable`]. See the [module docs](self) for how idle keys are
+/// reclaimed and what happens when the table is full.
 ///
 /// `N = 0` does not compile:
 ///
@@ -258,25 +258,26 @@ impl KeyedSnapshot {
 ///     KeyedLimiter::new("none", const_config!(1, Duration::from_secs(1)), &CLOCK, 0);
 /// ```
 ///
-/// With `P` = [`Tiers`], each key gets the config of its own tier: see [`tiered`](Self::tiered)
-/// and [`Tiers`].
-pub struct KeyedLimiter<K: 'static, C, const N: usize, P: TierSet<K> = OneTier> {
-    rules: KeyRules<K, C, P>,
-    table: Lock<Table<K, N, P::Index>>,
+/// With `P` = [`Tiers`], each key gets the config of its own tier: see
+/// [`tiered`](Keyed::tiered) and [`Tiers`].
+pub type KeyedLimiter<K, C, const N: usize, P = OneTier> = Keyed<K, FixedTable<K, C, N, P>>;
+
+/// The heap-free store of a [`KeyedLimiter`]: a fixed table of `N` slots, open addressing with
+/// keys hashed by SipHash-1-3 under a seed, one critical section per call.
+pub struct FixedTable<K: 'static, C, const N: usize, P: TierSet<K> = OneTier> {
+    pub(super) table: Lock<Table<K, N, P::Index>>,
+    rules: PhantomData<fn() -> (C, P)>,
 }
 
-impl<K, C, const N: usize, P: TierSet<K>> fmt::Debug for KeyedLimiter<K, C, N, P> {
+impl<K, C, const N: usize, P: TierSet<K>> fmt::Debug for FixedTable<K, C, N, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyedLimiter")
-            .field("id", &self.rules.rate.id())
-            .field("config", &self.rules.rate.config())
+        f.debug_struct("FixedTable")
             .field("capacity", &Table::<K, N, P::Index>::CAP)
-            .field("has_key_listener", &self.rules.key_listener.is_some())
             .finish_non_exhaustive()
     }
 }
 
-impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
+impl<K: Hash + Eq + Clone, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     const_fn! {
     /// A keyed limiter named `id` applying `config` to each key, on `clock`, hashing keys with
     /// `seed`; in a `const` context if need be (a `static`).
@@ -285,7 +286,6 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     /// use core::time::Duration;
     /// use ritmo::{const_config, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
-    /// use ritmo::keyed::Keyed;
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static NODES: KeyedLimiter<u16, &ManualClock, 32> =
     ///     KeyedLimiter::new("nodes", const_config!(10, Duration::from_secs(60)), &CLOCK, 0xC0FFEE);
@@ -297,14 +297,13 @@ impl<K, C: FixedRateClock, const N: usize> KeyedLimiter<K, C, N> {
     }
 }
 
-impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// A keyed limiter on a clock whose tick rate is known only at run time.
     ///
     /// ```
     /// use core::time::Duration;
     /// use ritmo::{Config, ManualClock};
     /// use ritmo::keyed::KeyedLimiter;
-    /// use ritmo::keyed::Keyed;
     /// let users: KeyedLimiter<&str, _, 16> =
     ///     KeyedLimiter::with_clock("users", Config::new(5, Duration::from_secs(1))?, ManualClock::new(), 42);
     /// assert!(users.try_acquire(&"ada").is_ok());
@@ -315,7 +314,7 @@ impl<K, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     }
 }
 
-impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
+impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
     const_fn! {
     /// A table of `N` slots hashing keys with `seed`, its keys following `rules`.
     pub(super) fn of(rules: KeyRules<K, C, P>, seed: u128) -> Self {
@@ -325,55 +324,14 @@ impl<K, C, const N: usize, P: TierSet<K>> KeyedLimiter<K, C, N, P> {
                 "a keyed table needs 1..=u32::MAX slots"
             )
         };
-        KeyedLimiter {
+        Keyed::from_parts(
             rules,
-            table: Lock::new(Table::new(seed)),
-        }
+            FixedTable {
+                table: Lock::new(Table::new(seed)),
+                rules: PhantomData,
+            },
+        )
     }
-    }
-
-    /// The same limiter, reporting rejections and released reservations to `listener`, which
-    /// hears the limiter's id but never the key.
-    ///
-    /// ```
-    /// use core::time::Duration;
-    /// use ritmo::{const_config, Event, Listener, ManualClock};
-    /// use ritmo::keyed::KeyedLimiter;
-    /// use ritmo::keyed::Keyed;
-    /// struct Log;
-    /// impl Listener for Log {
-    ///     fn on_event(&self, event: &Event) { assert_eq!(event.id(), "peers"); }
-    /// }
-    /// static CLOCK: ManualClock = ManualClock::new();
-    /// static PEERS: KeyedLimiter<u32, &ManualClock, 4> =
-    ///     KeyedLimiter::new("peers", const_config!(1, Duration::from_secs(1)), &CLOCK, 3).with_listener(&Log);
-    /// PEERS.try_acquire(&1).unwrap();
-    /// assert!(PEERS.try_acquire(&1).is_err());
-    /// ```
-    #[must_use]
-    pub const fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
-        self.rules.rate.set_listener(listener);
-        self
-    }
-
-    /// The same limiter, also reporting each event with its key to `listener` (opt-in: see
-    /// [`KeyListener`]).
-    ///
-    /// ```
-    /// # use core::time::Duration;
-    /// # use ritmo::{Config, Event, ManualClock};
-    /// # use ritmo::keyed::{KeyListener, KeyedLimiter};
-    /// struct Audit;
-    /// impl KeyListener<u32> for Audit { fn on_event(&self, _key: &u32, _event: &Event) {} }
-    /// let peers: KeyedLimiter<u32, _, 4> =
-    ///     KeyedLimiter::with_clock("peers", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0)
-    ///         .with_key_listener(&Audit);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    #[must_use]
-    pub const fn with_key_listener(mut self, listener: &'static dyn KeyListener<K>) -> Self {
-        self.rules.key_listener = Some(listener);
-        self
     }
 }
 
@@ -386,7 +344,6 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
-    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u32, _, 8> = KeyedLimiter::with_clock("x", Config::new(2, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// l.try_acquire_n(&1, 2).unwrap();
     /// l.set_seed(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
@@ -395,55 +352,9 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
     /// ```
     pub fn set_seed(&self, seed: u128) {
         let reading = self.rules.rate.now();
-        self.table.with(|t| {
+        self.store.table.with(|t| {
             let now = t.observe(reading);
             t.reseed(seed, now);
-        });
-    }
-}
-
-impl<K: Hash + Eq + Clone, C: Clock, const N: usize> KeyedLimiter<K, C, N> {
-    /// Applies `config` to every key from now on, each with the single limiter's rule
-    /// ([`RateLimiter::reconfigure`](crate::RateLimiter::reconfigure)): a key's available permits
-    /// become `min(available, new permits)`, permits owed stay owed, and a key never seen (or
-    /// idle, or any key when a disabled config is enabled) gets the new config's full burst.
-    /// Reconfiguring to the config in force changes
-    /// nothing. One critical section converts every key and publishes the new numbers.
-    ///
-    /// ```
-    /// use core::time::Duration;
-    /// use ritmo::{Config, ManualClock};
-    /// use ritmo::keyed::KeyedLimiter;
-    /// use ritmo::keyed::Keyed;
-    /// let clock = ManualClock::new();
-    /// let l: KeyedLimiter<u8, _, 4> =
-    ///     KeyedLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, &clock, 0);
-    /// l.try_acquire_n(&1, 4).unwrap(); // key 1: 6 left
-    /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
-    /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (5, 5));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    #[cfg(feature = "reconfigure")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "reconfigure")))]
-    pub fn reconfigure(&self, config: Config) {
-        let reading = self.rules.rate.now();
-        self.table.with(|t| {
-            let now = t.observe(reading);
-            // Keys not held that a restore left spent are converted as held ones are.
-            let fresh = t.fresh(&self.rules.rate.rules());
-            let mut fresh_after = None;
-            self.rules.rate.change(config, now, |convert| {
-                for slot in t.slots.iter_mut() {
-                    if slot.key.is_some() {
-                        slot.tat = convert(slot.tat);
-                    }
-                }
-                fresh_after = Some(convert(fresh));
-            });
-            t.rebound();
-            if let Some(fresh) = fresh_after {
-                t.spent = persist::spent_for(fresh, &self.rules.rate.rules(), now);
-            }
         });
     }
 }

@@ -96,7 +96,6 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// use ritmo::persist::Restored;
     /// use ritmo::keyed::KeyedLimiter;
     /// use ritmo::{Config, ManualClock};
-    /// use ritmo::keyed::Keyed;
     ///
     /// let clock = ManualClock::new();
     /// let config = Config::new(2, Duration::from_secs(1))?;
@@ -119,7 +118,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
         let reading = self.rules.rate.clock().now();
         let units = self.rules.rate.now();
         let entry = K::LEN + 9;
-        self.table.with(|t| {
+        self.store.table.with(|t| {
             let now = t.observe(units);
             out.fill(0);
             // at most 255 tiers
@@ -162,7 +161,6 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     /// use ritmo::persist::{Restored, Untrusted};
     /// use ritmo::keyed::KeyedLimiter;
     /// use ritmo::{Config, ManualClock};
-    /// use ritmo::keyed::Keyed;
     ///
     /// let clock = ManualClock::new();
     /// let config = Config::new(10, Duration::from_secs(10))?;
@@ -179,7 +177,7 @@ impl<K: Hash + Eq + Clone + KeyBytes, C: Clock, const N: usize, P: TierSet<K>>
     pub fn restore(&self, saved: &[u8]) -> Restored {
         let reading = self.rules.rate.clock().now();
         let units = self.rules.rate.now();
-        self.table.with(|t| {
+        self.store.table.with(|t| {
             let now = t.observe(units);
             let verdict = self.check(saved, reading);
             match verdict {

@@ -87,7 +87,6 @@ impl<C: FixedRateClock> KeyRate<C> {
     /// use core::time::Duration;
     /// use ritmo::{const_config, ManualClock};
     /// use ritmo::keyed::KeyRate;
-    /// use ritmo::keyed::Keyed;
     /// static CLOCK: ManualClock = ManualClock::new();
     /// static RATE: KeyRate<&ManualClock> = KeyRate::new("peers", const_config!(4, Duration::from_secs(1)), &CLOCK);
     /// assert_eq!(RATE.id(), "peers");

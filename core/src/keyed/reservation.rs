@@ -4,6 +4,7 @@
 use core::hash::Hash;
 use core::time::Duration;
 
+use super::limiter::Keyed;
 use super::rules::Taken;
 use super::store::KeyedStore;
 use super::tiers::sealed::Sealed;
@@ -19,7 +20,6 @@ use crate::reservation::{Held, Holder};
 /// # use core::time::Duration;
 /// # use ritmo::{Config, ManualClock};
 /// # use ritmo::keyed::KeyedLimiter;
-/// # use ritmo::keyed::Keyed;
 /// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
 /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", c, ManualClock::new(), 0);
 /// let a = l.reserve(&1).unwrap();
@@ -45,11 +45,11 @@ pub struct KeyCharge<K> {
     generation: u32,
 }
 
-impl<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyReservation<'a, K, L> {
+impl<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>> KeyReservation<'a, K, Keyed<K, S>> {
     /// A reservation of `permits` on `key` that `taken` made, adding `increment` to its state
     /// (0: nothing to give back), on the tier at `tier` (0 for one tier).
     pub(crate) fn of(
-        limiter: &'a L,
+        limiter: &'a Keyed<K, S>,
         key: K,
         taken: Taken,
         increment: u64,
@@ -73,7 +73,6 @@ impl<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyReservation<'a, K,
     /// # use core::time::Duration;
     /// # use ritmo::{Config, ManualClock};
     /// # use ritmo::keyed::KeyedLimiter;
-    /// # use ritmo::keyed::Keyed;
     /// let l: KeyedLimiter<u8, _, 8> = KeyedLimiter::with_clock("x", Config::new(1, Duration::from_secs(1))?, ManualClock::new(), 0);
     /// assert_eq!(*l.reserve(&3).unwrap().key(), 3);
     /// # Ok::<(), ritmo::ConfigError>(())
@@ -83,32 +82,32 @@ impl<'a, K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> KeyReservation<'a, K,
     }
 }
 
-impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for L {
-    type Clock = L::Clock;
+impl<K: Hash + Eq + Clone + 'static, S: KeyedStore<K>> Holder<KeyCharge<K>> for Keyed<K, S> {
+    type Clock = S::Clock;
     const KIND: &'static str = "KeyedReservation";
 
     fn holder_id(&self) -> &'static str {
-        self.key_rules().key_rate().id()
+        self.rules.key_rate().id()
     }
 
-    fn holder_clock(&self) -> &L::Clock {
-        self.key_rules().key_rate().clock()
+    fn holder_clock(&self) -> &S::Clock {
+        self.rules.key_rate().clock()
     }
 
     fn units_now(&self) -> u64 {
-        self.key_rules().key_rate().now()
+        self.rules.key_rate().now()
     }
 
     fn wait_duration(&self, units: u64) -> Duration {
-        self.key_rules().key_rate().duration(units)
+        self.rules.key_rate().duration(units)
     }
 
     fn reading_ceil(&self, units: u64) -> u64 {
-        self.key_rules().key_rate().reading(units)
+        self.rules.key_rate().reading(units)
     }
 
     fn refusal(&self, reason: Reason, wait: u64) -> RateLimitExceeded {
-        self.key_rules().key_rate().rejected(reason, wait)
+        self.rules.key_rate().rejected(reason, wait)
     }
 
     fn charged(charge: &KeyCharge<K>) -> bool {
@@ -117,12 +116,18 @@ impl<K: Hash + Eq + Clone + 'static, L: KeyedStore<K>> Holder<KeyCharge<K>> for 
 
     fn give_back(&self, charge: &KeyCharge<K>) -> bool {
         let generation = charge.generation;
-        self.key_rules().key_rate().changed_at() <= generation
-            && self.key_rules().tiers().changed_at(charge.tier) <= generation
-            && self.refund_key(&charge.key, charge.written, charge.increment, charge.tier)
+        self.rules.key_rate().changed_at() <= generation
+            && self.rules.tiers().changed_at(charge.tier) <= generation
+            && self.store.refund_key(
+                &self.rules,
+                &charge.key,
+                charge.written,
+                charge.increment,
+                charge.tier,
+            )
     }
 
     fn publish_release(&self, charge: &KeyCharge<K>, event: Event) {
-        self.key_rules().publish_key(&charge.key, event);
+        self.rules.publish_key(&charge.key, event);
     }
 }

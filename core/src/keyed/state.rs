@@ -101,7 +101,7 @@ impl KeyCell {
     }
 
     /// Replaces the state by `convert` of it (a reconfigure), whatever calls race it.
-    pub(crate) fn convert(&self, convert: &dyn Fn(u64) -> u64) {
+    pub fn convert(&self, convert: &dyn Fn(u64) -> u64) {
         let _ = update(&self.0, Backoff::new(), |tat| {
             Ok::<_, ()>((convert(tat), ()))
         });

@@ -463,7 +463,7 @@ mod tests {
     use std::boxed::Box;
 
     use super::*;
-    use crate::keyed::{Keyed, KeyedLimiter};
+    use crate::keyed::KeyedLimiter;
     use crate::{Config, ManualClock, Reason};
 
     /// Slots of the big tables below.
@@ -485,7 +485,7 @@ mod tests {
 
     /// Slots and bounds the table has looked at to find its soonest key.
     fn looked(table: &BigLimiter<'_>) -> usize {
-        table.table.with(|t| t.looked)
+        table.store.table.with(|t| t.looked)
     }
 
     /// A new key refused from a full table of live keys gets the exact wait (key 0's) after a

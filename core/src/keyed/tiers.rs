@@ -22,7 +22,6 @@ use super::rules::TierRules;
 /// use core::time::Duration;
 /// use ritmo::{const_config};
 /// use ritmo::keyed::Tier;
-/// use ritmo::keyed::Keyed;
 /// // Named by its name alone: the tier function answers "free".
 /// const FREE: Tier = Tier::new("free", const_config!(10, Duration::from_secs(60)));
 /// assert_eq!((FREE.name(), FREE.config().permits()), ("free", 10));
@@ -106,7 +105,6 @@ impl<P> Tier<P> {
 /// use core::time::Duration;
 /// use ritmo::{Config, ManualClock, Reason};
 /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
-/// use ritmo::keyed::Keyed;
 ///
 /// #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 /// enum Plan { Free, Paid }
@@ -138,7 +136,6 @@ impl<P> Tier<P> {
 /// use core::time::Duration;
 /// use ritmo::{const_config, ManualClock};
 /// use ritmo::keyed::{KeyedLimiter, Tier, Tiers};
-/// use ritmo::keyed::Keyed;
 ///
 /// /// Customers below 1000 are on the free plan; the others pay.
 /// fn plan(customer: &u32) -> &'static str {

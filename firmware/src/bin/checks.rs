@@ -346,7 +346,7 @@ fn race(board: &mut Board) {
 
 mod keyed {
     use super::*;
-    use ritmo_core::keyed::{Keyed, KeyedLimiter};
+    use ritmo_core::keyed::KeyedLimiter;
 
     static PEERS_CLOCK: ManualClock = ManualClock::new();
     /// 2 per second per peer (a permit every 500 ms), for up to 8 peers limited at once.

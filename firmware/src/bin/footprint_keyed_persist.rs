@@ -7,7 +7,7 @@ use core::time::Duration;
 
 use panic_halt as _;
 use ritmo_core::const_config;
-use ritmo_core::keyed::{Keyed, KeyedLimiter};
+use ritmo_core::keyed::KeyedLimiter;
 use ritmo_core::persist::Restored;
 use ritmo_firmware::MachineClock;
 

@@ -19,7 +19,7 @@ use core::time::Duration;
 
 #[cfg(target_arch = "arm")]
 use panic_semihosting as _;
-use ritmo_core::keyed::{Keyed, KeyedLimiter};
+use ritmo_core::keyed::KeyedLimiter;
 use ritmo_core::persist::{keyed_saved_len, Restored, Untrusted, SAVED_LEN};
 use ritmo_core::{const_window_config, Clock, Config, ManualClock, RateLimiter};
 use ritmo_firmware::{check, exit, log, BOARD};

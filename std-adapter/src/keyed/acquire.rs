@@ -6,31 +6,32 @@
 use std::hash::Hash;
 use std::sync::atomic::Ordering;
 
-use ritmo_core::keyed::{Taken, TierSet};
+use ritmo_core::keyed::{KeyRules, Taken, TierSet};
 use ritmo_core::{Clock, RateLimitExceeded, Reason};
 
 use super::reclaim::Room;
-use super::{KeyEntry, KeyedRateLimiter};
+use super::{KeyEntry, ShardedMap};
 
-impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> ShardedMap<K, C, P> {
     /// Runs one call on `tier` for `k` permits (already checked) that may wait `max_wait` units.
     #[inline]
     pub(super) fn take_key(
         &self,
+        key_rules: &KeyRules<K, C, P>,
         key: &K,
         tier: P::Index,
         k: u32,
         max_wait: u64,
     ) -> Result<Taken, RateLimitExceeded> {
-        let now = self.rules.key_rate().now();
+        let now = key_rules.key_rate().now();
         // A known key: the shard's read lock, held across one compare-and-swap, so that no
         // removal (which takes the write lock) can drop the key between our read and our write.
         match self.map.read_hashed(key, |entry| {
-            (entry.tier == tier).then(|| self.rules.decide(entry, tier, now, k, max_wait))
+            (entry.tier == tier).then(|| key_rules.decide(entry, tier, now, k, max_wait))
         }) {
-            Ok(Some(taken)) => self.rules.granted(key, taken),
-            Ok(None) => self.take_moved(key, tier, now, k, max_wait),
-            Err(hash) => self.take_new(key, Some(hash), tier, k, now, max_wait),
+            Ok(Some(taken)) => key_rules.granted(key, taken),
+            Ok(None) => self.take_moved(key_rules, key, tier, now, k, max_wait),
+            Err(hash) => self.take_new(key_rules, key, Some(hash), tier, k, now, max_wait),
         }
     }
 
@@ -39,6 +40,7 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     #[cold]
     fn take_moved(
         &self,
+        key_rules: &KeyRules<K, C, P>,
         key: &K,
         tier: P::Index,
         now: u64,
@@ -49,19 +51,18 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
         // needs that lock. The state afterwards is noted by the map: the key may be idle sooner
         // than it last knew (a faster tier).
         loop {
-            let settled = self.rules.key_rate().settled();
+            let settled = key_rules.key_rate().settled();
             let decided = self.map.write(key, |entry| {
                 let mut held = entry.tier;
-                let decided = self
-                    .rules
-                    .decide_locked(entry, &mut held, tier, &settled, now, k, max_wait);
+                let decided =
+                    key_rules.decide_locked(entry, &mut held, tier, &settled, now, k, max_wait);
                 entry.tier = held;
                 decided
             });
             match decided {
-                Some(Some(taken)) => return self.rules.granted(key, taken),
+                Some(Some(taken)) => return key_rules.granted(key, taken),
                 Some(None) => continue,
-                None => return self.take_new(key, None, tier, k, now, max_wait),
+                None => return self.take_new(key_rules, key, None, tier, k, now, max_wait),
             }
         }
     }
@@ -69,8 +70,10 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// A key not in the map: make room for it if need be, then put it in. `hash` is the key's
     /// hash in the map if the caller has it.
     #[cold]
+    #[allow(clippy::too_many_arguments)] // the call's own numbers, passed on as `take` got them
     fn take_new(
         &self,
+        key_rules: &KeyRules<K, C, P>,
         key: &K,
         hash: Option<u64>,
         tier: P::Index,
@@ -82,13 +85,13 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
             if self.claim() {
                 // The config's numbers before the shard's write lock: a reconfigure converting
                 // the keys needs that lock, so under it this call must not wait for one.
-                let settled = self.rules.key_rate().settled();
+                let settled = key_rules.key_rate().settled();
                 let decided = self.map.upsert(key, hash, |held| {
                     // With the shard locked, no earlier than any instant a key was dropped at: a
                     // key dropped after our clock read gets a fresh state that never starts
                     // before the old one ended.
                     let now = now.max(self.evicted_at.load(Ordering::SeqCst));
-                    let rules = &self.rules;
+                    let rules = key_rules;
                     match held {
                         Some(entry) => {
                             // Another thread put it in meanwhile (on another tier: carried over).
@@ -116,14 +119,14 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
                     }
                 });
                 match decided {
-                    Some(taken) => return self.rules.granted(key, taken),
+                    Some(taken) => return key_rules.granted(key, taken),
                     // A reconfigure started meanwhile: decide again with its numbers.
                     None => continue,
                 }
             }
-            match self.make_room(false, Some(key)) {
+            match self.make_room(key_rules, false, Some(key)) {
                 Room::Yes => continue,
-                Room::No(wait) => return Err(self.rules.refused(key, Reason::KeyCapacity, wait)),
+                Room::No(wait) => return Err(key_rules.refused(key, Reason::KeyCapacity, wait)),
             }
         }
     }
@@ -133,56 +136,75 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     ///
     /// [`KeyedStore::take_one`]: crate::ritmo::keyed::KeyedStore::take_one
     #[inline]
-    pub(super) fn take_one_key(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
+    pub(super) fn take_one_key(
+        &self,
+        key_rules: &KeyRules<K, C, P>,
+        key: &K,
+        tier: P::Index,
+    ) -> Result<(), RateLimitExceeded> {
         // Reconfigured (or a tier changed live): decide with the numbers in force at each try.
-        let Some(rules) = self.rules.unchanged_rules(tier) else {
-            return self.try_acquire_changed(key, tier);
+        let Some(rules) = key_rules.unchanged_rules(tier) else {
+            return self.try_acquire_changed(key_rules, key, tier);
         };
         if !rules.enabled() {
             return Ok(());
         }
-        let now = self.rules.key_rate().now();
+        let now = key_rules.key_rate().now();
         // The read lock held across one compare-and-swap, as in `take`.
         match self.map.read_hashed(key, |entry| {
-            (entry.tier == tier).then(|| self.rules.take_unchanged(entry, &rules, now))
+            (entry.tier == tier).then(|| key_rules.take_unchanged(entry, &rules, now))
         }) {
             Ok(Some(Some(Ok(())))) => {
-                self.rules.key_rate().count_granted(0);
+                key_rules.key_rate().count_granted(0);
                 Ok(())
             }
-            Ok(Some(Some(Err(wait)))) => Err(self.rules.refused(key, Reason::NoPermitInTime, wait)),
+            Ok(Some(Some(Err(wait)))) => Err(key_rules.refused(key, Reason::NoPermitInTime, wait)),
             // Changed meanwhile, or lost a race: the path that reads the numbers afresh.
-            Ok(Some(None)) => self.try_acquire_changed(key, tier),
-            Ok(None) => self.take_moved(key, tier, now, 1, 0).map(|_| ()),
-            Err(hash) => self.take_new(key, Some(hash), tier, 1, now, 0).map(|_| ()),
+            Ok(Some(None)) => self.try_acquire_changed(key_rules, key, tier),
+            Ok(None) => self.take_moved(key_rules, key, tier, now, 1, 0).map(|_| ()),
+            Err(hash) => self
+                .take_new(key_rules, key, Some(hash), tier, 1, now, 0)
+                .map(|_| ()),
         }
     }
 
     /// [`take_one_key`](Self::take_one_key) on a limiter a `reconfigure` changed.
     #[cold]
-    fn try_acquire_changed(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
-        if !self.rules.rules(tier).enabled() {
+    fn try_acquire_changed(
+        &self,
+        key_rules: &KeyRules<K, C, P>,
+        key: &K,
+        tier: P::Index,
+    ) -> Result<(), RateLimitExceeded> {
+        if !key_rules.rules(tier).enabled() {
             return Ok(());
         }
-        self.take_key(key, tier, 1, 0).map(|_| ())
+        self.take_key(key_rules, key, tier, 1, 0).map(|_| ())
     }
 
     /// Gives back what a reservation on tier `tier` took, if the key was not changed since.
-    pub(super) fn refund(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
+    pub(super) fn refund(
+        &self,
+        key_rules: &KeyRules<K, C, P>,
+        key: &K,
+        written: u64,
+        increment: u64,
+        tier: u8,
+    ) -> bool {
         let held = self.map.read_lowering(key, |entry| {
             // Changed tier since: its state was carried over, the reservation's slot with it.
-            if !self.rules.tiers().refundable(entry.tier, tier) {
+            if !key_rules.tiers().refundable(entry.tier, tier) {
                 return (false, None);
             }
-            let back = self.rules.refund(entry, written, increment);
+            let back = key_rules.refund(entry, written, increment);
             // The key may now be idle sooner than the map last knew.
             (back, back.then(|| entry.tat()))
         });
         // Not held: dropped as idle, its permits were all back already.
         held.unwrap_or_else(|| {
-            self.rules
+            key_rules
                 .key_rate()
-                .is_idle(written, self.rules.key_rate().now())
+                .is_idle(written, key_rules.key_rate().now())
         })
     }
 }

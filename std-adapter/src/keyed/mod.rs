@@ -26,7 +26,6 @@
 //! use std::time::Duration;
 //! use ritmo::{Config, ManualClock, Reason};
 //! use ritmo::server::KeyedRateLimiter;
-//! use ritmo::keyed::Keyed;
 //!
 //! let clock = ManualClock::new();
 //! let config = Config::new(2, Duration::from_secs(1))?;
@@ -46,7 +45,6 @@ mod ip;
 mod peek;
 mod reclaim;
 mod store;
-mod tiered;
 mod wait;
 
 use entry::Entry as KeyEntry;
@@ -57,26 +55,61 @@ use store::Store;
 use std::fmt;
 use std::hash::Hash;
 
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use ritmo_core::keyed::{KeyReservation, KeyRules, KeyedStore, OneTier, Peek, Taken, TierSet};
-use ritmo_core::{Clock, Config, KeyListener, Listener, RateLimitExceeded};
+use ritmo_core::keyed::{
+    ClockedStore, KeyReservation, KeyRules, KeySnapshot, Keyed, KeyedStore, KeysChange, NewStore,
+    OneTier, Peek, Taken, TierSet, Tiers,
+};
+use ritmo_core::{Clock, Config, RateLimitExceeded};
 
 use crate::clock::StdClock;
 
-/// A keyed limiter for servers: [`Config`] applied to each key separately, in a sharded map of
-/// at most `max_keys` keys. See the [module docs](self).
+#[cfg(feature = "tokio")]
+pub use wait::KeyedAsyncExt;
+pub use wait::KeyedBlockingExt;
+
+/// A keyed limiter for servers: [`Config`] applied to each key separately, in a [`ShardedMap`] of
+/// at most `max_keys` keys. It is ritmo-core's one keyed limiter, [`Keyed`], over this crate's
+/// map: the verbs, listeners, tiers and `reconfigure` are `Keyed`'s; on top of them,
+/// [`KeyedBlockingExt`] parks the thread until a key's slot (`acquire`, `call`) and, with the
+/// feature `tokio`, [`KeyedAsyncExt`] waits without a thread (`acquire_async`, `call_async`).
+/// See the [module docs](self).
 ///
-/// With `P` = [`Tiers`](crate::ritmo::keyed::Tiers), each key gets the config of its own tier, picked by a function of the
-/// key (see [`tiered`](Self::tiered)): the tier is kept beside each key's state, and a key that
+/// `new(id, config, max_keys)` builds it on a [`StdClock`], `with_clock(id, config, max_keys,
+/// clock)` on any clock; with `P` = [`Tiers`], `tiered(id, tiers, max_keys)` and
+/// `tiered_with_clock(id, tiers, max_keys, clock)` give each key the config of its own tier,
+/// picked by a function of the key: the tier is kept beside each key's state, and a key that
 /// changes tier is carried over with the single limiter's `reconfigure` rule.
 ///
-/// The method names are those of [`KeyedLimiter`](crate::ritmo::KeyedLimiter); on top of them,
-/// [`acquire`](Self::acquire) / [`acquire_n`](Self::acquire_n) park the thread until the key's
-/// slot, and (feature `tokio`) `acquire_async` / `acquire_n_async` wait without a thread.
-pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
-    rules: KeyRules<K, C, P>,
+/// ```
+/// use std::time::Duration;
+/// use ritmo::Config;
+/// use ritmo::keyed::{Tier, Tiers};
+/// use ritmo::server::{IpKey, KeyedRateLimiter};
+/// let per_ip = KeyedRateLimiter::new("login", Config::new(5, Duration::from_secs(60))?, 100_000);
+/// let client = IpKey::from("198.51.100.4".parse::<std::net::IpAddr>().unwrap());
+/// assert!(per_ip.try_acquire(&client).is_ok());
+/// assert_eq!(per_ip.available_permits(&client), 4);
+///
+/// /// API keys starting `pk_live_` are on the paid plan.
+/// fn plan(api_key: &String) -> &'static str {
+///     if api_key.starts_with("pk_live_") { "paid" } else { "free" }
+/// }
+/// let free = Tier::new("free", Config::new(10, Duration::from_secs(60))?);
+/// let paid = Tier::new("paid", Config::new(1000, Duration::from_secs(60))?);
+/// let api = KeyedRateLimiter::tiered("api", Tiers::new([free, paid], plan), 100_000);
+/// assert_eq!(api.available_permits(&"anon".to_string()), 10);
+/// assert_eq!(api.available_permits(&"pk_live_42".to_string()), 1000);
+/// # Ok::<(), ritmo::ConfigError>(())
+/// ```
+pub type KeyedRateLimiter<K, C = StdClock, P = OneTier> = Keyed<K, ShardedMap<K, C, P>>;
+
+/// The store of a [`KeyedRateLimiter`]: a growable map of at most `max_keys` keys, sharded, each
+/// key's state beside it, idle keys dropped to make room (see the [module docs](self)).
+pub struct ShardedMap<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
     map: Store<K, P::Index>,
     max_keys: usize,
     /// Keys in the map, counted before they go in, so that `max_keys` holds under any race.
@@ -85,235 +118,130 @@ pub struct KeyedRateLimiter<K: 'static, C = StdClock, P: TierSet<K> = OneTier> {
     evicted_at: AtomicU64,
     /// One `reconfigure` at a time.
     changes: Mutex<()>,
+    clock: PhantomData<fn() -> C>,
 }
 
-impl<K, C, P: TierSet<K>> fmt::Debug for KeyedRateLimiter<K, C, P> {
+impl<K, C, P: TierSet<K>> fmt::Debug for ShardedMap<K, C, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyedRateLimiter")
-            .field("id", &self.rules.key_rate().id())
-            .field("config", &self.rules.key_rate().config())
+        f.debug_struct("ShardedMap")
             .field("max_keys", &self.max_keys)
             .field("keys_held", &self.held.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
 
-impl<K: Hash + Eq + Clone> KeyedRateLimiter<K, StdClock> {
-    /// A keyed limiter named `id` applying `config` to each key, holding at most `max_keys` keys,
-    /// on a new [`StdClock`]. `max_keys = 0` refuses every key ([`Reason::KeyCapacity`]).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ritmo::Config;
-    /// use ritmo::server::{IpKey, KeyedRateLimiter};
-    /// use ritmo::keyed::Keyed;
-    /// let per_ip = KeyedRateLimiter::new("login", Config::new(5, Duration::from_secs(60))?, 100_000);
-    /// let client = IpKey::from("198.51.100.4".parse::<std::net::IpAddr>().unwrap());
-    /// assert!(per_ip.try_acquire(&client).is_ok());
-    /// assert_eq!(per_ip.available_permits(&client), 4);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    ///
-    /// [`Reason::KeyCapacity`]: crate::ritmo::Reason::KeyCapacity
-    pub fn new(id: &'static str, config: Config, max_keys: usize) -> Self {
-        Self::with_clock(id, config, max_keys, StdClock::new())
-    }
-}
-
-impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
-    /// A keyed limiter on any clock (a [`ManualClock`](crate::ritmo::ManualClock) in tests).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ritmo::{Config, ManualClock};
-    /// use ritmo::server::KeyedRateLimiter;
-    /// use ritmo::keyed::Keyed;
-    /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new());
-    /// assert_eq!(l.capacity(), 10);
-    /// l.try_acquire(&1u64).unwrap();
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn with_clock(id: &'static str, config: Config, max_keys: usize, clock: C) -> Self {
-        KeyedRateLimiter::build(KeyRules::with_clock(id, config, clock), max_keys)
-    }
-}
-
-impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
-    fn build(rules: KeyRules<K, C, P>, max_keys: usize) -> Self {
-        KeyedRateLimiter {
-            rules,
+impl<K: Hash + Eq + Clone, C, P: TierSet<K>> ShardedMap<K, C, P> {
+    /// An empty map of at most `max_keys` keys (`0` refuses every key,
+    /// [`Reason::KeyCapacity`](crate::ritmo::Reason::KeyCapacity)).
+    pub fn new(max_keys: usize) -> Self {
+        ShardedMap {
             map: Store::new(max_keys),
             max_keys,
             held: AtomicUsize::new(0),
             evicted_at: AtomicU64::new(0),
             changes: Mutex::new(()),
+            clock: PhantomData,
         }
     }
 }
 
-impl<K, C, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
-    /// The same limiter, reporting rejections and released reservations to `listener`, which
-    /// hears the limiter's id but never the key (keys are often personal data).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ritmo::{Config, Event, Listener, ManualClock};
-    /// use ritmo::server::KeyedRateLimiter;
-    /// use ritmo::keyed::Keyed;
-    /// struct Count(std::sync::atomic::AtomicU32);
-    /// impl Listener for Count {
-    ///     fn on_event(&self, _: &Event) { self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed); }
-    /// }
-    /// static REJECTED: Count = Count(std::sync::atomic::AtomicU32::new(0));
-    /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new())
-    ///     .with_listener(&REJECTED);
-    /// l.try_acquire(&1u8).unwrap();
-    /// assert!(l.try_acquire(&1u8).is_err());
-    /// assert_eq!(REJECTED.0.load(std::sync::atomic::Ordering::Relaxed), 1);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    #[must_use]
-    pub fn with_listener(mut self, listener: &'static dyn Listener) -> Self {
-        self.rules = self.rules.with_listener(listener);
-        self
+/// `KeyedRateLimiter::new(id, config, max_keys)`, on a new [`StdClock`].
+impl<K: Hash + Eq + Clone> NewStore<Config> for ShardedMap<K, StdClock, OneTier> {
+    type Args = usize;
+    type DefaultClock = StdClock;
+    fn default_clock() -> StdClock {
+        StdClock::new()
     }
-
-    /// The same limiter, also reporting each event with its key to `listener` (opt-in).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ritmo::{Config, Event, KeyListener, ManualClock};
-    /// use ritmo::server::KeyedRateLimiter;
-    /// use ritmo::keyed::Keyed;
-    /// struct Audit;
-    /// impl KeyListener<u8> for Audit {
-    ///     fn on_event(&self, key: &u8, _: &Event) { assert_eq!(*key, 1); }
-    /// }
-    /// let l = KeyedRateLimiter::with_clock("api", Config::new(1, Duration::from_secs(1))?, 10, ManualClock::new())
-    ///     .with_key_listener(&Audit);
-    /// l.try_acquire(&1u8).unwrap();
-    /// assert!(l.try_acquire(&1u8).is_err());
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    #[must_use]
-    pub fn with_key_listener(mut self, listener: &'static dyn KeyListener<K>) -> Self {
-        self.rules = self.rules.with_key_listener(listener);
-        self
-    }
-
-    /// Each tier's name and config, by index: for a limiter of one config, its id and its config
-    /// (the one in force).
-    ///
-    /// ```
-    /// # use std::time::Duration;
-    /// # use ritmo::{Config, ManualClock};
-    /// # use ritmo::server::KeyedRateLimiter;
-    /// let c = Config::new(1, Duration::from_secs(1))?;
-    /// let l = KeyedRateLimiter::<u8, _>::with_clock("api", c, 10, ManualClock::new());
-    /// assert_eq!(l.tier_configs(), vec![("api", c)]);
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn tier_configs(&self) -> Vec<(&'static str, Config)> {
-        (0..self.rules.tiers().count())
-            .map(|i| match self.rules.tiers().tier(i) {
-                Some(tier) => tier,
-                None => (self.rules.key_rate().id(), self.rules.key_rate().config()),
-            })
-            .collect()
+    fn new_store(max_keys: usize) -> Self {
+        ShardedMap::new(max_keys)
     }
 }
 
-impl<K: Hash + Eq + Clone, C: Clock> KeyedRateLimiter<K, C> {
-    /// Applies `config` to every key from now on, each with the single limiter's rule
-    /// ([`RateLimiter::reconfigure`](crate::ritmo::RateLimiter::reconfigure)): a key's available
-    /// permits become `min(available, new permits)`, permits owed stay owed, and a key never seen
-    /// (or idle, or any key when a disabled config is enabled) gets the new config's full burst.
-    /// Reconfiguring to the config in force changes
-    /// nothing.
-    ///
-    /// The change converts every key the map holds, one compare-and-swap each; calls that come
-    /// meanwhile wait for it (a short spin, for as long as the conversion takes: about a
-    /// millisecond per 100 000 keys), so none decides with the new numbers on a key not yet
-    /// converted. Changes run one at a time.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ritmo::{Config, ManualClock};
-    /// use ritmo::server::KeyedRateLimiter;
-    /// use ritmo::keyed::Keyed;
-    /// let l = KeyedRateLimiter::with_clock("x", Config::new(10, Duration::from_secs(1))?, 100, ManualClock::new());
-    /// l.try_acquire_n(&1u8, 4).unwrap(); // key 1: 6 left
-    /// l.reconfigure(Config::new(5, Duration::from_secs(1))?);
-    /// assert_eq!((l.available_permits(&1), l.available_permits(&2)), (5, 5));
-    /// # Ok::<(), ritmo::ConfigError>(())
-    /// ```
-    pub fn reconfigure(&self, config: Config) {
-        let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = self.rules.key_rate().now();
-        self.map.changing(|| {
-            self.rules.reconfigure(config, now, |convert| {
-                self.map.for_each(|_, entry| convert(entry));
-            });
-        });
+/// `KeyedRateLimiter::with_clock(id, config, max_keys, clock)`.
+impl<K: Hash + Eq + Clone, C: Clock> ClockedStore<Config> for ShardedMap<K, C, OneTier> {
+    type Args = usize;
+    fn new_store(max_keys: usize) -> Self {
+        ShardedMap::new(max_keys)
     }
 }
 
-/// Permits for one key of a [`KeyedRateLimiter`], taken now or reserved for a slot: commit it
-/// when the work runs, or let it go. Dropping or [`cancel`](crate::ritmo::keyed::KeyReservation::cancel)ling it
-/// before it is committed returns the permits if no later call for the key was made since.
-///
-/// ```
-/// # use std::time::Duration;
-/// # use ritmo::{Config, ManualClock};
-/// # use ritmo::server::KeyedRateLimiter;
-/// # use ritmo::keyed::Keyed;
-/// let c = Config::new(1, Duration::from_secs(1))?.with_max_wait(Duration::from_secs(5));
-/// let l = KeyedRateLimiter::with_clock("x", c, 10, ManualClock::new());
-/// let a = l.reserve(&1u8).unwrap();
-/// let b = l.reserve(&1u8).unwrap();
-/// assert!(!a.cancel()); // b is queued behind it
-/// assert!(b.cancel());
-/// # Ok::<(), ritmo::ConfigError>(())
-/// ```
+/// `KeyedRateLimiter::tiered(id, tiers, max_keys)`, on a new [`StdClock`].
+impl<K: Hash + Eq + Clone, const T: usize, P: PartialEq, F: Fn(&K) -> P> NewStore<Tiers<K, T, P, F>>
+    for ShardedMap<K, StdClock, Tiers<K, T, P, F>>
+{
+    type Args = usize;
+    type DefaultClock = StdClock;
+    fn default_clock() -> StdClock {
+        StdClock::new()
+    }
+    fn new_store(max_keys: usize) -> Self {
+        ShardedMap::new(max_keys)
+    }
+}
+
+/// `KeyedRateLimiter::tiered_with_clock(id, tiers, max_keys, clock)`.
+impl<K: Hash + Eq + Clone, C: Clock, const T: usize, P: PartialEq, F: Fn(&K) -> P>
+    ClockedStore<Tiers<K, T, P, F>> for ShardedMap<K, C, Tiers<K, T, P, F>>
+{
+    type Args = usize;
+    fn new_store(max_keys: usize) -> Self {
+        ShardedMap::new(max_keys)
+    }
+}
+
+/// Permits for one key of a [`KeyedRateLimiter`], taken now or reserved for a slot (see
+/// [`KeyReservation`]).
 pub type KeyedReservation<'a, K, C, P = OneTier> = KeyReservation<'a, K, KeyedRateLimiter<K, C, P>>;
 
-/// The sharded map as a keyed store: a known key under its shard's read lock, a new one put in
-/// within `max_keys` under its write lock.
-impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateLimiter<K, C, P> {
+/// The sharded map as a keyed store: a call on a held key under one shard's read lock.
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for ShardedMap<K, C, P> {
     type Clock = C;
     type Tiers = P;
-
-    fn key_rules(&self) -> &KeyRules<K, C, P> {
-        &self.rules
-    }
+    type LiveKeys = Vec<KeySnapshot<K>>;
 
     #[inline]
     fn take(
         &self,
+        rules: &KeyRules<K, C, P>,
         key: &K,
         tier: P::Index,
         k: u32,
         max_wait: u64,
     ) -> Result<Taken, RateLimitExceeded> {
-        self.take_key(key, tier, k, max_wait)
+        self.take_key(rules, key, tier, k, max_wait)
     }
 
     #[inline]
-    fn take_one(&self, key: &K, tier: P::Index) -> Result<(), RateLimitExceeded> {
-        self.take_one_key(key, tier)
+    fn take_one(
+        &self,
+        rules: &KeyRules<K, C, P>,
+        key: &K,
+        tier: P::Index,
+    ) -> Result<(), RateLimitExceeded> {
+        self.take_one_key(rules, key, tier)
     }
 
-    fn refund_key(&self, key: &K, written: u64, increment: u64, tier: u8) -> bool {
-        self.refund(key, written, increment, tier)
+    fn refund_key(
+        &self,
+        rules: &KeyRules<K, C, P>,
+        key: &K,
+        written: u64,
+        increment: u64,
+        tier: u8,
+    ) -> bool {
+        self.refund(rules, key, written, increment, tier)
     }
 
-    fn peek(&self, key: &K, tier: P::Index) -> Peek {
-        self.peek_key(key, tier)
+    fn peek(&self, rules: &KeyRules<K, C, P>, key: &K, tier: P::Index) -> Peek {
+        self.peek_key(rules, key, tier)
     }
 
-    /// One pass over the map.
-    fn live_count(&self) -> usize {
-        self.live_count()
+    fn live_count(&self, rules: &KeyRules<K, C, P>) -> usize {
+        self.live_count(rules)
+    }
+
+    fn live_keys(&self, rules: &KeyRules<K, C, P>) -> Vec<KeySnapshot<K>> {
+        self.live_keys(rules)
     }
 
     fn held_count(&self) -> usize {
@@ -324,8 +252,23 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedStore<K> for KeyedRateL
         self.max_keys
     }
 
-    fn drop_idle(&self) -> usize {
-        self.make_room(true, None);
+    fn drop_idle(&self, rules: &KeyRules<K, C, P>) -> usize {
+        self.make_room(rules, true, None);
         self.held.load(Ordering::Acquire)
+    }
+
+    /// One change at a time; the shards' notes are made afresh once the states moved.
+    fn change(&self, rules: &KeyRules<K, C, P>, change: &mut KeysChange<'_>) {
+        let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = rules.key_rate().now();
+        self.map.changing(|| {
+            change(now, &mut |tier, convert| {
+                self.map.for_each(|_, entry| {
+                    if tier.is_none_or(|tier| P::position(entry.tier) == tier) {
+                        entry.convert(convert);
+                    }
+                });
+            });
+        });
     }
 }

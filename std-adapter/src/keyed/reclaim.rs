@@ -8,9 +8,9 @@ use std::hash::Hash;
 use std::sync::atomic::Ordering;
 
 use ritmo_core::Clock;
-use ritmo_core::keyed::TierSet;
+use ritmo_core::keyed::{KeyRules, TierSet};
 
-use super::KeyedRateLimiter;
+use super::ShardedMap;
 use super::store;
 
 /// Whether a new key may go in now.
@@ -20,7 +20,7 @@ pub(super) enum Room {
     No(u64),
 }
 
-impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
+impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> ShardedMap<K, C, P> {
     /// Counts one more key in, if that stays within `max_keys`.
     pub(super) fn claim(&self) -> bool {
         self.held
@@ -33,11 +33,16 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
     /// At `max_keys`: drops one idle key to make room (in `for_key`'s shard if it can), unless
     /// every key is live; then the wait until the soonest is idle, exact (never early). `force`
     /// drops every idle key instead.
-    pub(super) fn make_room(&self, force: bool, for_key: Option<&K>) -> Room {
-        let now = self.rules.key_rate().now();
+    pub(super) fn make_room(
+        &self,
+        key_rules: &KeyRules<K, C, P>,
+        force: bool,
+        for_key: Option<&K>,
+    ) -> Room {
+        let now = key_rules.key_rate().now();
         // Before any key is dropped at `now` (see `take_new`).
         self.evicted_at.fetch_max(now, Ordering::SeqCst);
-        let idle = |tat| self.rules.key_rate().is_idle(tat, now);
+        let idle = |tat| key_rules.key_rate().is_idle(tat, now);
         if force {
             let dropped = self.map.drop_idle(idle);
             self.held.fetch_sub(dropped, Ordering::AcqRel);
@@ -66,16 +71,15 @@ impl<K: Hash + Eq + Clone, C: Clock, P: TierSet<K>> KeyedRateLimiter<K, C, P> {
 mod tests {
     use std::time::Duration;
 
-    use ritmo_core::keyed::Keyed;
     use ritmo_core::{Config, ManualClock, Reason};
 
-    use super::KeyedRateLimiter;
+    use crate::KeyedRateLimiter;
 
     const KEYS: u64 = 10_000;
 
     /// Buckets the map's passes have looked at so far.
     fn visited<C: ritmo_core::Clock>(map: &KeyedRateLimiter<u64, C>) -> u64 {
-        map.map.visited()
+        map.store().map.visited()
     }
 
     /// A map full of keys put in one after another, 1 ms apart, each live for an hour.
@@ -115,7 +119,7 @@ mod tests {
         map.try_acquire(&KEYS).unwrap();
         let err = map.try_acquire(&(KEYS + 1)).unwrap_err();
         assert_eq!(err.retry_after(), Duration::from_millis(1));
-        let per_shard = 4 * KEYS / map.map.shards() as u64; // buckets of one shard, roughly
+        let per_shard = 4 * KEYS / map.store().map.shards() as u64; // buckets of one shard, roughly
         for key in KEYS + 1..KEYS + 2_000 {
             clock.advance(Duration::from_millis(1));
             let before = visited(&map);
