@@ -265,31 +265,27 @@ impl<C: Clock, const B: usize> Recordable for Bands<C, B> {
 /// an untiered one never has any).
 impl<K: Hash + Eq + Clone, S: KeyedStore<K>> Recordable for Keyed<K, S> {
     fn record(&self) {
-        record_keyed(self);
+        let (rate, snapshot) = (self.key_rules().key_rate(), self.snapshot());
+        let tiered = core::mem::size_of::<<S::Tiers as TierSet<K>>::Index>() != 0;
+        let id = rate.id();
+        metrics::counter!(ADMITTED, "limiter" => id).absolute(rate.admitted_count());
+        metrics::counter!(WAITED, "limiter" => id).absolute(rate.waited_count());
+        let reasons: &[Reason] = if tiered {
+            &[
+                Reason::NoPermitInTime,
+                Reason::KeyCapacity,
+                Reason::UnknownTier,
+            ]
+        } else {
+            &[Reason::NoPermitInTime, Reason::KeyCapacity]
+        };
+        for &reason in reasons {
+            metrics::counter!(REJECTED, "limiter" => id, "reason" => reason_label(reason))
+                .absolute(rate.rejected_count(reason));
+        }
+        metrics::gauge!(KEYS, "limiter" => id).set(snapshot.live_keys as f64);
+        metrics::gauge!(PERMITS, "limiter" => id).set(f64::from(snapshot.permits));
     }
-}
-
-fn record_keyed<K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(limiter: &Keyed<K, S>) {
-    let (rate, snapshot) = (limiter.key_rules().key_rate(), limiter.snapshot());
-    let tiered = core::mem::size_of::<<S::Tiers as TierSet<K>>::Index>() != 0;
-    let id = rate.id();
-    metrics::counter!(ADMITTED, "limiter" => id).absolute(rate.admitted_count());
-    metrics::counter!(WAITED, "limiter" => id).absolute(rate.waited_count());
-    let reasons: &[Reason] = if tiered {
-        &[
-            Reason::NoPermitInTime,
-            Reason::KeyCapacity,
-            Reason::UnknownTier,
-        ]
-    } else {
-        &[Reason::NoPermitInTime, Reason::KeyCapacity]
-    };
-    for &reason in reasons {
-        metrics::counter!(REJECTED, "limiter" => id, "reason" => reason_label(reason))
-            .absolute(rate.rejected_count(reason));
-    }
-    metrics::gauge!(KEYS, "limiter" => id).set(snapshot.live_keys as f64);
-    metrics::gauge!(PERMITS, "limiter" => id).set(f64::from(snapshot.permits));
 }
 
 /// Records a limiter's admitted count and its available permits (call it before a scrape, or on

@@ -543,8 +543,8 @@ where
 
     /// Any tier's.
     fn kind_may_wait(&self) -> bool {
-        let mut tiers = self.tier_configs();
-        tiers.any(|(_, config)| !config.max_wait().is_zero())
+        self.tier_configs()
+            .any(|(_, config)| !config.max_wait().is_zero())
     }
 
     fn available(&self, key: &K) -> (u32, Option<u32>) {

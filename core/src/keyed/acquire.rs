@@ -16,13 +16,13 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> FixedTable<K
     /// `now`: carried over to `tier` if the key changed tier since its state was made.
     #[inline(always)]
     fn view(
-        rules_of: &KeyRules<K, C, P>,
+        key_rules: &KeyRules<K, C, P>,
         slot: &Slot<K, P::Index>,
         tier: P::Index,
         rules: &TierRules,
         now: u64,
     ) -> u64 {
-        rules_of.carried(slot.tat, slot.tier, tier, rules, now)
+        key_rules.carried(slot.tat, slot.tier, tier, rules, now)
     }
 }
 
@@ -111,16 +111,16 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
     #[inline]
     fn take(
         &self,
-        rules_of: &KeyRules<K, C, P>,
+        key_rules: &KeyRules<K, C, P>,
         key: &K,
         tier: P::Index,
         k: u32,
         max_wait: u64,
     ) -> Result<Taken, RateLimitExceeded> {
-        let reading = rules_of.rate.now();
+        let reading = key_rules.rate.now();
         let result = self.table.with(|t| {
             let now = t.observe(reading);
-            let rules = rules_of.rules(tier);
+            let rules = key_rules.rules(tier);
             let (tat, at) = match t.probe(key, now) {
                 Probe::Found(i) => {
                     if t.slots[i].tier != tier {
@@ -128,7 +128,7 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                         // outcome; never below where a key not held starts on its new tier.
                         let fresh = t.fresh(&rules);
                         let slot = &mut t.slots[i];
-                        slot.tat = Self::view(rules_of, slot, tier, &rules, now).max(fresh);
+                        slot.tat = Self::view(key_rules, slot, tier, &rules, now).max(fresh);
                         slot.tier = tier;
                         t.lowered(i);
                     }
@@ -152,19 +152,19 @@ impl<K: Hash + Eq + Clone, C: Clock, const N: usize, P: TierSet<K>> KeyedStore<K
                 wait,
             })
         });
-        rules_of.granted(key, result)
+        key_rules.granted(key, result)
     }
 
-    fn peek(&self, rules_of: &KeyRules<K, C, P>, key: &K, tier: P::Index) -> Peek {
-        let reading = rules_of.rate.now();
+    fn peek(&self, key_rules: &KeyRules<K, C, P>, key: &K, tier: P::Index) -> Peek {
+        let reading = key_rules.rate.now();
         self.table.with(|t| {
             let now = t.observe(reading);
             // The numbers under the table's lock: a reconfigure converts the keys under it.
-            let rules = rules_of.rules(tier);
+            let rules = key_rules.rules(tier);
             let key = match t.probe(key, now) {
                 Probe::Found(i) => {
                     let slot = &t.slots[i];
-                    let tat = Self::view(rules_of, slot, tier, &rules, now);
+                    let tat = Self::view(key_rules, slot, tier, &rules, now);
                     if slot.tier == tier {
                         Peeked::State(tat)
                     } else {

@@ -570,11 +570,8 @@ where
     /// A keyed limiter named `id` applying `config` to each key, in a store built from `args`,
     /// on the store's default clock (ritmo-std's map: `args` is its most keys, the clock a
     /// `StdClock`).
-    pub fn new(id: &'static str, config: Config, args: <S as NewStore<Config>>::Args) -> Self {
-        Keyed::from_parts(
-            KeyRules::with_clock(id, config, S::default_clock()),
-            <S as NewStore<Config>>::new_store(args),
-        )
+    pub fn new(id: &'static str, config: Config, args: <S as ClockedStore<Config>>::Args) -> Self {
+        Self::with_clock(id, config, args, S::default_clock())
     }
 }
 
@@ -604,12 +601,9 @@ where
     pub fn tiered(
         id: &'static str,
         tiers: Tiers<K, T, P, F>,
-        args: <S as NewStore<Tiers<K, T, P, F>>>::Args,
+        args: <S as ClockedStore<Tiers<K, T, P, F>>>::Args,
     ) -> Self {
-        Keyed::from_parts(
-            KeyRules::tiered_with_clock(id, tiers, S::default_clock()),
-            <S as NewStore<Tiers<K, T, P, F>>>::new_store(args),
-        )
+        Self::tiered_with_clock(id, tiers, args, S::default_clock())
     }
 }
 
@@ -772,33 +766,33 @@ where
 }
 
 fn reserve_checked<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
-    store: &'a Keyed<K, S>,
+    limiter: &'a Keyed<K, S>,
     key: &K,
     k: u32,
     max_wait: Option<Duration>,
 ) -> Result<KeyReservation<'a, K, Keyed<K, S>>, AcquireError> {
-    let tier = store.rules.pick(key)?;
-    let rules: TierRules = store.rules.rules(tier);
-    rules.check_permits(store.rules.key_rate().id(), k)?;
+    let tier = limiter.rules.pick(key)?;
+    let rules: TierRules = limiter.rules.rules(tier);
+    rules.check_permits(limiter.rules.key_rate().id(), k)?;
     let max_wait = match max_wait {
-        Some(max_wait) => store.rules.key_rate().units(max_wait),
+        Some(max_wait) => limiter.rules.key_rate().units(max_wait),
         None => rules.max_wait(),
     };
-    Ok(reserve_valid(store, key, tier, k, max_wait)?)
+    Ok(reserve_valid(limiter, key, tier, k, max_wait)?)
 }
 
 /// A reservation of `k` permits (already checked) for `key` on `tier` within `max_wait` units.
 fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
-    store: &'a Keyed<K, S>,
+    limiter: &'a Keyed<K, S>,
     key: &K,
     tier: <S::Tiers as TierSet<K>>::Index,
     k: u32,
     max_wait: u64,
 ) -> Result<KeyReservation<'a, K, Keyed<K, S>>, RateLimitExceeded> {
-    if !store.rules.rules(tier).enabled() {
-        let now = store.rules.key_rate().now();
+    if !limiter.rules.rules(tier).enabled() {
+        let now = limiter.rules.key_rate().now();
         return Ok(KeyReservation::of(
-            store,
+            limiter,
             key.clone(),
             Taken::uncounted(now),
             0,
@@ -808,14 +802,14 @@ fn reserve_valid<'a, K: Hash + Eq + Clone + 'static, S: KeyedStore<K>>(
         ));
     }
     // Read before the decision: a change after it makes the refund return nothing.
-    let generation = store.rules.key_rate().generation();
-    let taken = store.store.take(&store.rules, key, tier, k, max_wait)?;
+    let generation = limiter.rules.key_rate().generation();
+    let taken = limiter.store.take(&limiter.rules, key, tier, k, max_wait)?;
     // The numbers the call was decided with (a reconfigure may have come since the check).
     Ok(KeyReservation::of(
-        store,
+        limiter,
         key.clone(),
         taken,
-        store.rules.rules(tier).increment(k),
+        limiter.rules.rules(tier).increment(k),
         k,
         <S::Tiers as TierSet<K>>::position(tier),
         generation,

@@ -101,21 +101,6 @@ pub trait KeyedStore<K: 'static>: Sized {
     }
 }
 
-/// A store that a keyed limiter builds for itself with a clock of its own choosing:
-/// `Keyed::new(id, config, args)` and `Keyed::tiered(id, tiers, args)` (`R`: a
-/// [`Config`](crate::Config) or [`Tiers`](super::Tiers)). ritmo-std's map implements it once for
-/// its default clock, so `KeyedRateLimiter::new("api", config, 100_000)` needs no type written.
-pub trait NewStore<R>: Sized {
-    /// What the store is built from besides the rules (the map: its most keys).
-    type Args;
-    /// The clock it reads when none is given.
-    type DefaultClock;
-    /// A new clock of that kind.
-    fn default_clock() -> Self::DefaultClock;
-    /// An empty store.
-    fn new_store(args: Self::Args) -> Self;
-}
-
 /// A store that a keyed limiter builds for itself on a clock it is given:
 /// `Keyed::with_clock(id, config, args, clock)` and `Keyed::tiered_with_clock(id, tiers, args,
 /// clock)` (`R`: a [`Config`](crate::Config) or [`Tiers`](super::Tiers)).
@@ -125,6 +110,17 @@ pub trait ClockedStore<R>: Sized {
     /// An empty store.
     fn new_store(args: Self::Args) -> Self;
 }
+
+/// A store whose limiter can also pick its own clock: `Keyed::new(id, config, args)` and
+/// `Keyed::tiered(id, tiers, args)`. ritmo-std's map implements it once, for its default clock,
+/// so `KeyedRateLimiter::new("api", config, 100_000)` needs no type written.
+pub trait NewStore<R>: ClockedStore<R> {
+    /// The clock it reads when none is given.
+    type DefaultClock;
+    /// A new clock of that kind.
+    fn default_clock() -> Self::DefaultClock;
+}
+
 /// What a keyed store holds for a key now: the numbers of its tier, the instant, and the key's
 /// state or why it has none.
 #[derive(Debug, Clone, Copy)]

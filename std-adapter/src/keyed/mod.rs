@@ -147,13 +147,9 @@ impl<K: Hash + Eq + Clone, C, P: TierSet<K>> ShardedMap<K, C, P> {
 
 /// `KeyedRateLimiter::new(id, config, max_keys)`, on a new [`StdClock`].
 impl<K: Hash + Eq + Clone> NewStore<Config> for ShardedMap<K, StdClock, OneTier> {
-    type Args = usize;
     type DefaultClock = StdClock;
     fn default_clock() -> StdClock {
         StdClock::new()
-    }
-    fn new_store(max_keys: usize) -> Self {
-        ShardedMap::new(max_keys)
     }
 }
 
@@ -169,13 +165,9 @@ impl<K: Hash + Eq + Clone, C: Clock> ClockedStore<Config> for ShardedMap<K, C, O
 impl<K: Hash + Eq + Clone, const T: usize, P: PartialEq, F: Fn(&K) -> P> NewStore<Tiers<K, T, P, F>>
     for ShardedMap<K, StdClock, Tiers<K, T, P, F>>
 {
-    type Args = usize;
     type DefaultClock = StdClock;
     fn default_clock() -> StdClock {
         StdClock::new()
-    }
-    fn new_store(max_keys: usize) -> Self {
-        ShardedMap::new(max_keys)
     }
 }
 
